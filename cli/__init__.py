@@ -1,0 +1,1 @@
+"""The `gtool` command line."""

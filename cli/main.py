@@ -1,0 +1,28 @@
+"""`gtool`: the command line over preprocess, stats, loader and trainer."""
+
+from __future__ import annotations
+
+import typer
+
+from gtool.version import __version__
+
+app = typer.Typer(
+    name="gtool",
+    help="Turn large graphs into 2D-tiled Zarr stores and train 3D-parallel GCNs on them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gtool {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """gtool: out-of-core graph sharding and 3D-parallel GCN training."""

@@ -1,0 +1,31 @@
+"""Error types that carry what a user needs to fix their input."""
+
+from __future__ import annotations
+
+
+class GtoolError(Exception):
+    """Base class of every error gtool reports to a user (printed without a traceback)."""
+
+
+class InputError(GtoolError):
+    """Bad input: names the file, the line or array/index, and what was expected."""
+
+    def __init__(self, where: str, problem: str, *, line: int | None = None, index: str | None = None):
+        self.where = where
+        self.line = line
+        self.index = index
+        self.problem = problem
+        location = where
+        if line is not None:
+            location += f", line {line}"
+        if index is not None:
+            location += f", {index}"
+        super().__init__(f"{location}: {problem}")
+
+
+class StoreError(GtoolError):
+    """A store that cannot be read: incomplete, unknown layout, or inconsistent arrays."""
+
+
+class StoreExistsError(GtoolError):
+    """The output store exists and --overwrite was not given."""

@@ -1,0 +1,44 @@
+"""Store layout v1 (../shared/docs/store-format.md): array paths and metadata keys."""
+
+from __future__ import annotations
+
+LAYOUT_VERSION = 1
+META_KEY = "gtool"
+
+PERM_ROWS = "perm/r"
+PERM_COLS = "perm/c"
+FEATURES = "nodes/features"
+LABELS = {"r": "nodes/labels/r", "c": "nodes/labels/c"}
+SPLIT = {"r": "nodes/split/r", "c": "nodes/split/c"}
+
+SPLIT_CODES = {"train": 0, "valid": 1, "test": 2}
+SPLIT_NONE = -1
+LABEL_NONE = -1
+
+TILE_FIELDS = ("row", "col", "val")
+TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
+
+
+def matrix_group(matrix: int) -> str:
+    """Group path of stored matrix 0 (A0) or 1 (A1)."""
+    return f"adj/{matrix}"
+
+
+def tile_group(matrix: int, i: int, j: int) -> str:
+    """Group path of tile (i, j) of a matrix."""
+    return f"adj/{matrix}/{i}_{j}"
+
+
+def tile_array(matrix: int, i: int, j: int, field: str) -> str:
+    """Path of one field (row, col or val) of tile (i, j)."""
+    return f"{tile_group(matrix, i, j)}/{field}"
+
+
+def order_of_layer_output(layer: int) -> str:
+    """'r' or 'c': the node order of layer `layer`'s output rows (layer 0 -> pr order)."""
+    return "r" if layer % 2 == 0 else "c"
+
+
+def logits_order(num_layers: int) -> str:
+    """The node order of the final logits: pr when L is odd, pc when L is even."""
+    return order_of_layer_output(num_layers - 1)

@@ -1,0 +1,142 @@
+"""Read-only access to a gtool store, refusing incomplete, unknown-layout or inconsistent stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import zarr
+
+from gtool import layout
+from gtool.errors import StoreError
+from gtool.geometry import tile_range
+
+
+@dataclass(frozen=True)
+class TileData:
+    """One stored tile: tile-local (row, col) sorted by (row, col), and normalized values."""
+
+    row: np.ndarray
+    col: np.ndarray
+    val: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return int(self.row.shape[0])
+
+
+class Store:
+    """A complete gtool store opened for reading (a path or any fsspec URL zarr accepts)."""
+
+    def __init__(self, location: str, storage_options: dict[str, Any] | None = None):
+        self.location = str(location)
+        try:
+            self.group = zarr.open_group(store=self.location, mode="r", storage_options=storage_options)
+        except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError) as exc:
+            raise StoreError(f"{self.location}: not a gtool store ({exc})") from None
+        meta = dict(self.group.attrs).get(layout.META_KEY)
+        if not isinstance(meta, dict):
+            raise StoreError(f"{self.location}: not a gtool store (no '{layout.META_KEY}' attributes)")
+        if meta.get("layout") != layout.LAYOUT_VERSION:
+            raise StoreError(
+                f"{self.location}: unknown store layout {meta.get('layout')!r} "
+                f"(this gtool reads layout {layout.LAYOUT_VERSION})"
+            )
+        if meta.get("complete") is not True:
+            raise StoreError(f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard")
+        self.meta: dict[str, Any] = meta
+        self._check_arrays()
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.meta["num_nodes"])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.meta["num_features"])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.meta["num_classes"])
+
+    @property
+    def tiles(self) -> int:
+        return int(self.meta["tiles"][0])
+
+    @property
+    def tile_size(self) -> int:
+        return int(self.meta["tile_size"])
+
+    @property
+    def matrices(self) -> list[int]:
+        """Stored matrices: [0] when pr == pc, else [0, 1]."""
+        return [0, 1] if "1" in self.group["adj"] else [0]
+
+    @property
+    def two_matrices(self) -> bool:
+        return len(self.matrices) == 2
+
+    def tile_nnz(self, matrix: int) -> np.ndarray:
+        """T x T int64 array of nonzeros per tile, from the metadata."""
+        return np.asarray(self.meta["stats"][str(matrix)]["tile_nnz"], dtype=np.int64)
+
+    def tile_bounds(self, i: int, j: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Global row and column ranges of tile (i, j)."""
+        s, n = self.tile_size, self.num_nodes
+        return tile_range(i, s, n), tile_range(j, s, n)
+
+    def array(self, path: str) -> zarr.Array:
+        """An array of the store by path, with an error naming the store when it is missing."""
+        try:
+            node = self.group[path]
+        except KeyError:
+            raise StoreError(f"{self.location}: missing array {path}") from None
+        if not isinstance(node, zarr.Array):
+            raise StoreError(f"{self.location}: {path} is not an array")
+        return node
+
+    def read_tile(self, matrix: int, i: int, j: int) -> TileData:
+        """Read tile (i, j) of a matrix, checking it against the metadata."""
+        where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
+        try:
+            parts = [self.array(layout.tile_array(matrix, i, j, f))[:] for f in layout.TILE_FIELDS]
+        except StoreError as exc:
+            raise StoreError(f"{where}: {exc}") from None
+        except Exception as exc:  # corrupt chunk data: zarr/codec errors of many kinds
+            raise StoreError(f"{where}: unreadable ({type(exc).__name__}: {exc})") from None
+        expected = int(self.tile_nnz(matrix)[i, j])
+        if any(p.shape != (expected,) for p in parts):
+            raise StoreError(f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}")
+        return TileData(*parts)
+
+    def perm(self, which: str) -> np.ndarray:
+        """pr ('r') or pc ('c'): position -> original node id."""
+        return self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS)[:]
+
+    def _check_arrays(self) -> None:
+        n = self.num_nodes
+        expected = {
+            layout.PERM_ROWS: (n,),
+            layout.PERM_COLS: (n,),
+            layout.FEATURES: (n, self.num_features),
+            layout.SPLIT["r"]: (n,),
+            layout.SPLIT["c"]: (n,),
+        }
+        for path, shape in expected.items():
+            got = self.array(path).shape
+            if tuple(got) != shape:
+                raise StoreError(f"{self.location}: array {path} has shape {tuple(got)}, metadata implies {shape}")
+        for order in ("r", "c"):
+            got = self.array(layout.LABELS[order]).shape
+            if got[0] != n:
+                raise StoreError(f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}")
+        t = self.tiles
+        for m in self.matrices:
+            if self.tile_nnz(m).shape != (t, t):
+                raise StoreError(f"{self.location}: stats of A{m} do not describe a {t}x{t} tiling")
+
+
+def open_store(location: str, storage_options: dict[str, Any] | None = None) -> Store:
+    """Open a complete store for reading."""
+    return Store(location, storage_options)

@@ -1,0 +1,72 @@
+"""What one rank of a 3D grid holds: the contract between the loader and the trainer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from gtool.geometry import Band
+from gtool.grid import ProcessGrid
+
+
+@dataclass
+class AdjacencyShard:
+    """One adjacency shard A_m[row band, col band], padded to (row_band.size, col_band.size).
+
+    `matrix` is the CSR shard with local indices; `transpose` is its transpose, also CSR, for the
+    backward pass.
+    """
+
+    matrix_id: int
+    row_band: Band
+    col_band: Band
+    matrix: torch.Tensor
+    transpose: torch.Tensor
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.matrix_id, self.row_band.index, self.col_band.index)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.matrix.values().shape[0])
+
+
+@dataclass
+class ReadStats:
+    """What a load read: tiles, bytes and seconds."""
+
+    tiles: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class RankData:
+    """Everything rank `rank` of `grid` needs to train `layers` GCN layers.
+
+    - shards: the distinct adjacency shards, by (matrix, row band, col band); layer_keys[l] names layer l's.
+    - features: X'[row band, feature band] (zero-padded), X' = features in pc order, for layer 0's input
+      block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F).
+    - labels / split: the last layer's row band in the last layer's order (padded with -1).
+    """
+
+    grid: ProcessGrid
+    rank: int
+    layers: int
+    meta: dict[str, Any]
+    shards: dict[tuple[int, int, int], AdjacencyShard]
+    layer_keys: list[tuple[int, int, int]]
+    features: torch.Tensor
+    feature_rows: Band
+    feature_cols: Band
+    labels: torch.Tensor
+    split: torch.Tensor
+    label_rows: Band
+    read: ReadStats = field(default_factory=ReadStats)
+
+    def shard(self, layer: int) -> AdjacencyShard:
+        """The adjacency shard layer `layer` multiplies by."""
+        return self.shards[self.layer_keys[layer]]

@@ -1,0 +1,1 @@
+"""Out-of-core preprocessing: raw graph -> 2D-tiled Zarr store."""

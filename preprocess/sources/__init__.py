@@ -1,0 +1,1 @@
+"""Graph sources: every input format gtool reads, behind one interface (base.GraphSource)."""

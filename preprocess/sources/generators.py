@@ -1,0 +1,145 @@
+"""Built-in graph generators: R-MAT (Graph500 Kronecker) and 2D lattices, generated chunk by chunk.
+
+Edges come in fixed generator blocks seeded by (seed, block), so the graph never depends on how the
+pipeline groups blocks into chunks, and scale 26 never holds its edge list in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gtool.errors import InputError
+from gtool.geometry import ceil_div
+from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, GraphSource
+
+RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
+RMAT_BLOCK = 1 << 20
+DEFAULT_GENERATOR_SEED = 1
+
+
+def rmat_block(scale: int, seed: int, block: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """`count` R-MAT edges of generator block `block` (vertices in generator order, unscrambled)."""
+    rng = np.random.default_rng([seed, block])
+    src = np.zeros(count, dtype=np.int64)
+    dst = np.zeros(count, dtype=np.int64)
+    ab, abc = RMAT_A + RMAT_B, RMAT_A + RMAT_B + RMAT_C
+    for bit in range(scale):
+        u = rng.random(count, dtype=np.float32)
+        down = u >= ab
+        right = ((u >= RMAT_A) & (u < ab)) | (u >= abc)
+        src |= down.astype(np.int64) << bit
+        dst |= right.astype(np.int64) << bit
+    return src, dst
+
+
+@dataclass(frozen=True)
+class RmatChunk(EdgeChunk):
+    """Generator blocks [first, last) of an R-MAT graph."""
+
+    scale: int
+    edges: int
+    seed: int
+    first: int
+    last: int
+
+    def read(self) -> EdgeBlock:
+        parts = []
+        for b in range(self.first, self.last):
+            count = min(RMAT_BLOCK, self.edges - b * RMAT_BLOCK)
+            parts.append(rmat_block(self.scale, self.seed, b, count))
+        src = np.concatenate([p[0] for p in parts])
+        dst = np.concatenate([p[1] for p in parts])
+        return EdgeBlock(src, dst, where=f"rmat:{self.scale} blocks {self.first}-{self.last}")
+
+
+class RmatSource(GraphSource):
+    """`rmat:SCALE[:EDGEFACTOR[:SEED]]`: 2^SCALE vertices, EDGEFACTOR * 2^SCALE generated edges."""
+
+    def __init__(self, scale: int, edge_factor: int = 16, seed: int = DEFAULT_GENERATOR_SEED):
+        if not 1 <= scale <= 40 or edge_factor < 1:
+            raise InputError("rmat", f"expected 1 <= SCALE <= 40 and EDGEFACTOR >= 1, got {scale}:{edge_factor}")
+        self.scale, self.edge_factor, self.seed = scale, edge_factor, seed
+        self.edges = edge_factor << scale
+        self.name = f"rmat:{scale}:{edge_factor}"
+
+    def num_nodes(self) -> int:
+        return 1 << self.scale
+
+    def edge_chunks(self, edges_per_chunk: int) -> list[RmatChunk]:
+        blocks = ceil_div(self.edges, RMAT_BLOCK)
+        per = max(1, edges_per_chunk // RMAT_BLOCK)
+        return [
+            RmatChunk(self.scale, self.edges, self.seed, b, min(b + per, blocks)) for b in range(0, blocks, per)
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "generator": "rmat",
+            "scale": self.scale,
+            "edge_factor": self.edge_factor,
+            "seed": self.seed,
+            "edges": self.edges,
+            "abc": [RMAT_A, RMAT_B, RMAT_C],
+        }
+
+
+@dataclass(frozen=True)
+class GridChunk(EdgeChunk):
+    """Lattice rows [first, last): each node links to its right and lower neighbour."""
+
+    rows: int
+    cols: int
+    first: int
+    last: int
+
+    def read(self) -> EdgeBlock:
+        r = np.arange(self.first, self.last, dtype=np.int64)[:, None]
+        c = np.arange(self.cols, dtype=np.int64)[None, :]
+        node = r * self.cols + c
+        right_src = node[:, :-1].ravel()
+        down = node[r[:, 0] < self.rows - 1]
+        src = np.concatenate([right_src, down.ravel()])
+        dst = np.concatenate([right_src + 1, down.ravel() + self.cols])
+        return EdgeBlock(src, dst, where=f"grid:{self.rows}x{self.cols} rows {self.first}-{self.last}")
+
+
+class GridSource(GraphSource):
+    """`grid:RxC`: an R x C 2D lattice in row-major order (a stand-in for road networks)."""
+
+    def __init__(self, rows: int, cols: int):
+        if rows < 1 or cols < 1:
+            raise InputError("grid", f"expected positive R and C, got {rows}x{cols}")
+        self.rows, self.cols = rows, cols
+        self.name = f"grid:{rows}x{cols}"
+
+    def num_nodes(self) -> int:
+        return self.rows * self.cols
+
+    def edge_chunks(self, edges_per_chunk: int) -> list[GridChunk]:
+        per = max(1, edges_per_chunk // max(1, 2 * self.cols))
+        return [GridChunk(self.rows, self.cols, r, min(r + per, self.rows)) for r in range(0, self.rows, per)]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "generator": "grid", "rows": self.rows, "cols": self.cols}
+
+
+def parse_generator(spec: str) -> GraphSource | None:
+    """A generator source for 'rmat:...' or 'grid:...', or None if `spec` names no generator."""
+    kind, _, args = spec.partition(":")
+    if kind not in ("rmat", "grid") or not args:
+        return None
+    try:
+        if kind == "rmat":
+            nums = [int(a) for a in args.split(":")]
+            if not 1 <= len(nums) <= 3:
+                raise ValueError
+            return RmatSource(*nums)
+        rows, cols = (int(a) for a in args.lower().split("x"))
+        return GridSource(rows, cols)
+    except ValueError:
+        expected = "rmat:SCALE[:EDGEFACTOR[:SEED]]" if kind == "rmat" else "grid:RxC"
+        raise InputError(spec, f"not a generator spec; expected {expected}") from None

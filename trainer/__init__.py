@@ -1,0 +1,1 @@
+"""3D-parallel GCN training (Plexus) over torch.distributed."""
