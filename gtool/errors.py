@@ -22,6 +22,13 @@ class InputError(GtoolError):
             location += f", {index}"
         super().__init__(f"{location}: {problem}")
 
+    def __reduce__(self):  # keep the fields when a Dask worker process sends the error back
+        return (_rebuild_input_error, (self.where, self.problem, self.line, self.index))
+
+
+def _rebuild_input_error(where: str, problem: str, line: int | None, index: str | None) -> InputError:
+    return InputError(where, problem, line=line, index=index)
+
 
 class StoreError(GtoolError):
     """A store that cannot be read: incomplete, unknown layout, or inconsistent arrays."""

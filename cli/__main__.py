@@ -1,0 +1,5 @@
+"""`python -m gtool.cli` runs the gtool command."""
+
+from gtool.cli.main import app
+
+app()

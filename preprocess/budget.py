@@ -1,0 +1,73 @@
+"""Memory budget: how big edge chunks and reduce groups may be so the process tree stays within it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import psutil
+
+from gtool.errors import GtoolError
+
+MB = 1 << 20
+BASELINE_BYTES = 400 * MB
+BYTES_PER_NODE = 56
+MAP_BYTES_PER_EDGE = 240
+REDUCE_BYTES_PER_ENTRY = 48
+MIN_CHUNK_EDGES = 1 << 16
+MAX_CHUNK_EDGES = 1 << 21
+MIN_GROUP_ENTRIES = 1 << 18
+MAX_GROUP_ENTRIES = 1 << 23
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": MB, "MB": MB, "G": 1 << 30, "GB": 1 << 30, "T": 1 << 40,
+          "TB": 1 << 40, "KIB": 1 << 10, "MIB": MB, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """'2GB', '512M', '1.5GiB' or a plain byte count -> bytes."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
+    if not match or match.group(2).upper() not in _UNITS:
+        raise ValueError(f"expected a size like 2GB or 512MB, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def default_memory_limit() -> int:
+    """A safe share of this machine: half the total memory, at most 80% of what is available now."""
+    vm = psutil.virtual_memory()
+    return int(min(vm.total * 0.5, vm.available * 0.8))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Sizes derived from a memory limit, a node count and the number of concurrent tasks."""
+
+    limit: int
+    num_nodes: int
+    concurrency: int
+
+    @property
+    def fixed(self) -> int:
+        """Memory that does not depend on the edges: interpreter, libraries, O(N) arrays."""
+        return BASELINE_BYTES + BYTES_PER_NODE * self.num_nodes
+
+    def __post_init__(self) -> None:
+        self.per_task  # noqa: B018 - a limit too small for this graph fails here, before any work
+
+    @property
+    def per_task(self) -> int:
+        spare = self.limit - self.fixed
+        if spare < 64 * MB * self.concurrency:
+            need = (self.fixed + 64 * MB * self.concurrency) / (1 << 30)
+            raise GtoolError(
+                f"--memory-limit {self.limit / (1 << 30):.2f} GB is too small for {self.num_nodes:,} nodes with "
+                f"{self.concurrency} workers: give at least {need:.2f} GB or fewer --workers"
+            )
+        return spare // self.concurrency
+
+    def edges_per_chunk(self) -> int:
+        """Edges one map task reads at a time."""
+        return int(min(MAX_CHUNK_EDGES, max(MIN_CHUNK_EDGES, self.per_task // MAP_BYTES_PER_EDGE)))
+
+    def group_entries(self) -> int:
+        """Most entries one reduce task sorts at a time."""
+        return int(min(MAX_GROUP_ENTRIES, max(MIN_GROUP_ENTRIES, self.per_task // REDUCE_BYTES_PER_ENTRY)))

@@ -1,0 +1,63 @@
+"""Node data gtool makes up when a source has none: random features, degree classes, a random split."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gtool import layout
+from gtool.preprocess.sources.base import FeatureSource
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finalizer: a counter-based generator, so any row can be made without the others."""
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        return z ^ (z >> np.uint64(31))
+
+
+class RandomFeatures(FeatureSource):
+    """`--num-features F` uniform random features per node, row-normalized, a pure function of (seed, node)."""
+
+    def __init__(self, num_nodes: int, num_features: int, seed: int):
+        self.num_features = num_features
+        self.seed = seed
+        self._num_nodes = num_nodes
+        self.where = f"random features (F={num_features}, seed={seed})"
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_nodes
+
+    def read_rows(self, rows: np.ndarray) -> np.ndarray:
+        f = np.uint64(self.num_features)
+        counter = rows.astype(np.uint64)[:, None] * f + np.arange(self.num_features, dtype=np.uint64)[None, :]
+        with np.errstate(over="ignore"):
+            bits = _splitmix64(counter + np.uint64(self.seed) * _MIX2)
+        values = ((bits >> np.uint64(40)).astype(np.float32) + 1.0) / np.float32(1 << 24)
+        return values / values.sum(axis=1, keepdims=True)
+
+
+def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:
+    """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes."""
+    n = degrees.shape[0]
+    order = np.argsort(degrees, kind="stable")
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.arange(n, dtype=np.int64) * num_classes // max(n, 1)
+    return labels
+
+
+def random_split(num_nodes: int, seed: int, fractions: tuple[float, float] = (0.6, 0.2)) -> np.ndarray:
+    """A seeded random 60/20/20 train/valid/test split as int8 codes."""
+    order = np.random.default_rng([seed, 0x5B1]).permutation(num_nodes)
+    n_train = int(round(fractions[0] * num_nodes))
+    n_valid = int(round(fractions[1] * num_nodes))
+    split = np.full(num_nodes, layout.SPLIT_CODES["test"], dtype=np.int8)
+    split[order[:n_train]] = layout.SPLIT_CODES["train"]
+    split[order[n_train : n_train + n_valid]] = layout.SPLIT_CODES["valid"]
+    return split

@@ -1,0 +1,121 @@
+"""Map side of the shuffle: one edge chunk -> entries of A0 (and A1) bucketed by partition, spilled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtool.preprocess import spill
+from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, check_edge_ids
+
+
+@dataclass(frozen=True)
+class SelfLoops(EdgeChunk):
+    """The self-loops of nodes [start, stop): every node gets exactly one."""
+
+    start: int
+    stop: int
+
+    def read(self) -> EdgeBlock:
+        ids = np.arange(self.start, self.stop, dtype=np.int64)
+        return EdgeBlock(ids, ids, where=f"self-loops {self.start}-{self.stop}")
+
+
+@dataclass(frozen=True)
+class SpilledChunk(EdgeChunk):
+    """A chunk already parsed once (while counting nodes), re-read from the spill directory."""
+
+    src: str
+    dst: str
+    where: str
+
+    def read(self) -> EdgeBlock:
+        return EdgeBlock(spill.load(self.src, mmap=False), spill.load(self.dst, mmap=False), where=self.where)
+
+
+@dataclass(frozen=True)
+class MatrixMap:
+    """Where matrix `matrix` puts an edge (row, col): positions row_inverse[row], col_inverse[col]."""
+
+    matrix: int
+    row_inverse: str
+    col_inverse: str
+
+
+@dataclass(frozen=True)
+class MapJob:
+    """What every map task shares."""
+
+    plan: PartitionPlan
+    matrices: tuple[MatrixMap, ...]
+    directed: bool
+    spill_root: str
+
+
+@dataclass
+class MapResult:
+    """What one map task spilled: per matrix, its file and the entry count of every partition."""
+
+    index: int
+    edges: int
+    files: dict[int, str]
+    counts: dict[int, np.ndarray]
+
+
+def oriented_entries(block: EdgeBlock, directed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Matrix entries (row, col) of a block without self-loops: both directions when symmetrizing,
+    (dst, src) when directed (row = the node that aggregates its incoming edges)."""
+    if directed:
+        rows, cols = block.dst, block.src
+    else:
+        rows, cols = np.concatenate([block.src, block.dst]), np.concatenate([block.dst, block.src])
+    keep = rows != cols
+    return rows[keep], cols[keep]
+
+
+def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
+    """Read chunk `index`, validate ids, orient it, and spill each matrix's entries sorted by partition."""
+    index, chunk = item
+    block = chunk.read()
+    check_edge_ids(block, job.plan.num_nodes)
+    if isinstance(chunk, SelfLoops):
+        rows, cols = block.src, block.dst
+    else:
+        rows, cols = oriented_entries(block, job.directed)
+    files, counts = {}, {}
+    for m in job.matrices:
+        pos_r = spill.load(m.row_inverse)[rows]
+        pos_c = spill.load(m.col_inverse)[cols]
+        part = job.plan.partition_ids(pos_r, pos_c)
+        order = np.argsort(part, kind="stable")
+        keys = job.plan.local_keys(pos_r, pos_c)[order]
+        del pos_r, pos_c
+        counts[m.matrix] = np.bincount(part, minlength=job.plan.count).astype(np.int64)
+        files[m.matrix] = f"{job.spill_root}/map/m{m.matrix}/c{index}.npy"
+        spill.save_to(keys, files[m.matrix])
+    edges = 0 if isinstance(chunk, SelfLoops) else len(block)
+    return MapResult(index=index, edges=edges, files=files, counts=counts)
+
+
+@dataclass
+class ScanResult:
+    """A chunk parsed while counting nodes: its spilled arrays and largest id."""
+
+    index: int
+    chunk: SpilledChunk
+    edges: int
+    max_id: int
+
+
+def scan_chunk(item: tuple[int, EdgeChunk], spill_root: str) -> ScanResult:
+    """Parse a chunk of a source without a declared node count: check ids, spill them, find the max."""
+    index, chunk = item
+    block = chunk.read()
+    check_edge_ids(block, None)
+    src_path, dst_path = f"{spill_root}/scan/s{index}.npy", f"{spill_root}/scan/d{index}.npy"
+    spill.save_to(block.src.astype(np.int64, copy=False), src_path)
+    spill.save_to(block.dst.astype(np.int64, copy=False), dst_path)
+    top = int(max(block.src.max(initial=-1), block.dst.max(initial=-1)))
+    return ScanResult(index, SpilledChunk(src_path, dst_path, block.where), len(block), top)

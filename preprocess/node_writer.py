@@ -1,0 +1,69 @@
+"""Write node data in both permuted orders: features in pc order (out of core), labels and splits in both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import zarr
+
+from gtool import layout
+from gtool.preprocess import spill
+from gtool.preprocess.sources.base import FeatureSource
+
+FEATURE_CHUNK_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class FeatureRows:
+    """Rows [start, stop) of the permuted feature matrix: X'[i] = X[pc[i]]."""
+
+    start: int
+    stop: int
+    pc: str
+    store: str
+
+
+def feature_chunk_rows(num_features: int) -> int:
+    """Rows per feature chunk (about 8 MiB of float32)."""
+    return max(1, FEATURE_CHUNK_BYTES // (4 * max(1, num_features)))
+
+
+def create_feature_array(store: str, num_nodes: int, num_features: int) -> list[tuple[int, int]]:
+    """Create nodes/features and return its chunk-aligned row ranges (one write task each)."""
+    rows = feature_chunk_rows(num_features)
+    zarr.create_array(
+        store=store,
+        name=layout.FEATURES,
+        shape=(num_nodes, num_features),
+        dtype="float32",
+        chunks=(max(1, min(rows, num_nodes)), max(1, num_features)),
+    )
+    return [(a, min(a + rows, num_nodes)) for a in range(0, num_nodes, rows)]
+
+
+def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
+    """Gather the original rows of one permuted block (in sorted order) and write them in place."""
+    ids = np.asarray(spill.load(task.pc)[task.start : task.stop])
+    order = np.argsort(ids, kind="stable")
+    block = np.empty((ids.size, features.num_features), dtype=np.float32)
+    block[order] = features.read_rows(ids[order])
+    zarr.open_array(store=task.store, path=layout.FEATURES, mode="r+")[task.start : task.stop] = block
+    return block.nbytes
+
+
+def write_node_arrays(store: str, labels: np.ndarray, split: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> None:
+    """Labels and splits in pr order (.../r) and pc order (.../c)."""
+    for order, perm in (("r", pr), ("c", pc)):
+        zarr.create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
+        zarr.create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
+
+
+def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
+    """perm/r and perm/c as int64."""
+    zarr.create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
+    zarr.create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
+
+
+def _chunks(array: np.ndarray) -> tuple[int, ...]:
+    return (max(1, min(array.shape[0], 1 << 20)),) + tuple(array.shape[1:])

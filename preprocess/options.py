@@ -1,0 +1,30 @@
+"""Options of a sharding run (what `gtool shard` flags map to)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class ShardOptions:
+    """Everything that controls how a source becomes a store."""
+
+    tiles: int = 16
+    directed: bool = False
+    norm: str = "sym"
+    perm: str = "double"
+    seed: int = 0
+    num_nodes: int | None = None
+    features: str | None = None
+    labels: str | None = None
+    split: str | None = None
+    num_features: int = 128
+    num_classes: int = 32
+    root: str | None = None
+    memory_limit: int | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+    spill_dir: str | None = None
+    chunk_edges: int | None = None
+    overwrite: bool = False
+    progress: bool = False

@@ -1,0 +1,363 @@
+"""`gtool shard`: a source becomes a 2D-tiled store through a Dask map-reduce over edge chunks.
+
+Stages: (scan: count nodes when the source declares none) -> map: read, orient, permute and bucket each
+edge chunk, spilling sorted runs -> dedupe: per run of partitions sort and drop duplicates, counting the
+degrees of A + I -> write: weight every entry with D^-1/2 . D^-1/2 and write the tiles -> nodes:
+features, labels and splits in permuted order. Nothing that grows with the number of edges is ever held
+in memory outside one bounded chunk or run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import resource
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import zarr
+from rich.console import Console
+
+from gtool import layout
+from gtool.errors import GtoolError, InputError
+from gtool.preprocess import spill
+from gtool.preprocess.budget import Budget, default_memory_limit
+from gtool.preprocess.cluster import StageRunner, concurrency, dask_client, default_workers
+from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes, random_split
+from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
+from gtool.preprocess.node_writer import (
+    FeatureRows,
+    create_feature_array,
+    write_feature_rows,
+    write_node_arrays,
+    write_permutations,
+)
+from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.permutation import SCHEMES, inverse, make_permutations
+from gtool.preprocess.reducer import DedupeResult, DedupeTask, SpillSlice, TileWrite, dedupe, write_tile
+from gtool.preprocess.resolve import resolve_source
+from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
+from gtool.preprocess.spill import SpillDir
+from gtool.preprocess.staging import StagedOutput, is_url
+from gtool.preprocess.summary import ShardSummary, tile_stats
+from gtool.preprocess.tile_arrays import create_tile_arrays
+from gtool.version import __version__
+
+NORMALIZATIONS = ("sym", "none")
+
+
+def check_options(options: ShardOptions) -> None:
+    """Reject option values that cannot work before any reading starts."""
+    if options.tiles < 1:
+        raise GtoolError(f"--tiles must be at least 1x1, got {options.tiles}")
+    if options.norm not in NORMALIZATIONS:
+        raise GtoolError(f"--norm must be one of {', '.join(NORMALIZATIONS)}, got {options.norm!r}")
+    if options.perm not in SCHEMES:
+        raise GtoolError(f"--perm must be one of {', '.join(SCHEMES)}, got {options.perm!r}")
+    if options.num_features < 1 or options.num_classes < 1:
+        raise GtoolError("--num-features and --num-classes must be positive")
+
+
+def shard(source_spec: str, output: str, options: ShardOptions, console: Console | None = None) -> ShardSummary:
+    """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
+    check_options(options)
+    source = resolve_source(source_spec, options)
+    staged = StagedOutput(output, options.overwrite)
+    scratch = SpillDir(options.spill_dir, staged.near)
+    try:
+        workers = options.workers or default_workers()
+        with dask_client(options.scheduler, workers) as client, StageRunner(
+            client, console, options.progress
+        ) as stages:
+            summary = ShardRun(source, options, staged.path, scratch, stages, concurrency(client)).execute()
+        staged.publish()
+    except BaseException:
+        staged.discard()
+        raise
+    finally:
+        scratch.cleanup()
+    summary.store = output
+    summary.bytes_written = stored_bytes(output)
+    return summary
+
+
+class ShardRun:
+    """One run of the pipeline: holds the O(N) arrays and drives the stages."""
+
+    def __init__(
+        self,
+        source: GraphSource,
+        options: ShardOptions,
+        store: str,
+        scratch: SpillDir,
+        stages: StageRunner,
+        concurrency: int,
+    ):
+        self.source, self.options, self.store = source, options, store
+        self.scratch, self.stages, self.concurrency = scratch, stages, concurrency
+        self.limit = options.memory_limit or default_memory_limit()
+        self.timings: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def timed(self, name: str):
+        start = time.perf_counter()
+        yield
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+    def execute(self) -> ShardSummary:
+        opts = self.options
+        zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = {
+            "layout": layout.LAYOUT_VERSION,
+            "complete": False,
+        }
+        with self.timed("prepare"):
+            workdir = self.scratch.path / "prepare"
+            workdir.mkdir()
+            self.source.prepare(str(workdir))
+        n = opts.num_nodes or self.source.num_nodes()
+        chunks = list(self.source.edge_chunks(self.chunk_edges(n or 0)))
+        if n is None:
+            n, chunks = self.scan(chunks)
+        budget = Budget(self.limit, n, self.concurrency)
+        node_data = self.node_inputs(n)
+        pr, pc = make_permutations(opts.perm, n, opts.seed)
+        two = not np.array_equal(pr, pc)
+        plan = PartitionPlan(n, opts.tiles)
+        ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
+        ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
+        matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two else ())
+        loops = [SelfLoops(a, min(a + self.chunk_edges(n), n)) for a in range(0, n, self.chunk_edges(n))]
+        maps = self.map_stage(chunks + loops, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
+        input_edges = sum(m.edges for m in maps)
+        if input_edges == 0:
+            raise InputError(self.source.name, "empty graph: the source has no edges")
+        runs, degrees = self.dedupe_stage(maps, plan, [m.matrix for m in matrices], budget.group_entries())
+        del maps
+        scales = self.scales(degrees, pr, pc)
+        with self.timed("nodes"):
+            write_permutations(self.store, pr, pc)
+            node_degrees = np.empty(n, dtype=np.int64)
+            node_degrees[pr] = degrees
+            labels, num_classes = self.labels(node_data, node_degrees)
+            split = node_data.split if node_data.split is not None else random_split(n, opts.seed)
+            write_node_arrays(self.store, labels, split, pr, pc)
+            del node_degrees
+        tile_nnz = self.write_stage(runs, plan, scales)
+        features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
+        self.features_stage(features, pc, n)
+        stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
+        self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_data)
+        return ShardSummary(
+            store=self.store,
+            source=self.source.name,
+            num_nodes=n,
+            input_edges=input_edges,
+            nnz={m: int(c.sum()) for m, c in tile_nnz.items()},
+            tiles=opts.tiles,
+            stats=stats,
+            seconds=time.perf_counter() - self.started,
+            bytes_written=0,
+            peak_rss_mb=peak_rss_mb(),
+            stage_seconds=self.timings,
+        )
+
+    def chunk_edges(self, n: int) -> int:
+        return self.options.chunk_edges or Budget(self.limit, n, self.concurrency).edges_per_chunk()
+
+    def scan(self, chunks: list[EdgeChunk]) -> tuple[int, list[EdgeChunk]]:
+        """Parse every chunk once to find the node count (max id + 1), keeping the parsed edges."""
+        with self.timed("scan"):
+            results = sorted(
+                self.stages.run("scan edges", scan_chunk, list(enumerate(chunks)), str(self.scratch.path)),
+                key=lambda r: r.index,
+            )
+        top = max((r.max_id for r in results), default=-1)
+        if top < 0:
+            raise InputError(self.source.name, "empty graph: the source has no edges")
+        return top + 1, [r.chunk for r in results]
+
+    def node_inputs(self, n: int) -> NodeData:
+        """Node data from --features/--labels/--split files, else from the source; sizes checked against N."""
+        opts = self.options
+        data = self.source.node_data()
+        if opts.features or opts.labels or opts.split:
+            from gtool.preprocess.sources import nodefiles
+
+            if opts.features:
+                data.features = nodefiles.load_features(opts.features)
+            if opts.labels:
+                data.labels, data.num_classes = nodefiles.load_labels(opts.labels, n)
+            if opts.split:
+                data.split = nodefiles.load_split(opts.split, n)
+        if data.features is not None:
+            if opts.features:
+                data.features.prepare(str(self.scratch.path / "prepare"))
+            if data.features.num_rows != n:
+                raise InputError(
+                    data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"
+                )
+        for name, array in (("labels", data.labels), ("split", data.split)):
+            if array is not None and array.shape[0] != n:
+                raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")
+        return data
+
+    def labels(self, data: NodeData, node_degrees: np.ndarray) -> tuple[np.ndarray, int]:
+        """Source labels, or `--num-classes` classes by degree quantile."""
+        if data.labels is None:
+            return degree_classes(node_degrees, self.options.num_classes), self.options.num_classes
+        classes = data.num_classes or int(data.labels.max(initial=-1)) + 1
+        return data.labels.astype(np.int64, copy=False), max(classes, 1)
+
+    def map_stage(self, chunks: list[EdgeChunk], job: MapJob) -> list[MapResult]:
+        with self.timed("map"):
+            results = list(self.stages.run("map edges", map_chunk, list(enumerate(chunks)), job))
+        return sorted(results, key=lambda r: r.index)
+
+    def dedupe_stage(
+        self, maps: list[MapResult], plan: PartitionPlan, matrices: list[int], cap: int
+    ) -> tuple[dict[int, list[DedupeResult]], np.ndarray]:
+        """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order."""
+        tasks = []
+        for m in matrices:
+            counts = np.stack([r.counts[m] for r in maps])
+            offsets = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
+            np.cumsum(counts, axis=1, out=offsets[:, 1:])
+            totals = counts.sum(axis=0)
+            files = [r.files[m] for r in maps]
+            for i in range(plan.tiles):
+                for j in range(plan.tiles):
+                    for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
+                        slices = tuple(
+                            SpillSlice(f, int(off[first]), int(off[last]))
+                            for f, off in zip(files, offsets)
+                            if off[last] > off[first]
+                        )
+                        out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
+                        tasks.append(DedupeTask(m, i, j, first, last, slices, out, count_rows=m == 0))
+        degrees = np.zeros(plan.num_nodes, dtype=np.int64)
+        runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
+        with self.timed("dedupe"):
+            for result in self.stages.run("sort + dedupe", dedupe, tasks, plan):
+                runs[result.task.matrix].append(result)
+                if result.row_counts is not None:
+                    start = result.task.i * plan.tile_size + result.row_start
+                    degrees[start : start + result.row_counts.size] += result.row_counts
+        for files in (r.files.values() for r in maps):
+            for f in files:
+                spill.remove(f)
+        return runs, degrees
+
+    def scales(self, degrees: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> tuple[str, str] | None:
+        """D^-1/2 in pr order and in pc order, spilled for the write tasks (None for --norm none)."""
+        if self.options.norm == "none":
+            return None
+        scale_r = (1.0 / np.sqrt(degrees)).astype(np.float32)
+        by_node = np.empty_like(scale_r)
+        by_node[pr] = scale_r
+        return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(by_node[pc], "scale", "c.npy")
+
+    def write_stage(
+        self, runs: dict[int, list[DedupeResult]], plan: PartitionPlan, scales: tuple[str, str] | None
+    ) -> dict[int, np.ndarray]:
+        """Write every tile of every matrix; returns the T x T nonzero counts per matrix."""
+        tasks, tile_nnz = [], {}
+        for m, results in runs.items():
+            by_tile: dict[tuple[int, int], list[DedupeResult]] = {}
+            for r in results:
+                by_tile.setdefault((r.task.i, r.task.j), []).append(r)
+            counts = np.zeros((plan.tiles, plan.tiles), dtype=np.int64)
+            row_scale, col_scale = (scales if m == 0 else scales[::-1]) if scales else (None, None)
+            for (i, j), parts in sorted(by_tile.items()):
+                parts.sort(key=lambda r: r.task.first)
+                counts[i, j] = sum(p.nnz for p in parts)
+                runs_of_tile = tuple(p.task.out for p in parts)
+                tasks.append(TileWrite(m, i, j, runs_of_tile, int(counts[i, j]), self.store, row_scale, col_scale))
+            tile_nnz[m] = counts
+        with self.timed("write"):
+            create_tile_arrays(self.store, tile_nnz)
+            for _ in self.stages.run("write tiles", write_tile, tasks, plan):
+                pass
+        return tile_nnz
+
+    def features_stage(self, features: FeatureSource, pc: np.ndarray, n: int) -> None:
+        """Write X'[i] = X[pc[i]] in chunk-aligned row blocks, each gathered by one task."""
+        pc_path = self.scratch.save(pc, "perm", "pc.npy")
+        blocks = create_feature_array(self.store, n, features.num_features)
+        tasks = [FeatureRows(a, b, pc_path, self.store) for a, b in blocks]
+        with self.timed("features"):
+            for _ in self.stages.run("permute features", write_feature_rows, tasks, features):
+                pass
+
+    def write_metadata(
+        self,
+        n: int,
+        plan: PartitionPlan,
+        features: FeatureSource,
+        num_classes: int,
+        stats: dict[int, dict],
+        input_edges: int,
+        data: NodeData,
+    ) -> None:
+        """The store's attributes, with complete: true, written last."""
+        opts = self.options
+        meta: dict[str, Any] = {
+            "layout": layout.LAYOUT_VERSION,
+            "complete": False,
+            "num_nodes": n,
+            "num_features": features.num_features,
+            "num_classes": num_classes,
+            "nnz": {str(m): int(np.sum(s["tile_nnz"])) for m, s in stats.items()},
+            "tiles": [opts.tiles, opts.tiles],
+            "tile_size": plan.tile_size,
+            "normalization": opts.norm,
+            "self_loops": True,
+            "graph": "directed-in" if opts.directed else "symmetrized",
+            "permutation": {"scheme": opts.perm, "seed": opts.seed},
+            "source": {**self.source.describe(), "input_edges": input_edges},
+            "features": {"origin": features.where},
+            "labels": {"origin": "source" if data.labels is not None else "degree-quantile", "missing": -1},
+            "split": {
+                "origin": "source" if data.split is not None else "random-60-20-20",
+                "codes": layout.SPLIT_CODES,
+                "none": layout.SPLIT_NONE,
+            },
+            "created_by": f"gtool {__version__}",
+            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "stats": {str(m): s for m, s in stats.items()},
+        }
+        group = zarr.open_group(store=self.store, mode="r+")
+        group.attrs[layout.META_KEY] = meta
+        meta["complete"] = True
+        group.attrs[layout.META_KEY] = meta
+
+
+def group_partitions(partitions: range, totals: np.ndarray, cap: int) -> list[tuple[int, int]]:
+    """Cut a tile's partitions into consecutive runs of at most `cap` entries (one partition at least)."""
+    runs, first, size = [], partitions.start, 0
+    for p in partitions:
+        if p > first and size + totals[p] > cap:
+            runs.append((first, p))
+            first, size = p, 0
+        size += int(totals[p])
+    runs.append((first, partitions.stop))
+    return runs
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and its finished children, in MB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return (own + children) / 1024
+
+
+def stored_bytes(location: str) -> int:
+    """Bytes the store occupies."""
+    if is_url(location):
+        fs, path = fsspec.core.url_to_fs(location)
+        return int(fs.du(path))
+    return sum(p.stat().st_size for p in Path(location).rglob("*") if p.is_file())

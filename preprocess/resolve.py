@@ -1,0 +1,46 @@
+"""Turn a SOURCE argument into a GraphSource: generator spec, OGB name, directory or edge file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gtool.errors import InputError
+from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.sources.base import GraphSource
+from gtool.preprocess.sources.generators import parse_generator
+
+OGB_NAMES = {"arxiv", "products", "papers100m", "ogbn-arxiv", "ogbn-products", "ogbn-papers100m"}
+
+
+def is_planetoid_dir(path: Path) -> bool:
+    return any(path.glob("ind.*.graph"))
+
+
+def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
+    """The source a user named, or an InputError saying what SOURCE may be."""
+    generated = parse_generator(spec)
+    if generated is not None:
+        return generated
+    if spec.lower() in OGB_NAMES:
+        from gtool.preprocess.sources.ogb import open_ogb
+
+        return open_ogb(spec, options.root)
+    path = Path(spec)
+    if path.is_dir():
+        if is_planetoid_dir(path):
+            from gtool.preprocess.sources.planetoid import open_planetoid
+
+            return open_planetoid(str(path))
+        from gtool.preprocess.sources.ogb import open_ogb
+
+        return open_ogb(str(path), options.root)
+    if path.is_file():
+        from gtool.preprocess.sources.edgefiles import open_edge_file
+
+        return open_edge_file(str(path), options.num_nodes)
+    raise InputError(
+        spec,
+        "no such file or directory, and not a source name; SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/"
+        ".parquet, optionally .gz), an OGB or Planetoid directory, an OGB name (arxiv, products, papers100m) "
+        "or a generator (rmat:SCALE[:EDGEFACTOR], grid:RxC)",
+    )

@@ -1,0 +1,77 @@
+"""Stored tiles reassembled equal Pr Â Pc^T and Pc Â Pr^T computed with scipy on the original graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gtool import layout
+from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes
+from gtool.preprocess.sources.generators import parse_generator
+from gtool.store import open_store
+from tests.conftest import make_store
+from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
+
+CASES = [
+    ("grid:7x9", 4),
+    ("rmat:7:4", 3),
+    ("rmat:8:8", 5),
+]
+
+
+def expected_matrices(source: str, n: int, directed: bool, norm: str):
+    src, dst = source_edges(parse_generator(source))
+    return normalized_adjacency(src, dst, n, directed=directed, norm=norm)
+
+
+@pytest.mark.parametrize("perm", ["none", "single", "double"])
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("source,tiles", CASES)
+def test_tiles_equal_permuted_normalized_adjacency(tmp_path, source, tiles, perm, directed):
+    path = make_store(source, tmp_path / "s.zarr", tiles=tiles, perm=perm, directed=directed, seed=7)
+    store = open_store(path)
+    n = store.num_nodes
+    assert n % tiles != 0 or source == "grid:7x9"
+    adj = expected_matrices(source, n, directed, "sym")
+    pr, pc = store.perm("r"), store.perm("c")
+    assert sorted(pr) == list(range(n)) and sorted(pc) == list(range(n))
+    if perm == "none":
+        np.testing.assert_array_equal(pr, np.arange(n))
+    if perm in ("none", "single"):
+        np.testing.assert_array_equal(pr, pc)
+        assert store.matrices == [0]
+    else:
+        assert store.matrices == [0, 1]
+        assert_same_sparse(reassemble(store, 1), permuted(adj, pc, pr))
+    assert_same_sparse(reassemble(store, 0), permuted(adj, pr, pc))
+    assert store.meta["nnz"]["0"] == adj.nnz
+    assert store.meta["graph"] == ("directed-in" if directed else "symmetrized")
+
+
+def test_norm_none_stores_a_plus_identity(tmp_path):
+    path = make_store("grid:5x6", tmp_path / "s.zarr", tiles=4, norm="none", seed=1)
+    store = open_store(path)
+    adj = expected_matrices("grid:5x6", 30, False, "none")
+    assert_same_sparse(reassemble(store, 0), permuted(adj, store.perm("r"), store.perm("c")))
+
+
+def test_node_data_permuted_consistently(tmp_path):
+    path = make_store("rmat:8:4", tmp_path / "s.zarr", tiles=3, seed=11, num_features=6, num_classes=5)
+    store = open_store(path)
+    n = store.num_nodes
+    pr, pc = store.perm("r"), store.perm("c")
+    features = store.array(layout.FEATURES)[:]
+    np.testing.assert_array_equal(features, RandomFeatures(n, 6, 11).read_rows(np.sort(pc))[np.argsort(np.argsort(pc))])
+    np.testing.assert_allclose(features.sum(axis=1), 1.0, rtol=1e-5)
+    adj = expected_matrices("rmat:8:4", n, False, "none")
+    degrees = np.diff(adj.indptr)
+    labels = degree_classes(degrees, 5)
+    np.testing.assert_array_equal(store.array(layout.LABELS["r"])[:], labels[pr])
+    np.testing.assert_array_equal(store.array(layout.LABELS["c"])[:], labels[pc])
+    split_r, split_c = store.array(layout.SPLIT["r"])[:], store.array(layout.SPLIT["c"])[:]
+    by_node = np.empty(n, dtype=np.int8)
+    by_node[pr] = split_r
+    np.testing.assert_array_equal(by_node[pc], split_c)
+    counts = np.bincount(by_node, minlength=3)
+    assert abs(counts[0] - 0.6 * n) <= 1 and abs(counts[1] - 0.2 * n) <= 1
+    assert store.num_classes == 5 and set(np.unique(labels)) == set(range(5))

@@ -1,0 +1,99 @@
+"""Staging, overwriting, interrupted runs, and what readers refuse."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import zarr
+
+from gtool.errors import InputError, StoreError, StoreExistsError
+from gtool.preprocess import reducer
+from gtool.store import open_store
+from tests.conftest import make_store
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_existing_store_needs_overwrite(tmp_path):
+    path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
+    with pytest.raises(StoreExistsError, match="--overwrite"):
+        make_store("grid:5x5", tmp_path / "s.zarr", tiles=2)
+    assert open_store(path).num_nodes == 16
+    make_store("grid:5x5", tmp_path / "s.zarr", tiles=2, overwrite=True)
+    assert open_store(path).num_nodes == 25
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_run_publishes_nothing_and_keeps_the_old_store(tmp_path, monkeypatch):
+    path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
+
+    def broken(task, plan):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(reducer, "write_tile", broken)
+    monkeypatch.setattr("gtool.preprocess.pipeline.write_tile", broken)
+    with pytest.raises(OSError, match="disk full"):
+        make_store("grid:6x6", tmp_path / "s.zarr", tiles=2, overwrite=True)
+    assert open_store(path).num_nodes == 16
+    assert leftovers(tmp_path) == []
+
+
+def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
+    out = tmp_path / "s.zarr"
+    cmd = [sys.executable, "-m", "gtool.cli", "shard", "rmat:17:8", "-o", str(out), "--tiles", "8x8", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    partial = tmp_path / ".s.zarr.partial"
+    deadline = time.time() + 60
+    while not (partial / "adj").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    with pytest.raises(StoreError, match="incomplete"):
+        open_store(str(partial))
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    assert open_store(str(out)).num_nodes == 1 << 17
+    assert leftovers(tmp_path) == []
+
+
+def test_reader_refuses_incomplete_and_unknown_layouts(tmp_path):
+    path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
+    group = zarr.open_group(path, mode="r+")
+    meta = dict(group.attrs["gtool"])
+    group.attrs["gtool"] = {**meta, "layout": 99}
+    with pytest.raises(StoreError, match="unknown store layout 99"):
+        open_store(path)
+    group.attrs["gtool"] = {**meta, "complete": False}
+    with pytest.raises(StoreError, match="incomplete"):
+        open_store(path)
+    group.attrs["gtool"] = {**meta, "num_nodes": 17}
+    with pytest.raises(StoreError, match="perm/r has shape"):
+        open_store(path)
+    with pytest.raises(StoreError, match="not a gtool store"):
+        open_store(str(tmp_path / "missing.zarr"))
+
+
+def test_empty_graph_is_refused(tmp_path):
+    import numpy as np
+
+    edges = tmp_path / "empty.npy"
+    np.save(edges, np.zeros((2, 0), dtype=np.int64))
+    with pytest.raises(InputError, match="empty graph"):
+        make_store(str(edges), tmp_path / "s.zarr", tiles=2, num_nodes=5)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_too_small_memory_limit_is_explained(tmp_path):
+    from gtool.errors import GtoolError
+
+    with pytest.raises(GtoolError, match="too small"):
+        make_store("rmat:10", tmp_path / "s.zarr", tiles=2, memory_limit=100 << 20)
