@@ -19,8 +19,22 @@ MAX_CHUNK_EDGES = 1 << 21
 MIN_GROUP_ENTRIES = 1 << 18
 MAX_GROUP_ENTRIES = 1 << 23
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "M": MB, "MB": MB, "G": 1 << 30, "GB": 1 << 30, "T": 1 << 40,
-          "TB": 1 << 40, "KIB": 1 << 10, "MIB": MB, "GIB": 1 << 30, "TIB": 1 << 40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1 << 10,
+    "KB": 1 << 10,
+    "M": MB,
+    "MB": MB,
+    "G": 1 << 30,
+    "GB": 1 << 30,
+    "T": 1 << 40,
+    "TB": 1 << 40,
+    "KIB": 1 << 10,
+    "MIB": MB,
+    "GIB": 1 << 30,
+    "TIB": 1 << 40,
+}
 
 
 def parse_bytes(text: str) -> int:
@@ -59,7 +73,8 @@ class Budget:
         if spare < 64 * MB * self.concurrency:
             need = (self.fixed + 64 * MB * self.concurrency) / (1 << 30)
             raise GtoolError(
-                f"--memory-limit {self.limit / (1 << 30):.2f} GB is too small for {self.num_nodes:,} nodes with "
+                f"--memory-limit {self.limit / (1 << 30):.2f} GB is too small for {self.num_nodes:,} nodes "
+                f"with "
                 f"{self.concurrency} workers: give at least {need:.2f} GB or fewer --workers"
             )
         return spare // self.concurrency

@@ -41,9 +41,13 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Client]:
         with Client(scheduler) as client:
             yield client
         return
-    with dask.config.set(_QUIET_WORKER), LocalCluster(
-        n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None, memory_limit=0
-    ) as cluster, Client(cluster) as client:
+    with (
+        dask.config.set(_QUIET_WORKER),
+        LocalCluster(
+            n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None, memory_limit=0
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 

@@ -22,7 +22,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 class RandomFeatures(FeatureSource):
-    """`--num-features F` uniform random features per node, row-normalized, a pure function of (seed, node)."""
+    """`--num-features F` uniform random row-normalized features, a pure function of (seed, node)."""
 
     def __init__(self, num_nodes: int, num_features: int, seed: int):
         self.num_features = num_features

@@ -52,7 +52,9 @@ def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
     return block.nbytes
 
 
-def write_node_arrays(store: str, labels: np.ndarray, split: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> None:
+def write_node_arrays(
+    store: str, labels: np.ndarray, split: np.ndarray, pr: np.ndarray, pc: np.ndarray
+) -> None:
     """Labels and splits in pr order (.../r) and pc order (.../c)."""
     for order, perm in (("r", pr), ("c", pc)):
         zarr.create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))

@@ -38,7 +38,15 @@ from gtool.preprocess.node_writer import (
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.permutation import SCHEMES, inverse, make_permutations
-from gtool.preprocess.reducer import DedupeResult, DedupeTask, SpillSlice, TileWrite, dedupe, write_tile
+from gtool.preprocess.reducer import (
+    DedupeResult,
+    DedupeTask,
+    SpillSlice,
+    TileWrite,
+    batches,
+    dedupe_batch,
+    write_tiles,
+)
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.spill import SpillDir
@@ -62,7 +70,9 @@ def check_options(options: ShardOptions) -> None:
         raise GtoolError("--num-features and --num-classes must be positive")
 
 
-def shard(source_spec: str, output: str, options: ShardOptions, console: Console | None = None) -> ShardSummary:
+def shard(
+    source_spec: str, output: str, options: ShardOptions, console: Console | None = None
+) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
     check_options(options)
     source = resolve_source(source_spec, options)
@@ -70,9 +80,10 @@ def shard(source_spec: str, output: str, options: ShardOptions, console: Console
     scratch = SpillDir(options.spill_dir, staged.near)
     try:
         workers = options.workers or default_workers()
-        with dask_client(options.scheduler, workers) as client, StageRunner(
-            client, console, options.progress
-        ) as stages:
+        with (
+            dask_client(options.scheduler, workers) as client,
+            StageRunner(client, console, options.progress) as stages,
+        ):
             summary = ShardRun(source, options, staged.path, scratch, stages, concurrency(client)).execute()
         staged.publish()
     except BaseException:
@@ -147,7 +158,7 @@ class ShardRun:
             split = node_data.split if node_data.split is not None else random_split(n, opts.seed)
             write_node_arrays(self.store, labels, split, pr, pc)
             del node_degrees
-        tile_nnz = self.write_stage(runs, plan, scales)
+        tile_nnz = self.write_stage(runs, plan, scales, budget.group_entries())
         features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         self.features_stage(features, pc, n)
         stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
@@ -222,7 +233,7 @@ class ShardRun:
         self, maps: list[MapResult], plan: PartitionPlan, matrices: list[int], cap: int
     ) -> tuple[dict[int, list[DedupeResult]], np.ndarray]:
         """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order."""
-        tasks = []
+        tasks, sizes = [], []
         for m in matrices:
             counts = np.stack([r.counts[m] for r in maps])
             offsets = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
@@ -234,19 +245,21 @@ class ShardRun:
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
                         slices = tuple(
                             SpillSlice(f, int(off[first]), int(off[last]))
-                            for f, off in zip(files, offsets)
+                            for f, off in zip(files, offsets, strict=True)
                             if off[last] > off[first]
                         )
                         out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
                         tasks.append(DedupeTask(m, i, j, first, last, slices, out, count_rows=m == 0))
+                        sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
         runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
         with self.timed("dedupe"):
-            for result in self.stages.run("sort + dedupe", dedupe, tasks, plan):
-                runs[result.task.matrix].append(result)
-                if result.row_counts is not None:
-                    start = result.task.i * plan.tile_size + result.row_start
-                    degrees[start : start + result.row_counts.size] += result.row_counts
+            for done in self.stages.run("sort + dedupe", dedupe_batch, batches(tasks, sizes, cap), plan):
+                for result in done:
+                    runs[result.task.matrix].append(result)
+                    if result.row_counts is not None:
+                        start = result.task.i * plan.tile_size + result.row_start
+                        degrees[start : start + result.row_counts.size] += result.row_counts
         for files in (r.files.values() for r in maps):
             for f in files:
                 spill.remove(f)
@@ -262,7 +275,11 @@ class ShardRun:
         return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(by_node[pc], "scale", "c.npy")
 
     def write_stage(
-        self, runs: dict[int, list[DedupeResult]], plan: PartitionPlan, scales: tuple[str, str] | None
+        self,
+        runs: dict[int, list[DedupeResult]],
+        plan: PartitionPlan,
+        scales: tuple[str, str] | None,
+        cap: int,
     ) -> dict[int, np.ndarray]:
         """Write every tile of every matrix; returns the T x T nonzero counts per matrix."""
         tasks, tile_nnz = [], {}
@@ -276,11 +293,12 @@ class ShardRun:
                 parts.sort(key=lambda r: r.task.first)
                 counts[i, j] = sum(p.nnz for p in parts)
                 runs_of_tile = tuple(p.task.out for p in parts)
-                tasks.append(TileWrite(m, i, j, runs_of_tile, int(counts[i, j]), self.store, row_scale, col_scale))
+                tasks.append(TileWrite(m, i, j, runs_of_tile, int(counts[i, j]), row_scale, col_scale))
             tile_nnz[m] = counts
+        work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         with self.timed("write"):
             create_tile_arrays(self.store, tile_nnz)
-            for _ in self.stages.run("write tiles", write_tile, tasks, plan):
+            for _ in self.stages.run("write tiles", write_tiles, work, plan):
                 pass
         return tile_nnz
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import asyncio
+from dataclasses import dataclass
 
 import numpy as np
 from zarr.api import asynchronous as zarr_async
@@ -62,6 +61,24 @@ def sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
     return keys
 
 
+def batches(items: list, sizes: list[int], cap: int) -> list[list]:
+    """Consecutive items grouped so each group holds at most `cap` entries (an item alone may exceed it)."""
+    groups: list[list] = [[]]
+    total = 0
+    for item, size in zip(items, sizes, strict=True):
+        if groups[-1] and total + size > cap:
+            groups.append([])
+            total = 0
+        groups[-1].append(item)
+        total += size
+    return [g for g in groups if g]
+
+
+def dedupe_batch(tasks: list[DedupeTask], plan: PartitionPlan) -> list[DedupeResult]:
+    """Several small dedupe tasks in one Dask task, one after the other."""
+    return [dedupe(t, plan) for t in tasks]
+
+
 def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     """Run one dedupe task; A0 runs also count nonzeros per row (the degrees of A + I)."""
     keys = sorted_unique([spill.load(s.path)[s.start : s.stop] for s in task.slices if s.stop > s.start])
@@ -76,40 +93,62 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
 
 @dataclass(frozen=True)
 class TileWrite:
-    """Write tile (i, j) of a matrix from its deduplicated runs, in row order."""
+    """Tile (i, j) of a matrix from its deduplicated runs (in row order), weighted by row/column scales."""
 
     matrix: int
     i: int
     j: int
     runs: tuple[str, ...]
     nnz: int
-    store: str
     row_scale: str | None
     col_scale: str | None
 
 
-async def _write_fields(store: str, paths: dict[str, str], region: slice, data: dict[str, np.ndarray]) -> None:
-    arrays = await asyncio.gather(*[zarr_async.open_array(store=store, path=paths[f], mode="r+") for f in data])
-    await asyncio.gather(*[a.setitem(region, data[f]) for a, f in zip(arrays, data)])
+async def _open_tile(store: str, tile: TileWrite) -> dict[str, object]:
+    paths = [layout.tile_array(tile.matrix, tile.i, tile.j, f) for f in layout.TILE_FIELDS]
+    arrays = await asyncio.gather(*[zarr_async.open_array(store=store, path=p, mode="r+") for p in paths])
+    return dict(zip(layout.TILE_FIELDS, arrays, strict=True))
 
 
-def write_tile(task: TileWrite, plan: PartitionPlan) -> int:
-    """Turn keys into (row, col, weight) and fill the tile's (already created) arrays; returns bytes written."""
-    paths = {f: layout.tile_array(task.matrix, task.i, task.j, f) for f in layout.TILE_FIELDS}
-    row_scale = spill.load(task.row_scale) if task.row_scale else None
-    col_scale = spill.load(task.col_scale) if task.col_scale else None
-    s = plan.tile_size
-    offset = 0
-    for run in task.runs:
-        keys = spill.load(run, mmap=False)
-        if keys.size == 0:
-            continue
-        rows, cols = np.divmod(keys, s)
-        if row_scale is None or col_scale is None:
-            vals = np.ones(keys.size, dtype=np.float32)
-        else:
-            vals = row_scale[task.i * s + rows] * col_scale[task.j * s + cols]
-        data = {"row": rows.astype(np.int32), "col": cols.astype(np.int32), "val": vals.astype(np.float32)}
-        sync(_write_fields(task.store, paths, slice(offset, offset + keys.size), data))
-        offset += keys.size
-    return task.nnz * 12
+async def _open_all(store: str, tiles: list[TileWrite]) -> list[dict[str, object]]:
+    return await asyncio.gather(*[_open_tile(store, t) for t in tiles])
+
+
+async def _set_all(writes: list[tuple[object, slice, np.ndarray]]) -> None:
+    await asyncio.gather(*[array.setitem(region, data) for array, region, data in writes])
+
+
+def tile_entries(tile: TileWrite, run: str, plan: PartitionPlan) -> dict[str, np.ndarray]:
+    """(row, col, val) of one deduplicated run of a tile."""
+    keys = spill.load(run, mmap=False)
+    rows, cols = np.divmod(keys, plan.tile_size)
+    if tile.row_scale is None or tile.col_scale is None:
+        vals = np.ones(keys.size, dtype=np.float32)
+    else:
+        s = plan.tile_size
+        vals = spill.load(tile.row_scale)[tile.i * s + rows] * spill.load(tile.col_scale)[tile.j * s + cols]
+    return {"row": rows.astype(np.int32), "col": cols.astype(np.int32), "val": vals.astype(np.float32)}
+
+
+def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:
+    """Fill the (already created) arrays of a batch of tiles; returns the bytes written.
+
+    Numpy work happens in this thread; the writes of all tiles of a round go to zarr concurrently. Runs of
+    one tile are written in order, one round each, so no two writes ever touch the same chunk at once.
+    """
+    store, tiles = batch
+    opened = sync(_open_all(store, tiles))
+    offsets = [0] * len(tiles)
+    for round_ in range(max(len(t.runs) for t in tiles)):
+        writes = []
+        for k, tile in enumerate(tiles):
+            if round_ >= len(tile.runs):
+                continue
+            data = tile_entries(tile, tile.runs[round_], plan)
+            region = slice(offsets[k], offsets[k] + data["row"].size)
+            offsets[k] = region.stop
+            writes.extend(
+                (opened[k][f], region, data[f]) for f in layout.TILE_FIELDS if region.stop > region.start
+            )
+        sync(_set_all(writes))
+    return 12 * sum(t.nnz for t in tiles)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -52,7 +53,5 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
 
 def remove(path: str) -> None:
     """Delete a spill file that is no longer needed."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass

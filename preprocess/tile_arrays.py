@@ -23,7 +23,9 @@ def _template(dtype: str):
 def tile_metadata(dtype: str, nnz: int):
     """Zarr v3 metadata of a 1-D tile field of nnz entries, chunked by TILE_CHUNK."""
     chunk = max(1, min(nnz, TILE_CHUNK))
-    return dataclasses.replace(_template(dtype), shape=(nnz,), chunk_grid=RegularChunkGrid(chunk_shape=(chunk,)))
+    return dataclasses.replace(
+        _template(dtype), shape=(nnz,), chunk_grid=RegularChunkGrid(chunk_shape=(chunk,))
+    )
 
 
 def create_tile_arrays(store: str, tile_nnz: dict[int, np.ndarray]) -> None:

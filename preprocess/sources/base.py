@@ -112,5 +112,7 @@ def check_edge_ids(block: EdgeBlock, num_nodes: int | None) -> None:
             if bad.size:
                 k = int(bad[0])
                 raise block.error(
-                    k, f"{name} node id {int(ids[k])} is >= the declared node count {num_nodes} (ids are 0-based)"
+                    k,
+                    f"{name} node id {int(ids[k])} is >= the declared node count {num_nodes} "
+                    "(ids are 0-based)",
                 )

@@ -25,11 +25,11 @@ def rmat_block(scale: int, seed: int, block: int, count: int) -> tuple[np.ndarra
     rng = np.random.default_rng([seed, block])
     src = np.zeros(count, dtype=np.int64)
     dst = np.zeros(count, dtype=np.int64)
-    ab, abc = RMAT_A + RMAT_B, RMAT_A + RMAT_B + RMAT_C
+    a, ab, abc = (np.uint16(round(p * 65536)) for p in (RMAT_A, RMAT_A + RMAT_B, RMAT_A + RMAT_B + RMAT_C))
     for bit in range(scale):
-        u = rng.random(count, dtype=np.float32)
+        u = rng.integers(0, 1 << 16, size=count, dtype=np.uint16)
         down = u >= ab
-        right = ((u >= RMAT_A) & (u < ab)) | (u >= abc)
+        right = (u >= a) ^ down ^ (u >= abc)
         src |= down.astype(np.int64) << bit
         dst |= right.astype(np.int64) << bit
     return src, dst
@@ -60,7 +60,9 @@ class RmatSource(GraphSource):
 
     def __init__(self, scale: int, edge_factor: int = 16, seed: int = DEFAULT_GENERATOR_SEED):
         if not 1 <= scale <= 40 or edge_factor < 1:
-            raise InputError("rmat", f"expected 1 <= SCALE <= 40 and EDGEFACTOR >= 1, got {scale}:{edge_factor}")
+            raise InputError(
+                "rmat", f"expected 1 <= SCALE <= 40 and EDGEFACTOR >= 1, got {scale}:{edge_factor}"
+            )
         self.scale, self.edge_factor, self.seed = scale, edge_factor, seed
         self.edges = edge_factor << scale
         self.name = f"rmat:{scale}:{edge_factor}"
@@ -72,7 +74,8 @@ class RmatSource(GraphSource):
         blocks = ceil_div(self.edges, RMAT_BLOCK)
         per = max(1, edges_per_chunk // RMAT_BLOCK)
         return [
-            RmatChunk(self.scale, self.edges, self.seed, b, min(b + per, blocks)) for b in range(0, blocks, per)
+            RmatChunk(self.scale, self.edges, self.seed, b, min(b + per, blocks))
+            for b in range(0, blocks, per)
         ]
 
     def describe(self) -> dict[str, Any]:

@@ -61,7 +61,9 @@ def test_node_data_permuted_consistently(tmp_path):
     n = store.num_nodes
     pr, pc = store.perm("r"), store.perm("c")
     features = store.array(layout.FEATURES)[:]
-    np.testing.assert_array_equal(features, RandomFeatures(n, 6, 11).read_rows(np.sort(pc))[np.argsort(np.argsort(pc))])
+    np.testing.assert_array_equal(
+        features, RandomFeatures(n, 6, 11).read_rows(np.sort(pc))[np.argsort(np.argsort(pc))]
+    )
     np.testing.assert_allclose(features.sum(axis=1), 1.0, rtol=1e-5)
     adj = expected_matrices("rmat:8:4", n, False, "none")
     degrees = np.diff(adj.indptr)

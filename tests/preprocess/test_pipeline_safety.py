@@ -34,11 +34,11 @@ def test_existing_store_needs_overwrite(tmp_path):
 def test_failed_run_publishes_nothing_and_keeps_the_old_store(tmp_path, monkeypatch):
     path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
 
-    def broken(task, plan):
+    def broken(batch, plan):
         raise OSError("disk full")
 
-    monkeypatch.setattr(reducer, "write_tile", broken)
-    monkeypatch.setattr("gtool.preprocess.pipeline.write_tile", broken)
+    monkeypatch.setattr(reducer, "write_tiles", broken)
+    monkeypatch.setattr("gtool.preprocess.pipeline.write_tiles", broken)
     with pytest.raises(OSError, match="disk full"):
         make_store("grid:6x6", tmp_path / "s.zarr", tiles=2, overwrite=True)
     assert open_store(path).num_nodes == 16
@@ -47,7 +47,18 @@ def test_failed_run_publishes_nothing_and_keeps_the_old_store(tmp_path, monkeypa
 
 def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
     out = tmp_path / "s.zarr"
-    cmd = [sys.executable, "-m", "gtool.cli", "shard", "rmat:17:8", "-o", str(out), "--tiles", "8x8", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gtool.cli",
+        "shard",
+        "rmat:17:8",
+        "-o",
+        str(out),
+        "--tiles",
+        "8x8",
+        "--quiet",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     partial = tmp_path / ".s.zarr.partial"
     deadline = time.time() + 60

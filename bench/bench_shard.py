@@ -1,0 +1,97 @@
+"""Sharding benchmark: gtool shard vs the in-memory approach, wall time and peak memory of the whole tree.
+
+    python -m bench.bench_shard                      # rmat:20:8 16x16 (gtool and in-memory), rmat:24:8 at 2GB
+    python -m bench.bench_shard --quick              # rmat:18:8 only
+
+Peak memory comes from ../shared/tools/peakmem (summed over the process tree). Results: bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
+RESULTS = REPO / "bench" / "results"
+
+
+def measure(label: str, command: list[str]) -> dict:
+    """Run a command under peakmem; return its wall time and peak RSS."""
+    figures = RESULTS / f"{label}.json"
+    if PEAKMEM.exists():
+        full = [sys.executable, str(PEAKMEM), "--json", str(figures), "--", *command]
+    else:
+        full = command
+    subprocess.run(full, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    data = json.loads(figures.read_text()) if PEAKMEM.exists() else {}
+    return {"label": label, "wall_s": data.get("wall_s"), "peak_rss_mb": data.get("peak_rss_mb")}
+
+
+def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:
+    out = RESULTS / (spec.replace(":", "-") + ".zarr")
+    return [
+        sys.executable,
+        "-m",
+        "gtool.cli",
+        "shard",
+        spec,
+        "--tiles",
+        f"{tiles}x{tiles}",
+        "-o",
+        str(out),
+        "--overwrite",
+        "--quiet",
+        *extra,
+    ]
+
+
+def nonzeros(spec: str) -> int:
+    from gtool.store import open_store
+
+    return int(open_store(str(RESULTS / (spec.replace(":", "-") + ".zarr"))).meta["nnz"]["0"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="rmat:18:8 only")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the in-memory approach")
+    parser.add_argument("--no-large", action="store_true", help="skip rmat:24:8")
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    small = "rmat:18:8" if args.quick else "rmat:20:8"
+    rows = [measure(f"gtool {small}", gtool_shard(small, 16, []))]
+    rows[-1]["nnz"] = nonzeros(small)
+    if not args.no_baseline:
+        rows.append(
+            measure(f"in-memory {small}", [sys.executable, "-m", "bench.inmemory_shard", small, "16"])
+        )
+        rows[-1]["nnz"] = rows[0]["nnz"]
+    if not (args.quick or args.no_large):
+        rows.append(measure("gtool rmat:24:8 2GB", gtool_shard("rmat:24:8", 16, ["--memory-limit", "2GB"])))
+        rows[-1]["nnz"] = nonzeros("rmat:24:8")
+    print(f"{'run':28s} {'wall s':>8s} {'peak MB':>9s} {'nnz':>13s} {'ns/nnz':>8s}")
+    for r in rows:
+        per = 1e9 * r["wall_s"] / r["nnz"]
+        r["ns_per_nnz"] = per
+        print(f"{r['label']:28s} {r['wall_s']:8.1f} {r['peak_rss_mb']:9.0f} {r['nnz']:13,d} {per:8.0f}")
+    base = rows[0]
+    for r in rows[1:]:
+        print(
+            f"{r['label']} / {base['label']}: time x{r['wall_s'] / base['wall_s']:.2f}, "
+            f"peak x{r['peak_rss_mb'] / base['peak_rss_mb']:.2f}, "
+            f"time/nnz x{r['ns_per_nnz'] / base['ns_per_nnz']:.2f}"
+        )
+    (RESULTS / "bench_shard.json").write_text(json.dumps(rows, indent=2))
+    for zarr_dir in RESULTS.glob("*.zarr"):
+        shutil.rmtree(zarr_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Arrays in .npy files or .npz members, opened memory-mapped on demand, and their use as node ids."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gtool.errors import InputError
+from gtool.preprocess.sources.fileinfo import check_readable, work_copy_path
+from gtool.preprocess.sources.npzmember import NpzMember, read_npy_header
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class ArrayRef:
+    """A .npy file (key None) or array `key` of an .npz, named in messages as array `name` of `file`.
+
+    `file` and `name` default to `path` and the key (or 'array'); an extracted copy keeps them, so
+    messages name what the user gave. Picklable: holds only paths and names.
+    """
+
+    path: str
+    key: str | None = None
+    file: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "file", self.file or self.path)
+        object.__setattr__(self, "name", self.name or self.key or "array")
+
+    @property
+    def where(self) -> str:
+        """The file, with the array's name in brackets when it is an archive member."""
+        return self.file if self.name == "array" else f"{self.file}[{self.name}]"
+
+    def member(self) -> NpzMember:
+        """The .npz member this refers to (key must be set)."""
+        assert self.key is not None
+        return NpzMember(self.path, self.key)
+
+    def header(self) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype, read from the header only."""
+        if self.key is not None:
+            member = self.member()
+            return member.shape, member.dtype
+        check_readable(self.path)
+        with open(self.path, "rb") as f:
+            shape, _, dtype = read_npy_header(f, self.where)
+        return shape, dtype
+
+    @property
+    def needs_extraction(self) -> bool:
+        """True for a compressed .npz member, which must be extracted before it can be memory-mapped."""
+        return self.key is not None and self.member().compressed
+
+    def open(self) -> np.ndarray:
+        """The array memory-mapped read-only (a compressed member must be extracted first)."""
+        if self.key is not None:
+            return self.member().memmap()
+        self.header()
+        try:
+            return np.load(self.path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            raise InputError(self.where, f"truncated: holds less data than its shape needs ({exc})") from None
+
+    def prepared(self, workdir: str) -> ArrayRef:
+        """This array, or for a compressed member a copy extracted once into workdir (same `where`)."""
+        if not self.needs_extraction:
+            return self
+        dest = work_copy_path(workdir, self.path, f".{self.key}.npy")
+        if not os.path.exists(dest):
+            self.member().extract(dest)
+        return replace(self, path=dest, key=None)
+
+
+def check_kind(dtype: np.dtype, where: str, expected: str, kinds: str = "iuf") -> None:
+    """Fail unless `dtype` is of one of the numpy `kinds`; `expected` says what was wanted."""
+    if dtype.kind not in kinds:
+        raise InputError(where, f"expected {expected}, got dtype {dtype}")
+
+
+def as_node_ids(values: np.ndarray, where: str, index_of: Callable[[int], str]) -> np.ndarray:
+    """`values` as an int64 copy (floats must be whole); errors name `index_of(k)` of the first bad k."""
+    check_kind(values.dtype, where, "integer node ids")
+    if values.dtype.kind == "f":
+        arr = np.asarray(values)
+        whole = np.isfinite(arr) & (np.floor(arr) == arr) & (np.abs(arr) < 2.0**63)
+        if not whole.all():
+            k = int(np.flatnonzero(~whole)[0])
+            raise InputError(where, f"expected an integer node id, got {float(arr[k])}", index=index_of(k))
+    elif values.dtype.kind == "u" and values.dtype.itemsize == 8 and values.size:
+        too_big = np.asarray(values) > INT64_MAX
+        if too_big.any():
+            k = int(np.flatnonzero(too_big)[0])
+            raise InputError(where, f"node id {values[k]} does not fit in int64", index=index_of(k))
+    return np.array(values, dtype=np.int64)

@@ -1,0 +1,152 @@
+"""One array of an .npz archive, read without loading it whole.
+
+A stored (uncompressed) member is memory-mapped in place at its data offset inside the zip; a deflated
+member is streamed: decompressed in bounded pieces to a standalone .npy file (`extract`) or iterated
+(`iter_flat`). Pickled (object) arrays are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO
+
+import numpy as np
+
+from gtool.errors import InputError
+from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable, write_atomically
+
+LOCAL_HEADER = struct.Struct("<4s22xHH")
+LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"
+STREAM_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError)
+
+
+@contextmanager
+def stream_errors(where: str) -> Iterator[None]:
+    """Turn failures of a broken compressed stream into an InputError naming the member."""
+    try:
+        yield
+    except STREAM_ERRORS as exc:
+        raise InputError(where, f"corrupt or truncated compressed data ({exc})") from None
+
+
+def open_zip(path: str) -> zipfile.ZipFile:
+    """The .npz at `path` as a ZipFile, or an InputError saying why it is not one."""
+    check_readable(path)
+    try:
+        return zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise InputError(path, f"expected an .npz (zip) archive: {exc} (truncated or not an .npz?)") from None
+
+
+def npz_keys(path: str) -> list[str]:
+    """The array names of an .npz archive (member names without '.npy')."""
+    with open_zip(path) as zf:
+        return [name.removesuffix(".npy") for name in zf.namelist() if name.endswith(".npy")]
+
+
+def read_npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Parse a .npy header from `f`: (shape, fortran_order, dtype); refuses object arrays."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    except ValueError as exc:
+        raise InputError(where, f"expected a .npy array: {exc}") from None
+    if dtype.hasobject:
+        raise InputError(where, f"holds Python objects (dtype {dtype}); gtool never loads pickles")
+    return tuple(shape), bool(fortran_order), dtype
+
+
+class NpzMember:
+    """Array `key` of the .npz at `path`: shape, dtype, order and how it is stored, read lazily."""
+
+    def __init__(self, path: str, key: str):
+        self.path = path
+        self.key = key.removesuffix(".npy")
+        self.where = f"{path}[{self.key}]"
+        with open_zip(path) as zf:
+            try:
+                info = zf.getinfo(f"{self.key}.npy")
+            except KeyError:
+                keys = ", ".join(npz_keys(path)) or "none"
+                raise InputError(path, f"no array '{self.key}' in the archive (it has: {keys})") from None
+            self.info = info
+            self.compressed = info.compress_type != zipfile.ZIP_STORED
+            with stream_errors(self.where), zf.open(info) as f:
+                self.shape, self.fortran_order, self.dtype = read_npy_header(f, self.where)
+                self.header_bytes = f.tell()
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data (after the .npy header)."""
+        return self.size * self.dtype.itemsize
+
+    def data_offset(self) -> int:
+        """Byte offset of the array data inside the zip file (meaningful for stored members only)."""
+        with open(self.path, "rb") as f:
+            f.seek(self.info.header_offset)
+            signature, name_len, extra_len = LOCAL_HEADER.unpack(f.read(LOCAL_HEADER.size))
+        if signature != LOCAL_HEADER_SIGNATURE:
+            raise InputError(self.where, "corrupt zip: no local file header where the directory points")
+        return self.info.header_offset + LOCAL_HEADER.size + name_len + extra_len + self.header_bytes
+
+    def memmap(self) -> np.ndarray:
+        """The array memory-mapped read-only in place (stored members only; extract() deflated ones)."""
+        if self.compressed:
+            raise ValueError(f"{self.where} is compressed and cannot be memory-mapped; extract() it first")
+        if self.size == 0:
+            return np.empty(self.shape, dtype=self.dtype)
+        offset = self.data_offset()
+        too_short = self.header_bytes + self.nbytes > self.info.file_size
+        if too_short or offset + self.nbytes > os.path.getsize(self.path):
+            raise InputError(self.where, "truncated: the member holds less data than its shape needs")
+        order = "F" if self.fortran_order else "C"
+        shape = self.shape or (1,)
+        mapped = np.memmap(self.path, dtype=self.dtype, mode="r", offset=offset, shape=shape, order=order)
+        return mapped if self.shape else mapped.reshape(())
+
+    def extract(self, dest_path: str) -> str:
+        """Stream the member, decompressing in bounded pieces, into a standalone .npy file; returns it."""
+
+        def copy(out: IO[bytes]) -> None:
+            with stream_errors(self.where), open_zip(self.path) as zf, zf.open(self.info) as f:
+                shutil.copyfileobj(f, out, COPY_BYTES)
+
+        return write_atomically(dest_path, copy)
+
+    def iter_flat(self, chunk_elems: int) -> Iterator[np.ndarray]:
+        """The elements in storage order (C, or F if fortran_order) as 1-D arrays of <= chunk_elems."""
+        if chunk_elems < 1:
+            raise ValueError(f"chunk_elems must be >= 1, got {chunk_elems}")
+        itemsize = self.dtype.itemsize
+        with stream_errors(self.where), open_zip(self.path) as zf, zf.open(self.info) as f:
+            f.read(self.header_bytes)
+            for start in range(0, self.size, chunk_elems):
+                count = min(chunk_elems, self.size - start)
+                buf = bytearray(count * itemsize)
+                self.read_exact(f, memoryview(buf), start)
+                yield np.frombuffer(buf, dtype=self.dtype)
+
+    def read_exact(self, f: IO[bytes], view: memoryview, start: int) -> None:
+        """Fill `view` from `f`, failing with an InputError naming the element where the data ended early."""
+        got = 0
+        while got < len(view):
+            n = f.readinto(view[got:])
+            if not n:
+                raise InputError(self.where, "truncated: the member ended early", index=f"element {start}")
+            got += n

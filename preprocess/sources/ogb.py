@@ -1,0 +1,125 @@
+"""OGB node-property datasets (ogbn-arxiv, ogbn-products, ogbn-papers100M) as a graph source.
+
+Read in OGB's own on-disk layout (see ogb_layout), in either raw form: the CSV form's edges and features
+are converted once to .npy files in the prepare workdir; the binary form's big arrays are memory-mapped
+straight out of raw/data.npz, or extracted from it first when deflated. Nothing is loaded whole.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gtool.errors import InputError
+from gtool.preprocess.sources.base import GraphSource, NodeData
+from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
+from gtool.preprocess.sources.npzmember import npz_keys
+from gtool.preprocess.sources.ogb_edges import EdgeArrayChunk, OgbEdges
+from gtool.preprocess.sources.ogb_features import OgbFeatures
+from gtool.preprocess.sources.ogb_fetch import fetch
+from gtool.preprocess.sources.ogb_layout import (
+    OgbLayout,
+    dataset_names,
+    known_dataset,
+    layout_of_directory,
+)
+from gtool.preprocess.sources.ogb_nodes import read_counts, read_labels, read_split
+
+
+def default_root() -> str:
+    """Where named datasets live: $GTOOL_DATA, else ./data."""
+    return os.environ.get("GTOOL_DATA") or "./data"
+
+
+class OgbSource(GraphSource):
+    """An OGB node-property dataset: edges, node count, features, labels, official split."""
+
+    def __init__(self, dataset: OgbLayout):
+        self.dataset = dataset
+        self.name = dataset.info.name
+        self.directed = dataset.info.directed
+        self._num_nodes, self._num_edges = read_counts(dataset.raw, dataset.info.binary)
+        edges = "data.npz" if dataset.info.binary else "edge.csv.gz"
+        self.edges = OgbEdges(str(dataset.raw / edges), self._num_edges)
+        self.features = self.open_features()
+
+    def open_features(self) -> OgbFeatures | None:
+        """node_feat of data.npz or node-feat.csv.gz, if the dataset has features."""
+        raw = self.dataset.raw
+        if self.dataset.info.binary:
+            data = str(raw / "data.npz")
+            return OgbFeatures.from_npz(data, self._num_nodes) if "node_feat" in npz_keys(data) else None
+        csv = raw / "node-feat.csv.gz"
+        return OgbFeatures.from_csv(str(csv), self._num_nodes) if csv.is_file() else None
+
+    def num_nodes(self) -> int:
+        return self._num_nodes
+
+    def prepare(self, workdir: str) -> None:
+        """Make edges and features memory-mappable: convert the CSV form, extract deflated members."""
+        self.edges.prepare(workdir)
+        if self.features is not None:
+            self.features.prepare(workdir)
+
+    def edge_chunks(self, edges_per_chunk: int) -> list[EdgeArrayChunk]:
+        return self.edges.chunks(edges_per_chunk)
+
+    @functools.cached_property
+    def labels(self) -> np.ndarray | None:
+        """Class ids per node (-1: unlabelled), read once."""
+        name = "node-label.npz" if self.dataset.info.binary else "node-label.csv.gz"
+        path = self.dataset.raw / name
+        if not path.is_file():
+            return None
+        return read_labels(str(path), self._num_nodes, self.dataset.info.num_classes)
+
+    @functools.cached_property
+    def split(self) -> np.ndarray | None:
+        """OGB's official split as int8 codes, read once."""
+        split_dir = self.dataset.split_dir
+        return read_split(split_dir, self._num_nodes) if split_dir is not None else None
+
+    def node_data(self) -> NodeData:
+        labels, classes = self.labels, self.dataset.info.num_classes
+        if classes is None and labels is not None:
+            classes = int(labels.max(initial=-1)) + 1 or None
+        return NodeData(features=self.features, labels=labels, split=self.split, num_classes=classes)
+
+    def describe(self) -> dict[str, Any]:
+        files = self.dataset.files()
+        return {
+            "name": self.name,
+            "path": str(self.dataset.directory.resolve()),
+            "format": "ogb-npz" if self.dataset.info.binary else "ogb-csv",
+            "num_nodes": self._num_nodes,
+            "num_edges": self._num_edges,
+            "directed": self.directed,
+            "split": self.dataset.info.split,
+            "num_classes": self.dataset.info.num_classes,
+            "size_bytes": sum(p.stat().st_size for p in files),
+            CHECKSUM_KEY: {str(p.relative_to(self.dataset.directory)): file_checksum(str(p)) for p in files},
+        }
+
+
+def open_ogb(spec: str, root: str | None = None, *, download: bool = True) -> OgbSource:
+    """The OGB dataset `spec`: a name (ogbn-arxiv, arxiv, products, papers100M, ...) looked up under `root`
+    ($GTOOL_DATA, else ./data) and downloaded there when missing, or a dataset folder in OGB's layout."""
+    info = known_dataset(spec)
+    if info is None:
+        if os.path.isdir(spec):
+            return OgbSource(layout_of_directory(spec))
+        raise InputError(spec, f"neither an OGB dataset ({dataset_names()}) nor a folder in OGB's layout")
+    base = root or default_root()
+    dataset = OgbLayout(Path(base) / info.dir_name, info)
+    missing = dataset.missing(with_nodes=True)
+    if missing and download:
+        fetch(dataset, base, missing)
+        missing = dataset.missing(with_nodes=True)
+    if missing:
+        problem = f"missing {', '.join(missing)}" + (f" after downloading {info.url}" if download else "")
+        raise InputError(str(dataset.directory), f"{problem}; {dataset.how_to_get(base)}")
+    return OgbSource(dataset)

@@ -1,0 +1,218 @@
+"""Where an OGB node-property dataset lives and what it is: OGB's on-disk layout and master.csv.
+
+A dataset folder (ROOT/ogbn_arxiv, as ogb's NodePropPredDataset lays it out, or one written by
+ogb.io.DatasetSaver) holds raw/ in one of two forms, binary (raw/data.npz, raw/node-label.npz) or CSV
+(raw/edge.csv.gz, raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz, raw/node-feat.csv.gz,
+raw/node-label.csv.gz), and split/<split name>/{train,valid,test}.csv.gz (or split_dict.pt).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gtool import layout
+from gtool.errors import InputError
+from gtool.preprocess.sources.ogb_pt import load_pt
+
+SHORT_NAMES = {"arxiv": "ogbn-arxiv", "products": "ogbn-products", "papers100m": "ogbn-papers100M"}
+GRAPH_FILES = {
+    True: ("raw/data.npz",),
+    False: ("raw/edge.csv.gz", "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz"),
+}
+NODE_FILES = {True: ("raw/node-label.npz",), False: ("raw/node-feat.csv.gz", "raw/node-label.csv.gz")}
+FORMS = " or ".join(", ".join(files) for files in GRAPH_FILES.values())
+HETERO_FILES = ("raw/edge_index_dict.npz", "raw/triplet-type-list.csv.gz")
+SPLIT_FILES = tuple(f"{name}.csv.gz" for name in layout.SPLIT_CODES)
+SPLIT_PT = "split_dict.pt"
+
+
+@dataclass(frozen=True)
+class OgbInfo:
+    """What master.csv (or a DatasetSaver meta_dict.pt, or the files) say about a dataset."""
+
+    name: str
+    binary: bool
+    split: str | None
+    num_classes: int | None
+    directed: bool
+    url: str | None = None
+    download_name: str | None = None
+
+    @property
+    def dir_name(self) -> str:
+        """The folder ogb keeps the dataset in under ROOT (ogbn-arxiv -> ogbn_arxiv)."""
+        return self.name.replace("-", "_")
+
+
+def master_csv() -> Path:
+    """ogb's nodeproppred/master.csv, found without importing ogb (whose import checks PyPI)."""
+    spec = importlib.util.find_spec("ogb")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("ogb", "the ogb package is not installed (pip install ogb)")
+    return Path(next(iter(spec.submodule_search_locations))) / "nodeproppred" / "master.csv"
+
+
+@functools.cache
+def master_rows() -> dict[str, list[str]]:
+    """master.csv as {field: values per dataset}; the field "" lists the dataset names."""
+    with open(master_csv(), newline="") as f:
+        return {row[0]: row[1:] for row in csv.reader(f)}
+
+
+def master_info(name: str) -> OgbInfo:
+    """The master.csv facts of OGB dataset `name` (e.g. ogbn-papers100M)."""
+    rows = master_rows()
+    column = rows[""].index(name)
+    entry = {key: values[column] for key, values in rows.items()}
+    return OgbInfo(
+        name=name,
+        binary=entry["binary"] == "True",
+        split=entry["split"],
+        num_classes=int(entry["num classes"]),
+        directed=entry["add_inverse_edge"] != "True",
+        url=entry["url"],
+        download_name=entry["download_name"],
+    )
+
+
+def known_dataset(spec: str) -> OgbInfo | None:
+    """The supported OGB dataset `spec` names (ogbn-arxiv, arxiv, ogbn_arxiv, ... any case), or None."""
+    key = spec.strip().lower().replace("_", "-").removeprefix("ogbn-")
+    return master_info(SHORT_NAMES[key]) if key in SHORT_NAMES else None
+
+
+def known_folder(name: str) -> OgbInfo | None:
+    """The supported dataset kept in a folder called `name` (ogbn_arxiv, or arxiv as unzipped), or None."""
+    infos = (master_info(full) for full in SHORT_NAMES.values())
+    return next((info for info in infos if name in (info.dir_name, info.download_name)), None)
+
+
+def dataset_names() -> str:
+    """The accepted names, for error messages."""
+    return ", ".join(f"{full} ({short})" for short, full in SHORT_NAMES.items())
+
+
+@dataclass(frozen=True)
+class OgbLayout:
+    """A dataset folder and what is known about the dataset in it."""
+
+    directory: Path
+    info: OgbInfo
+
+    @property
+    def raw(self) -> Path:
+        """The raw/ folder."""
+        return self.directory / "raw"
+
+    @property
+    def split_dir(self) -> Path | None:
+        """split/<split name>/, or None when the dataset has no split."""
+        return self.directory / "split" / self.info.split if self.info.split else None
+
+    def split_files(self) -> tuple[str, ...]:
+        """The split files as paths relative to the dataset folder."""
+        return tuple(f"split/{self.info.split}/{name}" for name in SPLIT_FILES) if self.info.split else ()
+
+    def required(self, with_nodes: bool) -> tuple[str, ...]:
+        """Relative paths the dataset needs: the graph, and labels, features and split if `with_nodes`."""
+        nodes = NODE_FILES[self.info.binary] + self.split_files() if with_nodes else ()
+        return GRAPH_FILES[self.info.binary] + nodes
+
+    def missing(self, with_nodes: bool) -> list[str]:
+        """Required files that are not there (split_dict.pt stands in for the split's .csv.gz files)."""
+        has_pt = self.split_dir is not None and (self.split_dir / SPLIT_PT).is_file()
+        return [
+            rel
+            for rel in self.required(with_nodes)
+            if not (self.directory / rel).is_file() and not (has_pt and rel in self.split_files())
+        ]
+
+    def how_to_get(self, root: str) -> str:
+        """What to put where (and what to download) to make the dataset complete under `root`."""
+        prefix = self.info.dir_name
+        files = [f"{prefix}/{rel}" for rel in GRAPH_FILES[self.info.binary] + NODE_FILES[self.info.binary]]
+        split = f"{prefix}/split/{self.info.split}/{{train,valid,test}}.csv.gz"
+        text = f"put {', '.join(files)} and {split} under {root}"
+        if self.info.url:
+            text += (
+                f", or download {self.info.url} and unzip it into {root}, renaming its"
+                f" {self.info.download_name}/ folder to {prefix}/"
+            )
+        return text
+
+    def files(self) -> list[Path]:
+        """Every file of the dataset's raw/ and split folders (for describe())."""
+        folders = [self.raw] + ([self.split_dir] if self.split_dir is not None else [])
+        return sorted(p for folder in folders if folder.is_dir() for p in folder.iterdir() if p.is_file())
+
+
+def dataset_folder(path: Path) -> Path:
+    """`path` if it holds raw/, else its only subfolder that does (a DatasetSaver submission folder)."""
+    if (path / "raw").is_dir():
+        return path
+    inner = sorted(p for p in path.iterdir() if (p / "raw").is_dir()) if path.is_dir() else []
+    if len(inner) == 1:
+        return inner[0]
+    if inner:
+        names = ", ".join(p.name for p in inner)
+        raise InputError(str(path), f"holds several OGB datasets ({names}); pass one of them")
+    raise InputError(str(path), f"not an OGB dataset folder: missing raw/ (expected {FORMS})")
+
+
+def saved_meta(folder: Path) -> dict[str, Any]:
+    """DatasetSaver's meta_dict.pt (next to or above the dataset folder) if it is a plain dict, else {}."""
+    for candidate in (folder / "meta_dict.pt", folder.parent / "meta_dict.pt"):
+        if candidate.is_file():
+            try:
+                meta = load_pt(str(candidate))
+            except InputError:
+                return {}
+            builtins = (str, int, float, bool)
+            plain = isinstance(meta, dict) and all(isinstance(v, builtins) for v in meta.values())
+            return meta if plain else {}
+    return {}
+
+
+def only_split(folder: Path, preferred: str | None) -> str | None:
+    """The split to use: `preferred` if present, else the only folder under split/ (None if none)."""
+    split_root = folder / "split"
+    names = sorted(p.name for p in split_root.iterdir() if p.is_dir()) if split_root.is_dir() else []
+    if preferred in names:
+        return preferred
+    if len(names) > 1:
+        raise InputError(str(split_root), f"holds several splits ({', '.join(names)}); expected one")
+    return names[0] if names else None
+
+
+def inferred_info(folder: Path) -> OgbInfo:
+    """What an OGB folder not named in master.csv is, from DatasetSaver's meta_dict.pt and its files."""
+    if any((folder / rel).is_file() for rel in HETERO_FILES):
+        raise InputError(str(folder), "a heterogeneous OGB dataset; gtool reads homogeneous ones only")
+    forms = [binary for binary, files in GRAPH_FILES.items() if (folder / files[0]).is_file()]
+    if not forms:
+        raise InputError(str(folder), f"not an OGB dataset folder: expected {FORMS}")
+    meta = saved_meta(folder)
+    classes = meta.get("num classes")
+    return OgbInfo(
+        name=folder.name,
+        binary=forms[0],
+        split=only_split(folder, meta.get("split")),
+        num_classes=classes if isinstance(classes, int) and classes > 1 else None,
+        directed=meta.get("add_inverse_edge") != "True",
+    )
+
+
+def layout_of_directory(path: str) -> OgbLayout:
+    """The dataset in folder `path` (OGB layout, or a DatasetSaver submission), checked for its files."""
+    folder = dataset_folder(Path(path))
+    known = known_folder(folder.name)
+    found = OgbLayout(folder, known or inferred_info(folder))
+    missing = found.missing(with_nodes=known is not None)
+    if missing:
+        raise InputError(str(folder), f"incomplete OGB dataset: missing {', '.join(missing)}")
+    return found

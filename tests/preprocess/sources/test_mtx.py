@@ -1,0 +1,88 @@
+"""Matrix Market sources: 1-based coordinates, symmetric mirroring, size checks and format errors."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from gtool.errors import InputError
+from gtool.preprocess.sources.edgefiles import open_edge_file
+from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
+
+PATTERN = "%%MatrixMarket matrix coordinate pattern general\n"
+
+
+def write_mtx(path: Path, header: str, body: str) -> str:
+    path.write_text(header + body)
+    return str(path)
+
+
+def test_round_trip_general_pattern(tmp_path: Path) -> None:
+    src, dst = rmat_edges()
+    body = f"% a comment\n\n256 256 {len(src)}\n" + "".join(
+        f"{s + 1} {d + 1}\n" for s, d in zip(src.tolist(), dst.tolist(), strict=True)
+    )
+    source = open_edge_file(write_mtx(tmp_path / "g.mtx", PATTERN, body))
+    assert source.num_nodes() == 256
+    assert multiset(*read_all(source, tmp_path / "work", 100)) == multiset(src, dst)
+    assert source.describe()["symmetry"] == "general"
+
+
+def test_symmetric_real_gzipped_is_mirrored(tmp_path: Path) -> None:
+    text = "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 0.5\n3 3 1.0\n3 1 -2\n"
+    path = tmp_path / "s.mtx.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    source = open_edge_file(str(path))
+    assert multiset(*read_all(source, tmp_path / "work")) == [(0, 1), (0, 2), (1, 0), (2, 0), (2, 2)]
+
+
+def test_declared_count_overrides_size_line(tmp_path: Path) -> None:
+    source = open_edge_file(write_mtx(tmp_path / "g.mtx", PATTERN, "4 4 1\n1 2\n"), num_nodes=10)
+    assert source.num_nodes() == 10
+
+
+def test_array_format_is_refused(tmp_path: Path) -> None:
+    path = write_mtx(tmp_path / "a.mtx", "%%MatrixMarket matrix array real general\n", "2 2\n1\n2\n3\n4\n")
+    with pytest.raises(InputError, match="'array' format") as info:
+        open_edge_file(path)
+    assert info.value.line == 1 and info.value.where == path
+
+
+def test_entry_beyond_size_names_its_line(tmp_path: Path) -> None:
+    path = write_mtx(tmp_path / "g.mtx", PATTERN, "% c\n3 3 2\n1 2\n2 4\n")
+    with pytest.raises(InputError, match=r"column index 4 is outside 1\.\.3") as info:
+        read_all(open_edge_file(path), tmp_path / "work")
+    assert info.value.line == 5
+
+
+def test_zero_index_is_refused(tmp_path: Path) -> None:
+    path = write_mtx(tmp_path / "g.mtx", PATTERN, "3 3 1\n0 2\n")
+    with pytest.raises(InputError, match="row index 0") as info:
+        read_all(open_edge_file(path), tmp_path / "work")
+    assert info.value.line == 3
+
+
+@pytest.mark.parametrize(
+    ("header", "body", "message"),
+    [
+        ("%%MatrixMarket matrix coordinate pattern general\n", "3 4 1\n1 2\n", "not square"),
+        ("%%MatrixMarket matrix coordinate complex general\n", "2 2 1\n1 2 1 0\n", "not supported"),
+        ("%MatrixMarket nonsense\n", "2 2 1\n", "banner"),
+        ("%%MatrixMarket matrix coordinate pattern general\n", "% only comments\n", "no size line"),
+        ("%%MatrixMarket matrix coordinate pattern general\n", "2 two 1\n", "size line"),
+    ],
+)
+def test_header_errors(tmp_path: Path, header: str, body: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        open_edge_file(write_mtx(tmp_path / "g.mtx", header, body))
+
+
+def test_missing_value_in_real_matrix(tmp_path: Path) -> None:
+    path = write_mtx(
+        tmp_path / "g.mtx", "%%MatrixMarket matrix coordinate real general\n", "2 2 2\n1 2 1.0\n2 1\n"
+    )
+    with pytest.raises(InputError, match="weight") as info:
+        read_all(open_edge_file(path), tmp_path / "work")
+    assert info.value.line == 4
