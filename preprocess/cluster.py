@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,8 +21,13 @@ _QUIET_WORKER = {
     "distributed.worker.memory.pause": False,
     "distributed.worker.memory.terminate": False,
     "distributed.admin.system-monitor.gil.enabled": False,
-    "distributed.logging.distributed": "error",
 }
+
+
+def quiet_dask_logs() -> None:
+    """A failed task is re-raised here with its message; Dask's own log of it would only repeat it."""
+    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+    logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
 def default_workers() -> int:
@@ -37,6 +43,7 @@ def dask_client(scheduler: str | None, workers: int) -> Iterator[Client]:
     in numpy and compression code that releases the GIL, and one process keeps the memory of the whole
     tree within the budget (its own spill files carry the intermediate data, not Dask's memory).
     """
+    quiet_dask_logs()
     if scheduler:
         with Client(scheduler) as client:
             yield client
