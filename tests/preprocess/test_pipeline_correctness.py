@@ -77,3 +77,15 @@ def test_node_data_permuted_consistently(tmp_path):
     counts = np.bincount(by_node, minlength=3)
     assert abs(counts[0] - 0.6 * n) <= 1 and abs(counts[1] - 0.2 * n) <= 1
     assert store.num_classes == 5 and set(np.unique(labels)) == set(range(5))
+
+
+def test_tiles_split_into_many_runs_and_batches(tmp_path, monkeypatch):
+    """A tiny memory share per task cuts tiles into several sorted runs, written in rounds."""
+    monkeypatch.setattr("gtool.preprocess.budget.MIN_GROUP_ENTRIES", 16)
+    monkeypatch.setattr("gtool.preprocess.budget.MAX_GROUP_ENTRIES", 40)
+    path = make_store("rmat:9:8", tmp_path / "s.zarr", tiles=3, seed=2, workers=2, chunk_edges=700)
+    store = open_store(path)
+    adj = expected_matrices("rmat:9:8", 512, False, "sym")
+    assert store.meta["stats"]["0"]["max"] > 40 * 10
+    assert_same_sparse(reassemble(store, 0), permuted(adj, store.perm("r"), store.perm("c")))
+    assert_same_sparse(reassemble(store, 1), permuted(adj, store.perm("c"), store.perm("r")))
