@@ -19,7 +19,9 @@ from .common import console, human_bytes, reports_errors
 
 def default_output(source: str) -> str:
     """STORE default: the source's name with .zarr, in the current directory."""
-    stem = Path(source.rstrip("/")).name.split(".")[0] if not source.startswith(("rmat:", "grid:")) else source
+    stem = (
+        Path(source.rstrip("/")).name.split(".")[0] if not source.startswith(("rmat:", "grid:")) else source
+    )
     return stem.replace(":", "-") + ".zarr"
 
 
@@ -47,29 +49,44 @@ def shard(
     source: str = typer.Argument(
         ...,
         help="Edge file (.txt/.csv/.mtx/.npy/.npz/.parquet, optionally .gz), OGB name (arxiv, products, "
-        "papers100m) or directory, Planetoid directory, or generator (rmat:SCALE[:EDGEFACTOR[:SEED]], grid:RxC).",
+        "papers100m) or directory, Planetoid directory, or generator "
+        "(rmat:SCALE[:EDGEFACTOR[:SEED]], grid:RxC).",
     ),
     tiles: str = typer.Option("16x16", "--tiles", "-t", help="Tile grid T x T."),
     output: str = typer.Option(None, "--output", "-o", help="Store path or fsspec URL [default: NAME.zarr]."),
     directed: bool = typer.Option(False, "--directed", help="Keep direction: rows aggregate incoming edges."),
     norm: str = typer.Option("sym", "--norm", help="sym: D^-1/2 (A+I) D^-1/2; none: A+I."),
-    perm: str = typer.Option("double", "--perm", help="Permutation scheme: double, single, none."),
+    perm: str = typer.Option(
+        "double",
+        "--perm",
+        help="Permutation: double, single, none, or balanced (degree-aware: equal nonzeros per band).",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of permutations and generated node data."),
-    num_nodes: int = typer.Option(None, "--num-nodes", help="Node count of an edge file (isolated nodes too)."),
-    features: str = typer.Option(None, "--features", help="Node features .npy/.npz (may be larger than RAM)."),
+    num_nodes: int = typer.Option(
+        None, "--num-nodes", help="Node count of an edge file (isolated nodes too)."
+    ),
+    features: str = typer.Option(
+        None, "--features", help="Node features .npy/.npz (may be larger than RAM)."
+    ),
     labels: str = typer.Option(None, "--labels", help="Node labels .npy/.npz/.txt (-1: unlabelled)."),
     split: str = typer.Option(None, "--split", help="Split codes .npy (0 train, 1 valid, 2 test, -1 none)."),
     num_features: int = typer.Option(128, "--num-features", help="Random features when the source has none."),
-    num_classes: int = typer.Option(32, "--num-classes", help="Degree-quantile classes when it has no labels."),
-    root: str = typer.Option(
-        None, "--root", help="OGB data root [default: $GTOOL_DATA, else ./data]."
+    num_classes: int = typer.Option(
+        32, "--num-classes", help="Degree-quantile classes when it has no labels."
     ),
+    root: str = typer.Option(None, "--root", help="OGB data root [default: $GTOOL_DATA, else ./data]."),
     memory_limit: str = typer.Option(
         None, "--memory-limit", help="Peak memory of the whole run, e.g. 2GB [default: half of this machine]."
     ),
-    workers: int = typer.Option(None, "--workers", "-w", help="Worker threads of the local cluster [default: cores]."),
-    scheduler: str = typer.Option(None, "--scheduler", help="Address of an existing dask.distributed scheduler."),
-    spill_dir: str = typer.Option(None, "--spill-dir", help="Where intermediate files go [default: beside STORE]."),
+    workers: int = typer.Option(
+        None, "--workers", "-w", help="Worker threads of the local cluster [default: cores]."
+    ),
+    scheduler: str = typer.Option(
+        None, "--scheduler", help="Address of an existing dask.distributed scheduler."
+    ),
+    spill_dir: str = typer.Option(
+        None, "--spill-dir", help="Where intermediate files go [default: beside STORE]."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
@@ -112,7 +129,8 @@ def print_summary(s: ShardSummary) -> None:
         st = s.stats[m]
         table.add_row(
             f"A{m}",
-            f"{nnz:,} nonzeros; tile nnz max {st['max']:,} / mean {st['mean']:,.0f} = {st['max_over_mean']:.3f}",
+            f"{nnz:,} nonzeros; tile nnz max {st['max']:,} / mean {st['mean']:,.0f} "
+            f"= {st['max_over_mean']:.3f}",
         )
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)

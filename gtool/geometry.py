@@ -59,7 +59,7 @@ def band(b: int, bands: int, num_nodes: int) -> Band:
 
 @dataclass(frozen=True)
 class TileCut:
-    """The part of stored tile (i, j) that falls inside a rectangle, in tile-local and rectangle-local terms."""
+    """The part of stored tile (i, j) inside a rectangle, in tile-local and rectangle-local terms."""
 
     i: int
     j: int
@@ -107,6 +107,11 @@ def tiles_for_rect(
     return cuts
 
 
+def tiles_for_bands(rows: Band, cols: Band, num_nodes: int, tiles: int) -> list[TileCut]:
+    """Stored tiles overlapping the real part of the rectangle rows x cols, with their cuts."""
+    return tiles_for_rect((rows.start, rows.stop), (cols.start, cols.stop), num_nodes, tiles)
+
+
 def parse_dims(text: str, count: int, what: str) -> tuple[int, ...]:
     """Parse 'AxB' / 'AxBxC' into positive ints; a single number N means N repeated `count` times."""
     parts = text.lower().replace("*", "x").split("x")
@@ -117,5 +122,6 @@ def parse_dims(text: str, count: int, what: str) -> tuple[int, ...]:
     if len(dims) == 1:
         dims = dims * count
     if len(dims) != count or any(d < 1 for d in dims):
-        raise ValueError(f"{what} must be {count} positive integers like {'x'.join(['2'] * count)}, got {text!r}")
+        example = "x".join(["2"] * count)
+        raise ValueError(f"{what} must be {count} positive integers like {example}, got {text!r}")
     return dims

@@ -44,7 +44,9 @@ class Store:
                 f"(this gtool reads layout {layout.LAYOUT_VERSION})"
             )
         if meta.get("complete") is not True:
-            raise StoreError(f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard")
+            raise StoreError(
+                f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard"
+            )
         self.meta: dict[str, Any] = meta
         self._check_arrays()
 
@@ -107,7 +109,9 @@ class Store:
             raise StoreError(f"{where}: unreadable ({type(exc).__name__}: {exc})") from None
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
-            raise StoreError(f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}")
+            raise StoreError(
+                f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}"
+            )
         return TileData(*parts)
 
     def perm(self, which: str) -> np.ndarray:
@@ -126,11 +130,15 @@ class Store:
         for path, shape in expected.items():
             got = self.array(path).shape
             if tuple(got) != shape:
-                raise StoreError(f"{self.location}: array {path} has shape {tuple(got)}, metadata implies {shape}")
+                raise StoreError(
+                    f"{self.location}: array {path} has shape {tuple(got)}, metadata implies {shape}"
+                )
         for order in ("r", "c"):
             got = self.array(layout.LABELS[order]).shape
             if got[0] != n:
-                raise StoreError(f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}")
+                raise StoreError(
+                    f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}"
+                )
         t = self.tiles
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):

@@ -1,1 +1,15 @@
-"""Per-rank loading: each rank reads only the tiles and node rows its shards overlap."""
+"""Per-rank loading: each rank reads only the tiles and node rows its shards overlap.
+
+    from gtool.loader import load_rank
+    data = load_rank("graph.zarr", grid=(2, 2, 2), rank=3, layers=3)
+    data.shard(0).matrix      # A0[band x, band y] as torch sparse CSR (padded), .transpose its transpose
+    data.features             # X[pc][band y, feature band z], float32, zero-padded
+    data.labels, data.split   # the last layer's row band, in its order (pr if L is odd, else pc)
+
+Which tiles and rows a rank needs is gtool.grid.rank_geometry / rank_tiles (shared with `gtool stats`).
+"""
+
+from gtool.loader.load import load_rank
+from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
+
+__all__ = ["AdjacencyShard", "RankData", "ReadStats", "load_rank"]

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from gtool.geometry import Band
-from gtool.grid import ProcessGrid
+from gtool.grid import ProcessGrid, ShardKey
 
 
 @dataclass
@@ -26,8 +26,9 @@ class AdjacencyShard:
     transpose: torch.Tensor
 
     @property
-    def key(self) -> tuple[int, int, int]:
-        return (self.matrix_id, self.row_band.index, self.col_band.index)
+    def key(self) -> ShardKey:
+        """(matrix, row band, col band), as gtool.grid.LayerShard.key."""
+        return (self.matrix_id, self.row_band, self.col_band)
 
     @property
     def nnz(self) -> int:
@@ -36,18 +37,28 @@ class AdjacencyShard:
 
 @dataclass
 class ReadStats:
-    """What a load read: tiles, bytes and seconds."""
+    """What a load read: tiles, decoded bytes (tiles and node data) and wall seconds."""
 
     tiles: int = 0
     bytes: int = 0
     seconds: float = 0.0
+
+    def add_tile(self, nbytes: int) -> None:
+        """Count one tile read of `nbytes` decoded bytes."""
+        self.tiles += 1
+        self.bytes += nbytes
+
+    def add_bytes(self, nbytes: int) -> None:
+        """Count `nbytes` decoded bytes of node data read."""
+        self.bytes += nbytes
 
 
 @dataclass
 class RankData:
     """Everything rank `rank` of `grid` needs to train `layers` GCN layers.
 
-    - shards: the distinct adjacency shards, by (matrix, row band, col band); layer_keys[l] names layer l's.
+    - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.grid.ShardKey);
+      layer_keys[l] names layer l's.
     - features: X'[row band, feature band] (zero-padded), X' = features in pc order, for layer 0's input
       block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F).
     - labels / split: the last layer's row band in the last layer's order (padded with -1).
@@ -57,8 +68,8 @@ class RankData:
     rank: int
     layers: int
     meta: dict[str, Any]
-    shards: dict[tuple[int, int, int], AdjacencyShard]
-    layer_keys: list[tuple[int, int, int]]
+    shards: dict[ShardKey, AdjacencyShard]
+    layer_keys: list[ShardKey]
     features: torch.Tensor
     feature_rows: Band
     feature_cols: Band

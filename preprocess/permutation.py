@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-SCHEMES = ("double", "single", "none")
+from gtool.preprocess.balanced import balanced_permutations
+
+SCHEMES = ("double", "single", "none", "balanced")
+DEGREE_SCHEMES = frozenset({"balanced"})
+"""Schemes whose permutations depend on the degrees of A + I (counted before the permutation)."""
 
 
-def make_permutations(scheme: str, num_nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pr, pc) for a scheme: two independent random permutations, one shared, or the identity."""
+def make_permutations(
+    scheme: str, num_nodes: int, seed: int, degrees: np.ndarray | None = None, tiles: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pr, pc) for a scheme: two independent random permutations, one shared, the identity, or two
+    degree-balanced ones (`degrees` of A + I in original node order, `tiles` = T of the store)."""
+    if scheme in DEGREE_SCHEMES:
+        if degrees is None or degrees.shape[0] != num_nodes:
+            raise ValueError(f"permutation scheme {scheme!r} needs the degree of every node")
+        return balanced_permutations(degrees, seed, tiles)
     if scheme == "none":
         ident = np.arange(num_nodes, dtype=np.int64)
         return ident, ident

@@ -1,10 +1,11 @@
 """`gtool shard`: a source becomes a 2D-tiled store through a Dask map-reduce over edge chunks.
 
-Stages: (scan: count nodes when the source declares none) -> map: read, orient, permute and bucket each
-edge chunk, spilling sorted runs -> dedupe: per run of partitions sort and drop duplicates, counting the
-degrees of A + I -> write: weight every entry with D^-1/2 . D^-1/2 and write the tiles -> nodes:
-features, labels and splits in permuted order. Nothing that grows with the number of edges is ever held
-in memory outside one bounded chunk or run.
+Stages: (scan: count nodes when the source declares none) -> (degrees: for --perm balanced, one
+map + dedupe pass with the identity permutation, giving exact degrees before permuting) -> map: read,
+orient, permute and bucket each edge chunk, spilling sorted runs -> dedupe: per run of partitions sort
+and drop duplicates, counting the degrees of A + I -> write: weight every entry with D^-1/2 . D^-1/2
+and write the tiles -> nodes: features, labels and splits in permuted order. Nothing that grows with
+the number of edges is ever held in memory outside one bounded chunk or run.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from gtool.preprocess.node_writer import (
 )
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
-from gtool.preprocess.permutation import SCHEMES, inverse, make_permutations
+from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.reducer import (
     DedupeResult,
     DedupeTask,
@@ -136,13 +137,14 @@ class ShardRun:
             n, chunks = self.scan(chunks)
         budget = Budget(self.limit, n, self.concurrency)
         node_data = self.node_inputs(n)
-        pr, pc = make_permutations(opts.perm, n, opts.seed)
-        two = not np.array_equal(pr, pc)
         plan = PartitionPlan(n, opts.tiles)
+        loops = [SelfLoops(a, min(a + self.chunk_edges(n), n)) for a in range(0, n, self.chunk_edges(n))]
+        known = self.original_degrees(chunks + loops, plan, budget) if opts.perm in DEGREE_SCHEMES else None
+        pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
+        two = not np.array_equal(pr, pc)
         ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
         ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two else ())
-        loops = [SelfLoops(a, min(a + self.chunk_edges(n), n)) for a in range(0, n, self.chunk_edges(n))]
         maps = self.map_stage(chunks + loops, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
@@ -223,6 +225,15 @@ class ShardRun:
             return degree_classes(node_degrees, self.options.num_classes), self.options.num_classes
         classes = data.num_classes or int(data.labels.max(initial=-1)) + 1
         return data.labels.astype(np.int64, copy=False), max(classes, 1)
+
+    def original_degrees(self, chunks: list[EdgeChunk], plan: PartitionPlan, budget: Budget) -> np.ndarray:
+        """Exact degrees of A + I in original node order: map and dedupe with the identity permutation."""
+        identity = self.scratch.save(inverse(np.arange(plan.num_nodes)), "perm", "identity.npy")
+        job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, str(self.scratch.path))
+        runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget.group_entries())
+        for run in runs[0]:
+            spill.remove(run.task.out)
+        return degrees
 
     def map_stage(self, chunks: list[EdgeChunk], job: MapJob) -> list[MapResult]:
         with self.timed("map"):

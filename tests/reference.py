@@ -23,7 +23,9 @@ def normalized_adjacency(
     """Â = D^-1/2 (A + I) D^-1/2 (or A + I for norm 'none'); directed: A[dst, src] = 1 (incoming edges)."""
     rows, cols = (dst, src) if directed else (np.concatenate([src, dst]), np.concatenate([dst, src]))
     keep = rows != cols
-    a = sp.coo_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(num_nodes, num_nodes)).tocsr()
+    a = sp.coo_matrix(
+        (np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(num_nodes, num_nodes)
+    ).tocsr()
     a.data[:] = 1.0
     a = (a + sp.identity(num_nodes, format="csr")).tocsr()
     if norm == "none":

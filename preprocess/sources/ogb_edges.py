@@ -8,8 +8,9 @@ from functools import partial
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
-from gtool.preprocess.sources.ogb_arrays import StoredArray, materialize
+from gtool.preprocess.sources.ogb_arrays import materialize
 
 
 def locate_edge(first: int, from_csv: bool, k: int) -> tuple[int | None, str | None]:
@@ -21,7 +22,7 @@ def locate_edge(first: int, from_csv: bool, k: int) -> tuple[int | None, str | N
 class EdgeArrayChunk(EdgeChunk):
     """Edges [first, last) of a 2 x E integer array; errors name `where` (the user's file)."""
 
-    array: StoredArray
+    array: ArrayRef
     first: int
     last: int
     where: str
@@ -34,7 +35,7 @@ class EdgeArrayChunk(EdgeChunk):
         return EdgeBlock(src, dst, where=self.where, locate=partial(locate_edge, self.first, self.from_csv))
 
 
-def check_edge_index(array: StoredArray, num_edges: int) -> None:
+def check_edge_index(array: ArrayRef, num_edges: int) -> None:
     """edge_index must be a 2 x num_edges integer array."""
     shape, dtype = array.header()
     if len(shape) != 2 or shape[0] != 2 or dtype.kind not in "iu":
@@ -50,12 +51,12 @@ class OgbEdges:
         self.where = path
         self.num_edges = num_edges
         self.from_csv = not path.endswith(".npz")
-        self.array: StoredArray | None = None
+        self.array: ArrayRef | None = None
         self.ready = False
         if not self.from_csv:
-            self.array = StoredArray(path, "edge_index")
+            self.array = ArrayRef(path, "edge_index")
             check_edge_index(self.array, num_edges)
-            self.ready = not self.array.compressed
+            self.ready = not self.array.needs_extraction
 
     def prepare(self, workdir: str) -> None:
         """Convert edge.csv.gz to a .npy, or extract a deflated edge_index, into workdir."""

@@ -5,25 +5,26 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.base import FeatureSource
-from gtool.preprocess.sources.ogb_arrays import StoredArray, materialize
+from gtool.preprocess.sources.ogb_arrays import materialize
 from gtool.preprocess.sources.ogb_csv import count_columns
 
 
 class OgbFeatures(FeatureSource):
     """N x F features read by rows from a memory-mapped array; `prepare` makes that array when needed."""
 
-    def __init__(self, where: str, num_rows: int, num_features: int, array: StoredArray | None):
+    def __init__(self, where: str, num_rows: int, num_features: int, array: ArrayRef | None):
         self.where = where
         self.num_features = num_features
         self._num_rows = num_rows
         self.array = array
-        self.ready = array is not None and not array.compressed
+        self.ready = array is not None and not array.needs_extraction
 
     @classmethod
     def from_npz(cls, path: str, num_rows: int) -> OgbFeatures:
         """`node_feat` of an OGB binary data.npz: N x F numbers."""
-        array = StoredArray(path, "node_feat")
+        array = ArrayRef(path, "node_feat")
         shape, dtype = array.header()
         if len(shape) != 2 or dtype.kind not in "iuf":
             raise InputError(array.where, f"expected N x F numbers, got shape {shape}, dtype {dtype}")

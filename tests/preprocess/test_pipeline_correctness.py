@@ -24,7 +24,7 @@ def expected_matrices(source: str, n: int, directed: bool, norm: str):
     return normalized_adjacency(src, dst, n, directed=directed, norm=norm)
 
 
-@pytest.mark.parametrize("perm", ["none", "single", "double"])
+@pytest.mark.parametrize("perm", ["none", "single", "double", "balanced"])
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("source,tiles", CASES)
 def test_tiles_equal_permuted_normalized_adjacency(tmp_path, source, tiles, perm, directed):

@@ -1,0 +1,90 @@
+"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H] [--compare] [--plot FILE.png] [--json]`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from gtool.errors import GtoolError
+from gtool.geometry import parse_dims
+from gtool.grid import ProcessGrid
+from gtool.store import Store, open_store
+from gtool.storestats import GridPlan, StartScan, collect_stats
+from gtool.tileplot import plot_tile_nnz
+
+from .common import console, reports_errors
+from .stats_tables import report_tables
+
+PROGRESS_MIN_NNZ = 50_000_000
+"""Scans reading fewer nonzeros than this finish in seconds and show no progress bar."""
+
+
+def grid_plan(grid: str | None, layers: int, hidden: int) -> GridPlan | None:
+    """The --grid/--layers/--hidden options as a GridPlan (None without --grid)."""
+    if layers < 1 or hidden < 1:
+        raise GtoolError(f"--layers and --hidden must be >= 1, got {layers} and {hidden}")
+    if grid is None:
+        return None
+    try:
+        return GridPlan(ProcessGrid(*parse_dims(grid, 3, "--grid")), layers, hidden)
+    except ValueError as exc:
+        raise GtoolError(str(exc)) from None
+
+
+@contextmanager
+def scan_progress() -> Iterator[StartScan]:
+    """A transient progress bar (on stderr) for each tile scan long enough to need one."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+
+        def start(what: str, total: int) -> Callable[[int], None] | None:
+            if total < PROGRESS_MIN_NNZ:
+                return None
+            task = progress.add_task(f"{what} (nonzeros)", total=total)
+            return lambda nnz: progress.advance(task, nnz)
+
+        yield start
+
+
+def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
+    """The tile heatmap of every stored matrix, as a PNG at `path`."""
+    panels = {f"A{m}": store.tile_nnz(m) for m in store.matrices}
+    try:
+        plot_tile_nnz(panels, path, f"tile nonzeros of {Path(location.rstrip('/')).name} ({scheme})")
+    except OSError as exc:
+        raise GtoolError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
+
+
+@reports_errors
+def stats(
+    store: str = typer.Argument(..., help="Store path or fsspec URL."),
+    grid: str = typer.Option(
+        None, "--grid", "-g", help="Process grid GXxGYxGZ: per-rank shard balance, reads and all-reduces."
+    ),
+    layers: int = typer.Option(3, "--layers", "-l", help="GCN layers (with --grid)."),
+    hidden: int = typer.Option(128, "--hidden", help="Hidden width (with --grid)."),
+    compare: bool = typer.Option(
+        False, "--compare", help="Tile figures under every permutation scheme, side by side."
+    ),
+    plot: str = typer.Option(None, "--plot", help="Write a heatmap of tile nonzeros to this PNG."),
+    as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
+) -> None:
+    """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid."""
+    plan = grid_plan(grid, layers, hidden)
+    opened = open_store(store)
+    with scan_progress() as start_scan:
+        report = collect_stats(opened, plan, compare, start_scan)
+    if plot:
+        write_plot(opened, store, report["permutation"]["scheme"], plot)
+    if as_json:
+        typer.echo(json.dumps(report, indent=1))
+        return
+    out = Console()
+    for table in report_tables(report):
+        out.print(table)

@@ -1,0 +1,51 @@
+"""One adjacency shard A_m[row band, col band]: its tiles read, cut, merged into CSR, and transposed."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import numpy as np
+import torch
+
+from gtool.grid import LayerShard
+from gtool.loader.csr import CsrBuilder, transpose
+from gtool.loader.rank_data import AdjacencyShard, ReadStats
+from gtool.loader.tiles import ReadAhead, cut_tile, read_tiles, tile_bytes
+from gtool.store import Store
+
+
+def load_adjacency_shard(
+    store: Store,
+    shard: LayerShard,
+    reads: ReadAhead,
+    stats: ReadStats,
+    device: torch.device | str = "cpu",
+) -> AdjacencyShard:
+    """Read the tiles a shard overlaps and build its CSR matrix (padded shape) and CSR transpose.
+
+    Tiles arrive in (i, j) order; the tiles of one tile row cover a contiguous block of the shard's rows
+    and are merged into it at once, so at most one tile row plus the read-ahead is held.
+    """
+    cuts = shard.tiles(store.num_nodes, store.tiles)
+    tile_nnz = store.tile_nnz(shard.matrix)
+    capacity = int(sum(tile_nnz[c.i, c.j] for c in cuts))
+    builder = CsrBuilder((shard.row_band.size, shard.col_band.size), capacity, np.float32)
+    tiles = read_tiles(store, shard.matrix, cuts, reads)
+    for _, group in groupby(tiles, key=lambda item: item[0].i):
+        tile_row = list(group)
+        pieces = []
+        for cut, tile in tile_row:
+            stats.add_tile(tile_bytes(tile))
+            _, (col0, col1) = store.tile_bounds(cut.i, cut.j)
+            pieces.append(cut_tile(tile, cut, col1 - col0))
+        first = tile_row[0][0]
+        builder.add_row_block(first.row_lo + first.row_offset, first.row_hi - first.row_lo, pieces)
+        del tile_row, pieces  # free this tile row before the next one is gathered
+    matrix = builder.finish()
+    return AdjacencyShard(
+        matrix_id=shard.matrix,
+        row_band=shard.row_band,
+        col_band=shard.col_band,
+        matrix=matrix.to_torch(device),
+        transpose=transpose(matrix).to_torch(device),
+    )

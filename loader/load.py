@@ -1,0 +1,87 @@
+"""load_rank: what one rank of a 3D grid needs, read from a store without loading the whole graph."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import torch
+import zarr
+
+from gtool import layout
+from gtool.geometry import Band
+from gtool.grid import ProcessGrid, rank_geometry
+from gtool.loader.adjacency import load_adjacency_shard
+from gtool.loader.node_rows import read_band
+from gtool.loader.rank_data import RankData, ReadStats
+from gtool.loader.tiles import ReadAhead
+from gtool.store import Store, open_store
+
+DEFAULT_WORKERS = 8
+DEFAULT_READ_AHEAD_BYTES = 64 << 20
+
+
+def load_rank(
+    store: str | Store,
+    grid: ProcessGrid | tuple[int, int, int],
+    rank: int,
+    layers: int,
+    device: torch.device | str = "cpu",
+    *,
+    storage_options: dict[str, Any] | None = None,
+    workers: int = DEFAULT_WORKERS,
+    read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
+) -> RankData:
+    """Load rank `rank` of a Gx x Gy x Gz grid for a `layers`-layer GCN from a store (path, URL or Store).
+
+    Reads only the tiles its distinct adjacency shards overlap, `workers` at a time and at most about
+    `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
+    Shards are CSR with their CSR transposes, padded to the band sizes.
+    """
+    started = time.perf_counter()
+    opened = store if isinstance(store, Store) else open_store(str(store), storage_options)
+    grid = grid if isinstance(grid, ProcessGrid) else ProcessGrid(*grid)
+    geometry = rank_geometry(grid, rank, layers, opened.num_nodes, opened.num_features, opened.two_matrices)
+    stats = ReadStats()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gtool-tiles") as executor:
+        reads = ReadAhead(executor, max_tiles=2 * workers, max_bytes=read_ahead_bytes)
+        shards = {
+            key: load_adjacency_shard(opened, shard, reads, stats, device)
+            for key, shard in geometry.shards.items()
+        }
+    order = geometry.label_order
+    features = read_node_rows(
+        opened.array(layout.FEATURES), geometry.feature_rows, geometry.feature_cols, 0, stats, device
+    )
+    labels = read_node_rows(
+        opened.array(layout.LABELS[order]), geometry.label_rows, None, layout.LABEL_NONE, stats, device
+    )
+    split = read_node_rows(
+        opened.array(layout.SPLIT[order]), geometry.label_rows, None, layout.SPLIT_NONE, stats, device
+    )
+    stats.seconds = time.perf_counter() - started
+    return RankData(
+        grid=grid,
+        rank=rank,
+        layers=layers,
+        meta=opened.meta,
+        shards=shards,
+        layer_keys=[shard.key for shard in geometry.layer_shards],
+        features=features,
+        feature_rows=geometry.feature_rows,
+        feature_cols=geometry.feature_cols,
+        labels=labels,
+        split=split,
+        label_rows=geometry.label_rows,
+        read=stats,
+    )
+
+
+def read_node_rows(
+    array: zarr.Array, rows: Band, cols: Band | None, fill: int, stats: ReadStats, device: torch.device | str
+) -> torch.Tensor:
+    """A padded band of a node array as a tensor on `device`, counting the bytes read."""
+    block, nbytes = read_band(array, rows, cols, fill)
+    stats.add_bytes(nbytes)
+    return torch.from_numpy(block).to(device)

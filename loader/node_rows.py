@@ -1,0 +1,45 @@
+"""Reading a band of node rows (features, labels, splits) into a padded array, one block of rows at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import zarr
+
+from gtool.geometry import Band
+
+BLOCK_BYTES = 8 << 20
+
+
+def block_rows(array: zarr.Array) -> int:
+    """Rows per read: whole chunks of rows holding about BLOCK_BYTES when decoded (at least one chunk).
+
+    Sized by the stored row width, not the selected columns: zarr decodes whole chunks.
+    """
+    chunk_rows = int(array.chunks[0])
+    stored_row_bytes = int(np.prod(array.chunks[1:], dtype=np.int64)) * array.dtype.itemsize
+    return chunk_rows * max(1, BLOCK_BYTES // max(1, stored_row_bytes * chunk_rows))
+
+
+def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | float) -> tuple[np.ndarray, int]:
+    """array[real rows of `rows`, real columns of `cols`], padded to rows.size x cols.size with `fill`,
+    and the number of bytes read.
+
+    cols None keeps every trailing dimension. Only the band is read (zarr slicing), in chunk-aligned
+    blocks, into the output, so the temporaries are one block whatever the band size.
+    """
+    trailing = tuple(array.shape[1:]) if cols is None else (cols.size,)
+    shape = (rows.size, *trailing)
+    out = np.zeros(shape, dtype=array.dtype) if fill == 0 else np.full(shape, fill, dtype=array.dtype)
+    source_cols = () if cols is None else (slice(cols.start, cols.stop),)
+    target_cols = () if cols is None else (slice(0, cols.real),)
+    width = int(np.prod(trailing, dtype=np.int64)) if cols is None else cols.real
+    if rows.real == 0 or width == 0:
+        return out, 0
+    step = block_rows(array)
+    first = rows.start
+    while first < rows.stop:
+        last = min((first // step + 1) * step, rows.stop)
+        target = (slice(first - rows.start, last - rows.start), *target_cols)
+        out[target] = array[(slice(first, last), *source_cols)]
+        first = last
+    return out, rows.real * width * array.dtype.itemsize

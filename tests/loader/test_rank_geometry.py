@@ -1,0 +1,93 @@
+"""Which shards, tiles, feature block and label rows a rank holds (gtool.grid / gtool.geometry)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from gtool.geometry import tile_size
+from gtool.grid import ProcessGrid, feature_block, label_band, rank_geometry, rank_tiles
+from tests.loader.expected import label_range, layer_rects, tiles_overlapped
+
+
+def test_bands_of_different_axes_are_different_shards() -> None:
+    """3x2x1, one matrix: band 0 of x, y and z are three different rectangles, so three shards."""
+    geometry = rank_geometry(ProcessGrid(3, 2, 1), 0, 3, 143, 7, two_matrices=False)
+    assert len(geometry.shards) == 3
+    assert [(s.row_band.size, s.col_band.size) for s in geometry.layer_shards] == [
+        (48, 72),
+        (143, 48),
+        (72, 143),
+    ]
+
+
+@pytest.mark.parametrize("two", [False, True])
+@pytest.mark.parametrize("layers", range(1, 8))
+def test_distinct_shard_count(layers: int, two: bool) -> None:
+    """All bands differ (2x3x5, last rank): min(3, L) shards with one matrix, min(6, L) with two."""
+    geometry = rank_geometry(ProcessGrid(2, 3, 5), 29, layers, 1000, 7, two)
+    assert len(geometry.shards) == min(6 if two else 3, layers)
+
+
+def test_identical_rectangles_are_one_shard() -> None:
+    """1x1x1: every layer multiplies the whole matrix, so one shard per stored matrix."""
+    assert len(rank_geometry(ProcessGrid(1, 1, 1), 0, 4, 143, 7, two_matrices=True).shards) == 2
+    assert len(rank_geometry(ProcessGrid(1, 1, 1), 0, 4, 143, 7, two_matrices=False).shards) == 1
+
+
+@pytest.mark.parametrize("tiles", [4, 5, 7])
+@pytest.mark.parametrize(
+    "dims", [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 2), (3, 2, 1), (4, 3, 2)]
+)
+def test_rank_tiles_are_the_tiles_the_layer_rectangles_overlap(
+    dims: tuple[int, int, int], tiles: int
+) -> None:
+    grid, n = ProcessGrid(*dims), 143
+    for rank, layers, two in itertools.product(range(grid.size), range(1, 5), (False, True)):
+        want = tiles_overlapped(layer_rects(dims, rank, layers, n, two), n, tiles)
+        assert set(rank_tiles(grid, rank, layers, n, tiles, two)) == want
+
+
+@pytest.mark.parametrize("tiles", [4, 5, 7])
+@pytest.mark.parametrize("dims", [(2, 2, 2), (3, 2, 1), (4, 3, 2)])
+def test_tile_cuts_of_a_layer_partition_the_matrix(dims: tuple[int, int, int], tiles: int) -> None:
+    """For each layer, the cuts of all ranks' shards cover every matrix entry exactly once."""
+    grid, n = ProcessGrid(*dims), 143
+    size = tile_size(n, tiles)
+    for layer in range(3):
+        shards = {
+            rank_geometry(grid, r, layer + 1, n, 7, False).layer_shards[layer] for r in range(grid.size)
+        }
+        covered = [[0] * n for _ in range(n)]
+        for shard in {s.key: s for s in shards}.values():
+            for cut in shard.tiles(n, tiles):
+                for r in range(cut.row_lo, cut.row_hi):
+                    for c in range(cut.col_lo, cut.col_hi):
+                        row, col = cut.i * size + r, cut.j * size + c
+                        assert (row - shard.row_band.start, col - shard.col_band.start) == (
+                            r + cut.row_offset,
+                            c + cut.col_offset,
+                        )
+                        covered[row][col] += 1
+        assert all(v == 1 for row in covered for v in row)
+
+
+def test_feature_block_and_label_rows() -> None:
+    """Features: rows = band y of Gy, columns = feature band z of Gz; labels: last layer's row band."""
+    grid, n, f = ProcessGrid(3, 2, 4), 143, 10
+    rank = grid.rank(2, 1, 3)
+    rows, cols = feature_block(grid, rank, n, f)
+    assert (rows.start, rows.stop, rows.size) == (72, 143, 72)
+    assert (cols.start, cols.stop, cols.size) == (9, 10, 3)
+    for layers, (start, stop, size) in {1: (96, 143, 48), 2: (108, 143, 36), 3: (72, 143, 72)}.items():
+        got = label_band(grid, rank, layers, n)
+        assert (got.start, got.stop, got.size) == (start, stop, size)
+
+
+@pytest.mark.parametrize("dims", [(2, 2, 2), (3, 2, 1), (4, 3, 2)])
+def test_label_rows_follow_the_last_layer(dims: tuple[int, int, int]) -> None:
+    grid = ProcessGrid(*dims)
+    for rank, layers in itertools.product(range(grid.size), range(1, 7)):
+        got, (want, _) = label_band(grid, rank, layers, 143), label_range(dims, rank, layers, 143)
+        assert (got.start, got.stop, got.size) == (want.start, want.stop, want.size)

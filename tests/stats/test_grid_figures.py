@@ -1,0 +1,98 @@
+"""`gtool stats --grid`: per-rank shard nonzeros, reads and all-reduce volume, from docs/3d-gcn.md alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gtool import layout
+from gtool.grid import ProcessGrid
+from gtool.storestats import GridPlan, collect_stats
+from tests.loader.expected import (
+    LAYER_AXES,
+    band_range,
+    feature_ranges,
+    label_range,
+    layer_rects,
+    tiles_overlapped,
+)
+from tests.stats.conftest import StatsStore, tile_counts
+
+GRIDS = [(3, 2, 1), (2, 3, 2), (2, 2, 2), (1, 1, 1)]
+HIDDEN = 10
+
+
+@pytest.fixture(scope="module", params=GRIDS, ids=lambda d: "x".join(map(str, d)))
+def dims(request: pytest.FixtureRequest) -> tuple[int, int, int]:
+    return request.param
+
+
+@pytest.mark.parametrize("layers", [1, 3, 4])
+def test_rank_shard_nnz_and_reads(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
+    store, n, t = stats_store.store, stats_store.store.num_nodes, stats_store.store.tiles
+    two = store.two_matrices
+    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), layers, HIDDEN))["grid"]
+    tile_nnz = {m: tile_counts(a, t, store.tile_size) for m, a in stats_store.matrices.items()}
+    feature_bytes = store.array(layout.FEATURES).dtype.itemsize
+    for rank in range(int(np.prod(dims))):
+        rects = layer_rects(dims, rank, layers, n, two)
+        for layer, rect in enumerate(rects):
+            block = stats_store.matrices[rect.matrix][
+                rect.rows.start : rect.rows.stop, rect.cols.start : rect.cols.stop
+            ]
+            assert grid["layer_balance"][layer]["rank_nnz"][rank] == block.nnz
+        tiles = tiles_overlapped(rects, n, t)
+        rows, cols = feature_ranges(dims, rank, n, store.num_features)
+        labels, order = label_range(dims, rank, layers, n)
+        label_row = (
+            store.array(layout.LABELS[order]).dtype.itemsize + store.array(layout.SPLIT[order]).dtype.itemsize
+        )
+        read = grid["ranks"][rank]
+        assert read["tiles"] == len(tiles)
+        assert read["tile_bytes"] == 12 * sum(tile_nnz[m][i, j] for m, i, j in tiles)
+        assert read["feature_bytes"] == (rows.stop - rows.start) * (cols.stop - cols.start) * feature_bytes
+        assert read["label_bytes"] == (labels.stop - labels.start) * label_row
+
+
+def test_layer_balance_summary(stats_store: StatsStore, dims: tuple[int, int, int]) -> None:
+    grid = collect_stats(stats_store.store, GridPlan(ProcessGrid(*dims), 3, HIDDEN))["grid"]
+    for layer, balance in enumerate(grid["layer_balance"]):
+        nnz = np.array(balance["rank_nnz"])
+        a, b, _ = LAYER_AXES[layer]
+        assert balance["bands"] == [dims[a], dims[b]]
+        assert balance["matrix"] == (layer % 2 if stats_store.store.two_matrices else 0)
+        assert (balance["min"], balance["max"]) == (nnz.min(), nnz.max())
+        assert balance["max_over_mean"] == pytest.approx(nnz.max() / nnz.mean())
+
+
+def expected_allreduce_bytes(dims: tuple[int, int, int], n: int, widths: list[int]) -> dict[str, float]:
+    """Per rank and epoch, by group: forward H over b and Q over c; backward dH over b, dW over a, and
+    dF over a except at layer 0; ring all-reduce 2 (g - 1) / g * M, float32."""
+    totals = {"x": 0.0, "y": 0.0, "z": 0.0}
+
+    def add(axis: int, rows: int, cols: int) -> None:
+        g = dims[axis]
+        totals["xyz"[axis]] += 2 * (g - 1) / g * rows * cols * 4
+
+    for layer in range(len(widths) - 1):
+        a, b, c = LAYER_AXES[layer % 3]
+        rows_a, rows_b = band_range(0, dims[a], n).size, band_range(0, dims[b], n).size
+        d_in, d_out = -(-widths[layer] // dims[c]), -(-widths[layer + 1] // dims[b])
+        add(b, rows_a, d_in)
+        add(c, rows_a, d_out)
+        add(b, rows_a, d_in)
+        add(a, d_in, d_out)
+        if layer > 0:
+            add(a, rows_b, d_in)
+    return totals
+
+
+@pytest.mark.parametrize("layers", [1, 2, 4])
+def test_allreduce_volume(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
+    store = stats_store.store
+    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), layers, HIDDEN))["grid"]
+    widths = [store.num_features] + [HIDDEN] * (layers - 1) + [store.num_classes]
+    assert grid["widths"] == widths
+    want = expected_allreduce_bytes(dims, store.num_nodes, widths)
+    assert grid["allreduce"]["rank_bytes_by_group"] == pytest.approx(want)
+    assert len(grid["allreduce"]["collectives"]) == 5 * layers - 1

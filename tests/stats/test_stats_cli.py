@@ -1,0 +1,89 @@
+"""`gtool stats` on the command line: JSON, tables, the heatmap, and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+import zarr
+from typer.testing import CliRunner
+
+from gtool import layout
+from gtool.cli.main import app
+from gtool.grid import ProcessGrid
+from gtool.storestats import GridPlan, collect_stats
+from tests.stats.conftest import StatsStore, StoreCase, build
+
+
+@pytest.fixture(scope="module")
+def double_store(tmp_path_factory: pytest.TempPathFactory) -> StatsStore:
+    return build(tmp_path_factory.mktemp("cli"), StoreCase("grid:13x11", 5, "double"))
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["stats", *args], env={"COLUMNS": "160"})
+    return result.exit_code, result.output
+
+
+def test_json_is_the_collected_report(double_store: StatsStore) -> None:
+    code, out = run(
+        double_store.path, "--grid", "3x2x1", "--layers", "2", "--hidden", "8", "--compare", "--json"
+    )
+    assert code == 0
+    want = collect_stats(double_store.store, GridPlan(ProcessGrid(3, 2, 1), 2, 8), compare=True)
+    assert json.loads(out) == json.loads(json.dumps(want))
+
+
+def test_tables(double_store: StatsStore) -> None:
+    code, out = run(double_store.path, "--grid", "2x3x2", "--compare")
+    assert code == 0
+    for title in ("tile nonzeros", "bands", "grid 2x3x2, 3 layers", "per rank", "all-reduces per epoch"):
+        assert title in out
+    assert "double *" in out and "balanced" in out
+
+
+def test_heatmap_png(double_store: StatsStore, tmp_path: Path) -> None:
+    png = tmp_path / "tiles.png"
+    code, _ = run(double_store.path, "--plot", str(png))
+    assert code == 0
+    image = matplotlib.image.imread(png)
+    assert image.shape[0] >= 400 and image.shape[1] >= 2 * image.shape[0] * 0.8  # two side-by-side panels
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--grid", "2x2"], "--grid must be 3 positive integers"),
+        (["--grid", "2x0x1"], "--grid must be 3 positive integers"),
+        (["--layers", "0"], "--layers and --hidden must be >= 1"),
+        (["--plot", "/no/such/folder/tiles.png"], "--plot: cannot write"),
+    ],
+)
+def test_bad_options(double_store: StatsStore, args: list[str], message: str) -> None:
+    code, out = run(double_store.path, *args)
+    assert code == 2 and message in out
+
+
+def test_incomplete_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "half.zarr"
+    zarr.open_group(store=str(path), mode="w").attrs[layout.META_KEY] = {"layout": 1, "complete": False}
+    code, out = run(str(path))
+    assert code == 2 and "incomplete" in out
+
+
+def test_scans_report_progress(double_store: StatsStore) -> None:
+    """One scan of every stored matrix, then (for --compare) one of A0; each reports all its nonzeros."""
+    store, seen = double_store.store, {}
+
+    def start(what: str, total: int):
+        seen[what] = [total, 0]
+        return lambda nnz: seen[what].__setitem__(1, seen[what][1] + nnz)
+
+    collect_stats(store, compare=True, start_scan=start)
+    everything = sum(int(store.tile_nnz(m).sum()) for m in store.matrices)
+    assert seen == {
+        "reading tiles": [everything, everything],
+        "counting schemes": [store.tile_nnz(0).sum()] * 2,
+    }
