@@ -10,7 +10,7 @@ import psutil
 from gtool.errors import GtoolError
 
 MB = 1 << 20
-BASELINE_BYTES = 400 * MB
+BASELINE_BYTES = 256 * MB
 BYTES_PER_NODE = 56
 MAP_BYTES_PER_EDGE = 240
 REDUCE_BYTES_PER_ENTRY = 48
@@ -71,11 +71,10 @@ class Budget:
     def per_task(self) -> int:
         spare = self.limit - self.fixed
         if spare < 64 * MB * self.concurrency:
-            need = (self.fixed + 64 * MB * self.concurrency) / (1 << 30)
+            need = (self.fixed + 64 * MB * self.concurrency) // MB + 1
             raise GtoolError(
-                f"--memory-limit {self.limit / (1 << 30):.2f} GB is too small for {self.num_nodes:,} nodes "
-                f"with "
-                f"{self.concurrency} workers: give at least {need:.2f} GB or fewer --workers"
+                f"--memory-limit {self.limit // MB} MB is too small for {self.num_nodes:,} nodes with "
+                f"{self.concurrency} workers: give at least {need} MB or fewer --workers"
             )
         return spare // self.concurrency
 

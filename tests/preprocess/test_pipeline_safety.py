@@ -106,5 +106,23 @@ def test_empty_graph_is_refused(tmp_path):
 def test_too_small_memory_limit_is_explained(tmp_path):
     from gtool.errors import GtoolError
 
-    with pytest.raises(GtoolError, match="too small"):
+    with pytest.raises(GtoolError, match="too small for 1,024 nodes with 1 workers: give at least"):
         make_store("rmat:10", tmp_path / "s.zarr", tiles=2, memory_limit=100 << 20)
+
+
+def test_memory_limit_bounds_the_whole_process_tree(tmp_path):
+    """Peak RSS of the whole `gtool shard` process tree, measured by ../shared/tools/peakmem."""
+    import json
+
+    from tests.conftest import SHARED
+
+    peakmem = SHARED / "tools" / "peakmem"
+    if not peakmem.exists():
+        pytest.skip(f"{peakmem} not found (../shared is only present in the project workspace)")
+    figures = tmp_path / "peak.json"
+    limit_mb = 480
+    cmd = [sys.executable, str(peakmem), "--json", str(figures), "--", sys.executable, "-m", "gtool.cli"]
+    cmd += ["shard", "rmat:19:8", "--tiles", "8x8", "-o", str(tmp_path / "s.zarr"), "-q"]
+    cmd += ["--memory-limit", f"{limit_mb}MB", "--workers", "2"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    assert json.loads(figures.read_text())["peak_rss_mb"] <= limit_mb
