@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from gtool.errors import GtoolError
 
@@ -24,10 +25,10 @@ def reports_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except GtoolError as exc:
-            console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
-            console.print("[bold red]interrupted[/]: nothing was published")
+            console.print("[bold red]interrupted[/]")
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]

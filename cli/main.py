@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from gtool.cli.info import info
+from gtool.cli.shard import shard
+from gtool.cli.stats import stats
+from gtool.cli.train import train
 from gtool.version import __version__
 
 app = typer.Typer(
@@ -23,6 +27,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     """gtool: out-of-core graph sharding and 3D-parallel GCN training."""
+
+
+app.command("shard")(shard)
+app.command("info")(info)
+app.command("stats")(stats)
+app.command("train")(train)

@@ -1,0 +1,133 @@
+"""Grid cases run inside one spawned world: each rank trains its part next to the serial model.
+
+Per case, a rank writes OUT/CASE/rank-R.pt: its largest errors against the serial model (relative to the
+largest reference value of the whole quantity) and the blocks other ranks replicate, for a bitwise check.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from gtool.geometry import Band
+from gtool.grid import ProcessGrid
+from gtool.layout import order_of_layer_output
+from gtool.loader import load_rank
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import GridComm, build_grid_comm
+from gtool.trainer.launch import RankEnv
+from gtool.trainer.loop import Trainer
+from gtool.trainer.model import padded_slice
+from gtool.trainer.serial import SerialGCN
+from gtool.trainer.timing import PhaseTimer
+from tests.trainer.references import Reference, stored_order_reference, unpermuted_reference
+
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of `config` for `epochs` epochs, checked against the serial model on the `reference` graph:
+    'unpermuted' (rebuilt from the source) or 'stored' (the store's order, where dropout masks agree)."""
+
+    name: str
+    config: TrainConfig
+    epochs: int = 5
+    reference: str = "unpermuted"
+
+
+def block_of(full: torch.Tensor, rows: Band, cols: Band) -> torch.Tensor:
+    """The zero-padded block [rows, cols] (padded coordinates) of a matrix."""
+    padded = full.new_zeros(full.shape[0] + rows.size, full.shape[1] + cols.size)
+    padded[: full.shape[0], : full.shape[1]] = full
+    return padded[padded_slice(rows), padded_slice(cols)]
+
+
+def scaled_error(got: torch.Tensor, want: torch.Tensor, full: torch.Tensor) -> float:
+    """max |got - want| over the block, relative to the largest value of the whole reference `full`."""
+    return float((got - want).abs().max()) / float(full.abs().max())
+
+
+def _reference(case: Case) -> Reference:
+    config = case.config
+    build = unpermuted_reference if case.reference == "unpermuted" else stored_order_reference
+    return build(config.store, config.layers, config.torch_dtype)
+
+
+def _gradient_error(trainer: Trainer, serial: SerialGCN) -> float:
+    """Largest error of this rank's weight-gradient blocks against the serial gradients."""
+    model = trainer.model
+    worst = 0.0
+    for weight, plan, full in zip(model.weights, model.plans, serial.weights, strict=True):
+        want = block_of(full.grad, plan.in_cols, plan.out_cols)
+        worst = max(worst, scaled_error(weight.assemble(weight.shard.grad), want, full.grad))
+    return worst
+
+
+def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tuple[float, float]:
+    """Error of this rank's logits block against the serial logits of the same nodes, and the largest
+    magnitude in its padding rows (which must stay zero)."""
+    logits = trainer.logits()
+    last = trainer.model.plans[-1]
+    full = serial.forward(0, training=False).detach()[torch.from_numpy(rows)]
+    got = logits[: last.rows.real]
+    want = block_of(full, last.rows, last.out_cols)[: last.rows.real]
+    padding = float(logits[last.rows.real :].abs().max()) if last.rows.real < last.rows.size else 0.0
+    return scaled_error(got, want, full), padding
+
+
+def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.Tensor]:
+    """Blocks keyed so that ranks holding a replica of the same block use the same key."""
+    coords = comm.coords
+    a, b, _ = trainer.model.plans[-1].roles
+    replicas = {f"logits/{coords[a]}/{coords[b]}": trainer.logits(), "loss": torch.tensor(loss)}
+    for plan, weight in zip(trainer.model.plans, trainer.model.weights, strict=True):
+        _, wb, wc = plan.roles
+        replicas[f"weight{plan.layer}/{coords[wc]}/{coords[wb]}"] = weight.full().detach()
+    return replicas
+
+
+def run_case(case: Case, comm: GridComm, out: Path) -> None:
+    """Train `case` on this rank next to the serial model and save the errors and replicas."""
+    config = case.config
+    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.layers)
+    trainer = Trainer(data, comm, config, CPU)
+    reference = _reference(case)
+    serial = SerialGCN(reference.graph, config)
+    errors = {"loss": 0.0, "grad": 0.0}
+    for epoch in range(1, case.epochs + 1):
+        loss = trainer.train_epoch(epoch).loss
+        errors["loss"] = max(errors["loss"], abs(loss - serial.train_epoch(epoch)) / abs(loss))
+        errors["grad"] = max(errors["grad"], _gradient_error(trainer, serial))
+    rows = reference.rows[order_of_layer_output(config.layers - 1)]
+    errors["logits"], errors["padding"] = _logits_error(trainer, serial, rows)
+    target = out / case.name
+    target.mkdir(parents=True, exist_ok=True)
+    result = {"errors": errors, "replicas": _replicas(trainer, comm, loss)}
+    torch.save(result, target / f"rank-{comm.rank}.pt")
+
+
+def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
+    """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://{env.master_addr}:{env.master_port}",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=120),
+    )
+    try:
+        for case in cases:
+            comm = build_grid_comm(ProcessGrid(*case.config.grid), 120, PhaseTimer(CPU), CPU)
+            if comm is not None:
+                run_case(case, comm, Path(out))
+    finally:
+        dist.destroy_process_group()

@@ -1,0 +1,131 @@
+"""`gtool train` run the way a user runs it: killed and resumed, a failing rank, a killed rank, bad flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from gtool.trainer.launch import free_port
+from tests.conftest import make_store
+
+TRAIN = [sys.executable, "-m", "gtool.cli", "train"]
+MODEL = ["--layers", "2", "--hidden", "16", "--dropout", "0.5"]
+
+
+def gtool_train(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([*TRAIN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def start_gtool_train(*args: str) -> subprocess.Popen:
+    """`gtool train` in its own process group (so that the test can kill it with all its ranks)."""
+    return subprocess.Popen(
+        [*TRAIN, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def latest_epoch(checkpoints: Path) -> int:
+    return json.loads((checkpoints / "latest.json").read_text())["epoch"]
+
+
+def final_state(checkpoints: Path, ranks: int) -> list[dict]:
+    epoch_dir = checkpoints / json.loads((checkpoints / "latest.json").read_text())["path"]
+    return [torch.load(epoch_dir / f"rank-{rank:05d}.pt", weights_only=True) for rank in range(ranks)]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("cli") / "rmat.zarr"
+    return make_store("rmat:9:8", path, tiles=4, num_features=32, num_classes=6)
+
+
+def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Path) -> None:
+    epochs = 150
+    common = [store, "--grid", "2x1x1", *MODEL, "--epochs", str(epochs), "--checkpoint-every", "3"]
+    whole = gtool_train(*common, "--checkpoint", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+
+    interrupted = tmp_path / "interrupted"
+    run = start_gtool_train(*common, "--checkpoint", str(interrupted))
+    wait_for(lambda: (interrupted / "latest.json").exists(), "the first checkpoint")
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    killed_at = latest_epoch(interrupted)
+    assert killed_at < epochs, "the run finished before it was killed: give it more epochs"
+
+    resumed = gtool_train(*common, "--checkpoint", str(interrupted), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"at epoch {killed_at + 1}" in resumed.stdout
+    for got, want in zip(final_state(interrupted, 2), final_state(tmp_path / "whole", 2), strict=True):
+        for part in ("model", "optimizer"):
+            assert got[part].keys() == want[part].keys()
+            for name, tensor in want[part].items():
+                assert torch.equal(got[part][name], tensor), f"{part} {name} differs after resuming"
+
+
+def test_a_failing_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
+    """Only rank 1 of a 2x1x1 one-layer run reads tile (3, 3): damage it and rank 1 fails while loading."""
+    broken = tmp_path / "broken.zarr"
+    shutil.copytree(store, broken)
+    for chunk in (broken / "adj" / "0" / "3_3" / "val" / "c").iterdir():
+        chunk.write_bytes(b"not a zarr chunk")
+    started = time.monotonic()
+    run = gtool_train(str(broken), "--grid", "2x1x1", "--layers", "1", "--epochs", "3", timeout=120)
+    assert time.monotonic() - started < 60
+    assert run.returncode == 2
+    assert "rank 1 failed" in run.stderr and "(3, 3)" in run.stderr and "unreadable" in run.stderr
+
+
+def test_a_killed_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
+    checkpoints = tmp_path / "checkpoints"
+    run = start_gtool_train(
+        store, "--grid", "2x1x1", *MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)
+    )
+    wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
+    ranks = psutil.Process(run.pid).children()
+    victim = max(ranks, key=lambda p: p.pid)
+    victim.kill()
+    stderr = run.communicate(timeout=60)[1]
+    assert run.returncode == 2
+    assert "killed by signal SIGKILL" in stderr
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in ranks)
+
+
+def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    torchrun += ["--master-port", str(free_port()), "-m", "gtool.cli", "train", store, "--grid", "2x1x1"]
+    run = subprocess.run([*torchrun, *MODEL, "--epochs", "2"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "grid 2x1x1 (2 ranks, torchrun)" in run.stdout and "epoch    2" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--grid", "2x2"], "--grid must be 3 positive integers"),
+        (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
+        (["--resume"], "--resume needs --checkpoint DIR"),
+    ],
+)
+def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> None:
+    run = gtool_train(store, *flags)
+    assert run.returncode == 2
+    assert message in run.stderr and "Traceback" not in run.stderr

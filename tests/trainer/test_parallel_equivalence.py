@@ -1,0 +1,103 @@
+"""Every grid shape and permutation trains exactly like the serial GCN on the unpermuted graph.
+
+All cases run in one spawned world of 8 ranks (store -> load_rank -> Trainer on each rank); each rank
+compares its blocks with the serial model and the test checks the errors and the replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.launch import launch_local
+from tests.conftest import make_store
+from tests.trainer.cases import Case, run_cases
+
+GRAPH = "grid:7x11"  # N = 77: no band count of any grid below divides it
+FEATURES, CLASSES, HIDDEN, TILES = 11, 5, 7, 3
+GRIDS = [(1, 1, 1), (2, 1, 1), (1, 2, 1), (1, 1, 2), (2, 2, 1), (2, 2, 2), (3, 2, 1)]
+PERMS = ["none", "single", "double"]
+WORLD = 8
+TOLERANCE = {"float64": 1e-5, "float32": 1e-4}
+
+BASE = TrainConfig(store="", hidden=HIDDEN, dropout=0.0, lr=0.05, weight_decay=5e-3, dtype="float64")
+
+
+def _name(grid: tuple[int, int, int], perm: str, variant: str = "") -> str:
+    return "x".join(map(str, grid)) + f"-{perm}" + (f"-{variant}" if variant else "")
+
+
+EXACT = {_name(grid, perm): (perm, {"grid": grid}, "unpermuted") for grid in GRIDS for perm in PERMS}
+VARIANTS = {
+    _name((2, 2, 2), "double", "4-layers"): ("double", {"grid": (2, 2, 2), "layers": 4}, "unpermuted"),
+    _name((3, 2, 1), "double", "2-layers"): ("double", {"grid": (3, 2, 1), "layers": 2}, "unpermuted"),
+    _name((2, 2, 2), "double", "agg-blocks"): ("double", {"grid": (2, 2, 2), "agg_blocks": 3}, "unpermuted"),
+    _name((2, 2, 2), "single", "learnable"): (
+        "single",
+        {"grid": (2, 2, 2), "learnable_features": True},
+        "unpermuted",
+    ),
+    _name((3, 2, 1), "double", "adamw-first-row"): (
+        "double",
+        {"grid": (3, 2, 1), "optimizer": "adamw", "weight_decay_first_only": True}
+        | {"normalize_features": "row"},
+        "unpermuted",
+    ),
+    _name((2, 2, 2), "none", "dropout"): ("none", {"grid": (2, 2, 2), "dropout": 0.5}, "unpermuted"),
+    _name((3, 2, 1), "double", "dropout"): ("double", {"grid": (3, 2, 1), "dropout": 0.5}, "stored"),
+    _name((2, 2, 2), "double", "dropout-f32"): (
+        "double",
+        {"grid": (2, 2, 2), "dropout": 0.5, "dtype": "float32"},
+        "stored",
+    ),
+}
+CASES = {**EXACT, **VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Write one store per permutation, run every case in one world, return the results directory."""
+    stores_dir = tmp_path_factory.mktemp("stores")
+    shape = {"tiles": TILES, "seed": 5, "num_features": FEATURES, "num_classes": CLASSES}
+    stores = {perm: make_store(GRAPH, stores_dir / f"{perm}.zarr", perm=perm, **shape) for perm in PERMS}
+    cases = [
+        Case(name, replace(BASE, store=stores[perm], **overrides), reference=reference)
+        for name, (perm, overrides, reference) in CASES.items()
+    ]
+    out = tmp_path_factory.mktemp("results")
+    launch_local(WORLD, run_cases, cases, str(out))
+    return out
+
+
+def _rank_results(results: Path, name: str) -> list[dict]:
+    files = sorted((results / name).glob("rank-*.pt"))
+    grid = CASES[name][1]["grid"]
+    assert len(files) == grid[0] * grid[1] * grid[2], f"{name}: not every rank reported"
+    return [torch.load(f, weights_only=True) for f in files]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_matches_serial_model(results: Path, name: str) -> None:
+    """Per-epoch losses, weight gradients and final logits equal the serial model's; padding stays zero."""
+    overrides = CASES[name][1]
+    tolerance = TOLERANCE[overrides.get("dtype", "float64")]
+    for rank, result in enumerate(_rank_results(results, name)):
+        errors = result["errors"]
+        for quantity in ("loss", "grad", "logits"):
+            error = errors[quantity]
+            assert error <= tolerance, f"{name} rank {rank}: {quantity} off by {error:.2e}"
+        assert errors["padding"] == 0.0, f"{name} rank {rank}: padded rows of the logits are not zero"
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if CASES[n][1].get("dropout")])
+def test_dropout_replicas_identical(results: Path, name: str) -> None:
+    """Blocks that several ranks hold (weights, logits, the loss) are bitwise identical after dropout runs."""
+    seen: dict[str, torch.Tensor] = {}
+    for rank, result in enumerate(_rank_results(results, name)):
+        for key, block in result["replicas"].items():
+            first = seen.setdefault(key, block)
+            assert torch.equal(first, block), f"{name}: rank {rank} holds a different {key}"

@@ -1,0 +1,112 @@
+"""The trainer's single-process parts: launch environments, dropout masks, row blocks, Adam, checkpoints."""
+
+from __future__ import annotations
+
+import pytest
+import scipy.sparse as sp
+import torch
+
+from gtool.grid import ProcessGrid
+from gtool.trainer.checkpoint import CheckpointError, Checkpoints
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import AxisGroup, GridComm
+from gtool.trainer.launch import RankEnv, environment_rank
+from gtool.trainer.layers import split_rows
+from gtool.trainer.optim import Adam
+from gtool.trainer.randomness import dropout_scale
+from gtool.trainer.serial import torch_csr
+from gtool.trainer.timing import PhaseTimer
+
+CPU = torch.device("cpu")
+
+
+def test_torchrun_environment() -> None:
+    env = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node7", "MASTER_PORT": "1234"}
+    assert environment_rank(env) == RankEnv(3, 8, 1, "node7", 1234, "torchrun")
+
+
+def test_srun_environment() -> None:
+    env = {"SLURM_PROCID": "5", "SLURM_NTASKS": "6", "SLURM_LOCALID": "2", "MASTER_ADDR": "n1"}
+    assert environment_rank(env) == RankEnv(5, 6, 2, "n1", 29500, "srun")
+
+
+def test_plain_or_single_task_environment_launches_locally() -> None:
+    assert environment_rank({}) is None
+    assert environment_rank({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"}) is None
+
+
+def test_dropout_blocks_are_cut_from_one_global_mask() -> None:
+    """Any block equals the same part of the whole layer input's mask (so every grid draws the same)."""
+    width, rate = 13, 0.3
+    whole = dropout_scale(7, 1, 4, (0, 1500, 0, width), width, rate, torch.float64, CPU)
+    block = dropout_scale(7, 1, 4, (700, 600, 5, 10), width, rate, torch.float64, CPU)
+    assert torch.equal(block[:, :8], whole[700:1300, 5:13])
+    assert torch.equal(block[:, 8:], torch.zeros(600, 2, dtype=torch.float64)), "padding columns must be 0"
+    kept = (whole > 0).double().mean().item()
+    assert abs(kept - (1 - rate)) < 0.02 and torch.all((whole == 0) | (whole == 1 / (1 - rate)))
+    other_epoch = dropout_scale(7, 1, 5, (0, 1500, 0, width), width, rate, torch.float64, CPU)
+    assert not torch.equal(whole, other_epoch)
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 3, 7, 40])
+def test_row_blocks_cover_the_matrix(blocks: int) -> None:
+    matrix = sp.random(23, 17, density=0.2, random_state=1, format="csr")
+    dense = torch.from_numpy(matrix.toarray())
+    pieces = split_rows(torch_csr(matrix, torch.float64), blocks)
+    assert pieces[0][0] == 0 and pieces[-1][1] == 23 and len(pieces) <= blocks
+    for (lo, hi, block), following in zip(pieces, pieces[1:] + [(23, None, None)], strict=True):
+        assert hi == following[0]
+        assert torch.equal(block.to_dense(), dense[lo:hi])
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_adam_matches_torch_optim(kind: str) -> None:
+    generator = torch.Generator().manual_seed(0)
+    start = [torch.randn(5, 3, generator=generator, dtype=torch.float64) for _ in range(2)]
+    ours = [p.clone().requires_grad_() for p in start]
+    theirs = [p.clone().requires_grad_() for p in start]
+    optimizer = Adam([(ours[:1], 0.1), (ours[1:], 0.0)], lr=0.05, decoupled=kind == "adamw")
+    reference_kind = torch.optim.AdamW if kind == "adamw" else torch.optim.Adam
+    reference = reference_kind(
+        [{"params": theirs[:1], "weight_decay": 0.1}, {"params": theirs[1:], "weight_decay": 0.0}], lr=0.05
+    )
+    for step in range(4):
+        for params in (ours, theirs):
+            for i, param in enumerate(params):
+                param.grad = torch.sin(param.detach() * (step + i + 1))
+        optimizer.step()
+        reference.step()
+    for got, want in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-14, atol=1e-14)
+
+
+def single_rank_comm() -> GridComm:
+    """The communicator of a 1x1x1 grid: every group is this rank alone, so nothing needs a process group."""
+    timer = PhaseTimer(CPU)
+    alone = AxisGroup(1, 0, None, timer, CPU)
+    return GridComm(ProcessGrid(1, 1, 1), 0, (alone, alone, alone), alone, timer)
+
+
+def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
+    comm = single_rank_comm()
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2]}
+    checkpoints = Checkpoints(str(tmp_path), comm, shape)
+    assert checkpoints.latest() is None
+    state = {"model": {"weight.0": torch.arange(6.0)}, "optimizer": {"step": torch.tensor(3)}}
+    checkpoints.save(3, state, {"best_valid": 0.5})
+    checkpoints.save(6, state, {"best_valid": 0.75})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-000006", "latest.json"]
+    manifest = checkpoints.latest()
+    assert manifest["epoch"] == 6 and manifest["history"] == {"best_valid": 0.75}
+    loaded = checkpoints.load(manifest, CPU)
+    assert torch.equal(loaded["model"]["weight.0"], state["model"]["weight.0"])
+    other = Checkpoints(str(tmp_path), comm, {"grid": [2, 1, 1], "dims": [4, 3, 2]})
+    with pytest.raises(CheckpointError, match=r"grid: checkpoint \[1, 1, 1\] vs run \[2, 1, 1\]"):
+        other.latest()
+
+
+def test_config_rejects_bad_values() -> None:
+    with pytest.raises(ValueError, match="--layers must be >= 1"):
+        TrainConfig(store="s", layers=0)
+    with pytest.raises(ValueError, match="--optimizer must be one of"):
+        TrainConfig(store="s", optimizer="sgd")

@@ -1,0 +1,103 @@
+"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, a JSON pointer to the latest.
+
+    DIR/latest.json                   {"epoch": E, "path": "epoch-0000E"}, replaced once E is complete
+    DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ...) and its history so far
+    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (torch.save of tensors)
+
+Every file is written to a temporary name, flushed to disk and renamed, and latest.json only moves once
+every rank's file is in place, so a run killed at any moment leaves the previous checkpoint usable.
+Files are read back with torch.load(weights_only=True): only tensors and plain containers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gtool.errors import GtoolError
+from gtool.trainer.distributed import GridComm
+
+LATEST = "latest.json"
+MANIFEST = "manifest.json"
+
+
+class CheckpointError(GtoolError):
+    """A checkpoint that cannot be resumed from: missing pieces or written by a different run shape."""
+
+
+def _write_atomically(path: Path, write: Any) -> None:
+    """Call write(file) on a temporary file next to `path`, flush it to disk, rename it to `path`."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "wb") as handle:
+        write(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> None:
+    _write_atomically(path, lambda handle: handle.write(json.dumps(content, indent=1).encode()))
+
+
+def _epoch_dir(epoch: int) -> str:
+    return f"epoch-{epoch:06d}"
+
+
+def _rank_file(rank: int) -> str:
+    return f"rank-{rank:05d}.pt"
+
+
+class Checkpoints:
+    """The checkpoints of one run in `directory`; `shape` must match for a checkpoint to be resumed."""
+
+    def __init__(self, directory: str, comm: GridComm, shape: dict[str, Any]):
+        self.directory = Path(directory)
+        self.comm = comm
+        self.shape = shape
+
+    def save(self, epoch: int, state: dict[str, Any], history: dict[str, Any]) -> None:
+        """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has."""
+        target = self.directory / _epoch_dir(epoch)
+        target.mkdir(parents=True, exist_ok=True)
+        _write_atomically(target / _rank_file(self.comm.rank), lambda handle: torch.save(state, handle))
+        self.comm.everyone.barrier()
+        if self.comm.rank != 0:
+            return
+        _write_json(target / MANIFEST, {"epoch": epoch, "shape": self.shape, "history": history})
+        _write_json(self.directory / LATEST, {"epoch": epoch, "path": target.name})
+        for old in self.directory.glob("epoch-*"):
+            if old.is_dir() and old.name != target.name:
+                shutil.rmtree(old, ignore_errors=True)
+
+    def latest(self) -> dict[str, Any] | None:
+        """The manifest of the latest complete checkpoint, or None when there is none yet."""
+        pointer = self.directory / LATEST
+        if not pointer.exists():
+            return None
+        where = self.directory / json.loads(pointer.read_text())["path"]
+        try:
+            manifest = json.loads((where / MANIFEST).read_text())
+        except FileNotFoundError:
+            raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)") from None
+        written = manifest["shape"]
+        if written != self.shape:
+            details = ", ".join(
+                f"{key}: checkpoint {written.get(key)} vs run {value}"
+                for key, value in self.shape.items()
+                if written.get(key) != value
+            )
+            raise CheckpointError(f"{where} was written by a differently shaped run ({details})")
+        manifest["path"] = str(where)
+        return manifest
+
+    def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:
+        """This rank's state from the checkpoint `manifest` describes."""
+        path = Path(manifest["path"]) / _rank_file(self.comm.rank)
+        if not path.exists():
+            raise CheckpointError(f"{path} is missing: the checkpoint does not have this rank's part")
+        return torch.load(path, map_location=device, weights_only=True)

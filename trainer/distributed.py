@@ -1,0 +1,131 @@
+"""Process groups of the 3D grid and the timed collectives the layers use.
+
+Every collective goes through an `AxisGroup`: the ranks that share all coordinates but one. A group of
+one rank needs no communication, so its collectives return at once without touching torch.distributed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from gtool.geometry import ceil_div
+from gtool.grid import ProcessGrid, group_ranks
+from gtool.trainer.timing import PhaseTimer
+
+_all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+class Pending:
+    """An asynchronous collective in flight; `wait` counts the time blocked as communication."""
+
+    def __init__(self, work: dist.Work | None, timer: PhaseTimer):
+        self.work = work
+        self.timer = timer
+
+    def wait(self) -> None:
+        if self.work is not None:
+            with self.timer.phase("comm"):
+                self.work.wait()
+
+
+@dataclass
+class AxisGroup:
+    """The ranks along one grid axis through this rank: `size` of them, this one at `index`."""
+
+    size: int
+    index: int
+    group: dist.ProcessGroup | None
+    timer: PhaseTimer
+    device: torch.device
+
+    def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM) -> torch.Tensor:
+        """Reduce `tensor` in place over the group and return it."""
+        if self.group is not None:
+            with self.timer.phase("comm"):
+                dist.all_reduce(tensor, op=op, group=self.group)
+        return tensor
+
+    def all_reduce_async(self, tensor: torch.Tensor) -> Pending:
+        """Start summing `tensor` in place over the group."""
+        work = dist.all_reduce(tensor, group=self.group, async_op=True) if self.group is not None else None
+        return Pending(work, self.timer)
+
+    def barrier(self) -> None:
+        """Return once every rank of the group has called it."""
+        self.all_reduce(torch.zeros(1, device=self.device))
+
+    def shard_numel(self, numel: int) -> int:
+        """Elements per rank when `numel` elements are split evenly (zero-padded) over the group."""
+        return ceil_div(numel, self.size)
+
+    def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
+        """Concatenation of every rank's 1-D `shard`, in group order."""
+        if self.group is None:
+            return shard
+        out = shard.new_empty(shard.numel() * self.size)
+        with self.timer.phase("comm"):
+            _all_gather_single(out, shard.contiguous(), group=self.group)
+        return out
+
+    def reduce_scatter(self, full: torch.Tensor) -> torch.Tensor:
+        """This rank's part of the sum over the group of the 1-D `full` (size * shard elements)."""
+        if self.group is None:
+            return full
+        out = full.new_empty(full.numel() // self.size)
+        with self.timer.phase("comm"):
+            _reduce_scatter_single(out, full.contiguous(), group=self.group)
+        return out
+
+
+@dataclass
+class GridComm:
+    """This rank's place in the grid: its coordinates and the x, y and z groups through it."""
+
+    grid: ProcessGrid
+    rank: int
+    axes: tuple[AxisGroup, AxisGroup, AxisGroup]
+    everyone: AxisGroup
+    timer: PhaseTimer
+
+    @property
+    def coords(self) -> tuple[int, int, int]:
+        return self.grid.coords(self.rank)
+
+
+def build_grid_comm(
+    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device
+) -> GridComm | None:
+    """Create the grid's process groups over world ranks 0..grid.size-1 (every world rank must call this).
+
+    World ranks beyond the grid (a test running several grids in one world) take part in creating the
+    groups and get None.
+    """
+    world_rank = dist.get_rank()
+    world_size = dist.get_world_size()
+    if world_size < grid.size:
+        raise ValueError(f"a {grid} grid needs {grid.size} processes, the world has {world_size}")
+    limit = timedelta(seconds=timeout)
+    inside = world_rank < grid.size
+    coords = grid.coords(world_rank) if inside else (0, 0, 0)
+    axes = []
+    for axis in range(3):
+        mine = None
+        if grid.dims[axis] > 1:
+            for first in range(grid.size):
+                if grid.coords(first)[axis] != 0:
+                    continue
+                members = group_ranks(grid, first, axis)
+                group = dist.new_group(members, timeout=limit)
+                if world_rank in members:
+                    mine = group
+        axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device))
+    everyone_group = dist.new_group(list(range(grid.size)), timeout=limit) if grid.size > 1 else None
+    if not inside:
+        return None
+    everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device)
+    return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer)

@@ -1,0 +1,143 @@
+"""Starting the ranks of a run: from torchrun's or srun's environment, or as local processes.
+
+Local launch spawns one process per rank and watches them: when one fails, the others are stopped at
+once and the error of the rank that failed first is raised as `RankFailed`. Every process group has a
+timeout, so a rank whose peer vanished without closing its connections gives up too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
+
+from gtool.errors import GtoolError
+
+DEFAULT_PORT = 29500
+
+
+class RankFailed(GtoolError):
+    """A rank of a local launch failed; the others were stopped."""
+
+    def __init__(self, rank: int, error: str, details: str = ""):
+        self.rank = rank
+        self.error = error
+        self.details = details
+        super().__init__(f"rank {rank} failed: {error}")
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """Who this process is in the run and where rank 0 listens."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+    launcher: str
+
+
+def _first_slurm_host(nodelist: str) -> str:
+    """The first host name of a SLURM node list (via scontrol, which expands 'node[01-04]')."""
+    hosts = subprocess.run(
+        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return hosts[0]
+
+
+def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
+    """This process's rank when torchrun (RANK, WORLD_SIZE, ...) or a multi-task srun started it."""
+    env = dict(os.environ if env is None else env)
+    port = int(env.get("MASTER_PORT", DEFAULT_PORT))
+    if "RANK" in env and "WORLD_SIZE" in env:
+        if "MASTER_ADDR" not in env:
+            raise GtoolError("RANK and WORLD_SIZE are set but MASTER_ADDR is not: start ranks with torchrun")
+        rank, size, local = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
+        return RankEnv(rank, size, local, env["MASTER_ADDR"], port, "torchrun")
+    if "SLURM_PROCID" in env and int(env.get("SLURM_NTASKS", "1")) > 1:
+        addr = env.get("MASTER_ADDR") or _first_slurm_host(env["SLURM_JOB_NODELIST"])
+        rank, size = int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"])
+        return RankEnv(rank, size, int(env.get("SLURM_LOCALID", 0)), addr, port, "srun")
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on localhost that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def rank_failure(rank: int, error: BaseException) -> RankFailed:
+    """`error`, raised in rank `rank`, as a RankFailed (with its traceback unless it is a user error)."""
+    details = "" if isinstance(error, GtoolError) else traceback.format_exc()
+    return RankFailed(rank, f"{type(error).__name__}: {error}", details)
+
+
+def _exit_with_parent() -> None:
+    """Exit this process soon after the process that spawned it is gone (killed launcher)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gtool-parent-watch", daemon=True).start()
+
+
+def _local_rank(
+    rank: int, world_size: int, port: int, error_dir: str, main: Callable[..., Any], args: tuple
+) -> None:
+    """Entry point of a spawned rank: run main(env, *args), leaving the error in a file when it fails."""
+    _exit_with_parent()
+    env = RankEnv(rank, world_size, rank, "127.0.0.1", port, "local")
+    try:
+        main(env, *args)
+    except BaseException as error:
+        failure = rank_failure(rank, error)
+        report = {"rank": rank, "error": failure.error, "details": failure.details}
+        (Path(error_dir) / f"rank-{rank}.json").write_text(json.dumps(report))
+        raise
+
+
+def _first_failure(error: ProcessRaisedException | ProcessExitedException, error_dir: Path) -> RankFailed:
+    """The rank that failed first: one killed by a signal, else the earliest error written."""
+    if isinstance(error, ProcessExitedException) and error.signal_name:
+        return RankFailed(error.error_index, f"killed by signal {error.signal_name}")
+    written = sorted(error_dir.glob("rank-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    if not written:
+        return RankFailed(error.error_index, str(error).strip())
+    report = json.loads(written[0].read_text())
+    return RankFailed(report["rank"], report["error"], report["details"].strip())
+
+
+def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
+    """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
+        context = mp.start_processes(
+            _local_rank,
+            args=(world_size, port, error_dir, main, args),
+            nprocs=world_size,
+            join=False,
+            start_method="spawn",
+        )
+        try:
+            while not context.join(grace_period=1.0):
+                pass
+        except (ProcessRaisedException, ProcessExitedException) as error:
+            raise _first_failure(error, Path(error_dir)) from None

@@ -1,0 +1,135 @@
+"""The two halves of a 3D-parallel GCN layer as autograd functions (../shared/docs/3d-gcn.md).
+
+With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group of A[a, b] @ F[b, c]
+and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
+H @ W[c, b] and, backward, dH = sum over the b-group of dQ W^T and the partial dW = H^T dQ (summed by
+the weight's `ShardedBlock`). The SpMM runs in row blocks, each reduced asynchronously as soon as it is
+done so that its communication overlaps the next block's computation.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gtool.loader.rank_data import AdjacencyShard
+from gtool.trainer.distributed import AxisGroup, Pending
+from gtool.trainer.timing import PhaseTimer
+
+RowBlock = tuple[int, int, torch.Tensor]
+
+
+def csr_row_block(csr: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """Rows [start, stop) of a sparse CSR matrix, as a CSR matrix sharing its index and value memory."""
+    crow = csr.crow_indices()
+    lo, hi = int(crow[start]), int(crow[stop])
+    return torch.sparse_csr_tensor(
+        crow[start : stop + 1] - lo,
+        csr.col_indices()[lo:hi],
+        csr.values()[lo:hi],
+        size=(stop - start, csr.shape[1]),
+        check_invariants=False,
+    )
+
+
+def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:
+    """`csr` cut into at most `blocks` row blocks of equal height, with their row ranges.
+
+    Equal heights, not equal nonzeros: the ranks that reduce a block together hold different shards with
+    the same rows, and must cut them at the same rows.
+    """
+    rows = csr.shape[0]
+    if blocks <= 1 or rows <= 1:
+        return [(0, rows, csr)]
+    bounds = sorted({rows * k // blocks for k in range(blocks + 1)})
+    return [(lo, hi, csr_row_block(csr, lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+class BlockedAdjacency:
+    """An adjacency shard and its transpose, cast to the training dtype and cut into row blocks."""
+
+    def __init__(self, shard: AdjacencyShard, blocks: int, dtype: torch.dtype):
+        self.shape = tuple(shard.matrix.shape)
+        self.nnz = shard.nnz
+        self.blocks = split_rows(shard.matrix.to(dtype), blocks)
+        self.transpose_blocks = split_rows(shard.transpose.to(dtype), blocks)
+
+
+def _blocked_product(blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer):
+    """(blocks @ dense) summed over `group`, each row block's sum started as soon as the block is done."""
+    rows = blocks[-1][1]
+    out = dense.new_empty(rows, dense.shape[1])
+    dense = dense.contiguous()
+    pending: list[Pending] = []
+    for lo, hi, block in blocks:
+        with timer.phase("spmm"):
+            torch.mm(block, dense, out=out[lo:hi])
+        if group is not None:
+            pending.append(group.all_reduce_async(out[lo:hi]))
+    for work in pending:
+        work.wait()
+    return out
+
+
+class _Aggregate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, features, adjacency, reduce_group, grad_group, timer):
+        ctx.adjacency, ctx.grad_group, ctx.timer = adjacency, grad_group, timer
+        return _blocked_product(adjacency.blocks, features, reduce_group, timer)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        grad_features = _blocked_product(ctx.adjacency.transpose_blocks, grad, ctx.grad_group, ctx.timer)
+        return grad_features, None, None, None, None
+
+
+def aggregate(
+    features: torch.Tensor,
+    adjacency: BlockedAdjacency,
+    reduce_group: AxisGroup,
+    grad_group: AxisGroup | None,
+    timer: PhaseTimer,
+) -> torch.Tensor:
+    """H = sum over `reduce_group` of A @ F; backward dF = A^T dH summed over `grad_group`.
+
+    `grad_group` None leaves dF a partial sum, for an input whose owner reduces it (a `ShardedBlock`).
+    """
+    return _Aggregate.apply(features, adjacency, reduce_group, grad_group, timer)
+
+
+class _Transform(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, input_group, output_group, timer):
+        ctx.save_for_backward(hidden, weight)
+        ctx.input_group, ctx.timer = input_group, timer
+        with timer.phase("dense"):
+            out = hidden @ weight
+        return output_group.all_reduce(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        hidden, weight = ctx.saved_tensors
+        grad_hidden = grad_weight = None
+        pending = None
+        if ctx.needs_input_grad[0]:
+            with ctx.timer.phase("dense"):
+                grad_hidden = grad @ weight.T
+            pending = ctx.input_group.all_reduce_async(grad_hidden)
+        if ctx.needs_input_grad[1]:
+            with ctx.timer.phase("dense"):
+                grad_weight = hidden.T @ grad
+        if pending is not None:
+            pending.wait()
+        return grad_hidden, grad_weight, None, None, None
+
+
+def transform(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    input_group: AxisGroup,
+    output_group: AxisGroup,
+    timer: PhaseTimer,
+) -> torch.Tensor:
+    """Q = sum over `output_group` of H @ W; backward dH summed over `input_group`, dW left partial."""
+    return _Transform.apply(hidden, weight, input_group, output_group, timer)

@@ -1,0 +1,134 @@
+"""Training epochs of one rank: the step, the evaluation, and the run with checkpoints and reports."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import asdict
+
+import torch
+
+from gtool.loader.rank_data import RankData
+from gtool.trainer.checkpoint import Checkpoints
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import GridComm
+from gtool.trainer.loss import Targets, accuracies, cross_entropy
+from gtool.trainer.model import ParallelGCN
+from gtool.trainer.optim import build_optimizer
+from gtool.trainer.report import EpochRecord, History, Reporter, Summary
+
+
+def _targets(data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device) -> Targets:
+    """Labels and splits of the last layer's output block."""
+    last = model.plans[-1]
+    if data.label_rows != last.rows or data.labels.shape[0] != last.rows.size:
+        raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {last.rows}")
+    classes = last.out_cols.index * last.out_cols.size
+    real_classes = max(0, min(last.out_cols.size, last.out_dim - classes))
+    a, b, _ = last.roles
+    labels, split = data.labels.to(device), data.split.to(device)
+    return Targets(labels, split, classes, real_classes, comm.axes[a], comm.axes[b])
+
+
+class Trainer:
+    """The model, targets and optimizer of one rank, stepped one epoch at a time."""
+
+    def __init__(self, data: RankData, comm: GridComm, config: TrainConfig, device: torch.device):
+        if data.layers != config.layers:
+            raise ValueError(f"rank data was loaded for {data.layers} layers, the run has {config.layers}")
+        self.comm = comm
+        self.config = config
+        self.model = ParallelGCN(data, comm, config, device)
+        self.targets = _targets(data, self.model, comm, device)
+        self.optimizer = build_optimizer(self.model.parameters(), config)
+
+    def train_epoch(self, epoch: int) -> EpochRecord:
+        """One forward/backward pass with dropout and one optimizer step."""
+        timer = self.comm.timer
+        timer.reset()
+        start = time.perf_counter()
+        self.optimizer.zero_grad()
+        logits = self.model.forward(epoch, training=True)
+        loss = cross_entropy(logits, self.targets, timer)
+        loss.backward()
+        with timer.phase("dense"):
+            self.optimizer.step()
+        seconds = time.perf_counter() - start
+        return EpochRecord(epoch=epoch, loss=float(loss.detach()), seconds=seconds, **timer.seconds)
+
+    def logits(self) -> torch.Tensor:
+        """This rank's logits block without dropout."""
+        with torch.no_grad():
+            return self.model.forward(0, training=False)
+
+    def evaluate(self) -> dict[str, float]:
+        """Accuracy on train, valid and test without dropout."""
+        return accuracies(self.logits(), self.targets)
+
+    def state(self) -> dict:
+        """What a checkpoint keeps of this rank: parameter parts and optimizer state."""
+        return {"model": self.model.state(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state(self, state: dict) -> None:
+        self.model.load_state(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+def checkpoint_shape(trainer: Trainer) -> dict:
+    """What a checkpoint must agree on with the run resuming it."""
+    config = trainer.config
+    return {
+        "grid": list(trainer.comm.grid.dims),
+        "dims": trainer.model.dims,
+        "num_nodes": trainer.model.num_nodes,
+        "dtype": config.dtype,
+        "optimizer": config.optimizer,
+        "learnable_features": config.learnable_features,
+    }
+
+
+def peak_memory(comm: GridComm, device: torch.device) -> list[dict[str, float]]:
+    """Peak resident memory (and GPU memory) of every rank, in MB."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0
+    gathered = comm.everyone.all_gather(torch.tensor([rss, gpu], dtype=torch.float64, device=device))
+    return [{"rss": float(r), "gpu": float(g)} for r, g in gathered.view(-1, 2).tolist()]
+
+
+def resume(
+    trainer: Trainer, checkpoints: Checkpoints, reporter: Reporter, device: torch.device
+) -> tuple[History, int]:
+    """Load the latest checkpoint into `trainer`: the history so far and the epoch to continue at."""
+    manifest = checkpoints.latest()
+    if manifest is None:
+        reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
+        return History(), 1
+    trainer.load_state(checkpoints.load(manifest, device))
+    reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
+    return History(**manifest["history"]), manifest["epoch"] + 1
+
+
+def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
+    """Train to `config.epochs`, resuming from and writing checkpoints when asked; report every epoch."""
+    config = trainer.config
+    history, first_epoch = History(), 1
+    checkpoints = None
+    if config.checkpoint:
+        checkpoints = Checkpoints(config.checkpoint, trainer.comm, checkpoint_shape(trainer))
+        if config.resume:
+            history, first_epoch = resume(trainer, checkpoints, reporter, device)
+    summary = Summary(history)
+    for epoch in range(first_epoch, config.epochs + 1):
+        record = trainer.train_epoch(epoch)
+        if epoch % config.eval_every == 0 or epoch == config.epochs:
+            start = time.perf_counter()
+            record.accuracy = trainer.evaluate()
+            record.eval_seconds = time.perf_counter() - start
+        history.update(record)
+        summary.epochs.append(record)
+        reporter.epoch(record)
+        if checkpoints is not None and (epoch % config.checkpoint_every == 0 or epoch == config.epochs):
+            checkpoints.save(epoch, trainer.state(), asdict(history))
+    summary.peak_memory_mb = peak_memory(trainer.comm, device)
+    reporter.summary(summary)
+    return summary

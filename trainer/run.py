@@ -1,0 +1,88 @@
+"""A training run: each rank joins the process group, loads its part of the store and trains."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from gtool.errors import GtoolError
+from gtool.grid import ProcessGrid
+from gtool.loader import load_rank
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.launch import RankEnv, environment_rank, launch_local, rank_failure
+from gtool.trainer.loop import Trainer, fit
+from gtool.trainer.report import Reporter, Summary
+from gtool.trainer.timing import PhaseTimer
+
+STARTUP_TIMEOUT = timedelta(minutes=30)
+"""How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
+
+
+def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
+    """cuda:LOCAL_RANK for NCCL, else the CPU."""
+    if config.backend != "nccl":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise GtoolError("--backend nccl needs CUDA GPUs, and torch sees none")
+    device = torch.device("cuda", env.local_rank)
+    torch.cuda.set_device(device)
+    return device
+
+
+def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
+    """Everything one rank does in a run.
+
+    A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
+    the failure from the connections closing when the process exits.
+    """
+    torch.set_num_threads(config.threads)
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    device = rank_device(config, env)
+    dist.init_process_group(
+        config.backend,
+        init_method=f"tcp://{env.master_addr}:{env.master_port}",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=STARTUP_TIMEOUT,
+    )
+    grid = ProcessGrid(*config.grid)
+    timer = PhaseTimer(device)
+    comm = build_grid_comm(grid, config.timeout, timer, device)
+    reporter = Reporter(env.rank == 0, config.log, append=config.resume)
+    started = time.perf_counter()
+    data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.layers, device=device)
+    dist.all_reduce(torch.zeros(1, device=device))
+    meta = data.meta
+    reporter.message(
+        f"gtool train: {meta['num_nodes']} nodes, {meta['num_features']} features, {meta['num_classes']} "
+        f"classes; grid {grid} ({env.world_size} ranks, {env.launcher}); loaded in "
+        f"{time.perf_counter() - started:.1f}s"
+    )
+    summary = fit(Trainer(data, comm, config, device), reporter, device)
+    dist.destroy_process_group()
+    return summary
+
+
+def train(config: TrainConfig) -> None:
+    """Run `config` on the ranks of torchrun/srun when started by one, else on local processes.
+
+    Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
+    """
+    env = environment_rank()
+    if env is None or (env.world_size == 1 and config.world_size > 1):
+        launch_local(config.world_size, run_rank, config)
+        return
+    if env.world_size != config.world_size:
+        raise GtoolError(
+            f"grid {'x'.join(map(str, config.grid))} needs {config.world_size} ranks, "
+            f"{env.launcher} started {env.world_size}"
+        )
+    try:
+        run_rank(env, config)
+    except Exception as error:
+        raise rank_failure(env.rank, error) from None

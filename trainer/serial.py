@@ -1,0 +1,147 @@
+"""A plain single-process GCN on the whole graph with torch.sparse: the reference for tests and benchmarks.
+
+It shares with the parallel trainer only what defines the model (initial weights, dropout masks) and
+uses torch.optim, so it checks the trainer's own Adam as well as its parallel machinery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from gtool.layout import SPLIT_CODES
+from gtool.loader.rank_data import RankData
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.model import layer_dims
+from gtool.trainer.randomness import dropout_scale, initial_weight
+
+
+class _SparseMatmul(torch.autograd.Function):
+    """A @ X with a precomputed A^T for the backward pass."""
+
+    @staticmethod
+    def forward(ctx, dense, matrix, transpose):
+        ctx.transpose = transpose
+        return matrix @ dense
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.transpose @ grad, None, None
+
+
+def torch_csr(matrix: sp.spmatrix, dtype: torch.dtype) -> torch.Tensor:
+    """A scipy sparse matrix as a torch sparse CSR tensor."""
+    csr = sp.csr_matrix(matrix)
+    csr.sort_indices()
+    return torch.sparse_csr_tensor(
+        torch.from_numpy(csr.indptr.astype(np.int64)),
+        torch.from_numpy(csr.indices.astype(np.int64)),
+        torch.from_numpy(csr.data).to(dtype),
+        size=csr.shape,
+        check_invariants=False,
+    )
+
+
+@dataclass
+class SerialGraph:
+    """The whole graph: each layer's matrix with its transpose, features, labels and split codes."""
+
+    matrices: list[tuple[torch.Tensor, torch.Tensor]]
+    features: torch.Tensor
+    labels: torch.Tensor
+    split: torch.Tensor
+    num_classes: int
+
+    @classmethod
+    def from_scipy(
+        cls,
+        adjacency: sp.spmatrix,
+        features: np.ndarray,
+        labels: np.ndarray,
+        split: np.ndarray,
+        num_classes: int,
+        layers: int,
+        dtype: torch.dtype,
+    ) -> SerialGraph:
+        """Every layer multiplies by the same `adjacency` (the unpermuted graph)."""
+        pair = (torch_csr(adjacency, dtype), torch_csr(sp.csr_matrix(adjacency).T, dtype))
+        return cls(
+            [pair] * layers,
+            torch.from_numpy(np.asarray(features)).to(dtype),
+            torch.from_numpy(np.asarray(labels, dtype=np.int64)),
+            torch.from_numpy(np.asarray(split, dtype=np.int8)),
+            num_classes,
+        )
+
+    @classmethod
+    def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:
+        """The graph as the only rank of a 1x1x1 grid loads it (stored order, A0/A1 alternating)."""
+        n = int(data.meta["num_nodes"])
+        shards = [data.shard(layer) for layer in range(data.layers)]
+        matrices = [(shard.matrix.to(dtype), shard.transpose.to(dtype)) for shard in shards]
+        features = data.features[:n].to(dtype)
+        return cls(matrices, features, data.labels[:n], data.split[:n], data.meta["num_classes"])
+
+
+class SerialGCN:
+    """The GCN of `config` (no bias, ReLU, dropout on every layer's input) with its optimizer."""
+
+    def __init__(self, graph: SerialGraph, config: TrainConfig):
+        self.graph = graph
+        self.config = config
+        dtype = config.torch_dtype
+        features = graph.features
+        if config.normalize_features == "row":
+            norms = features.abs().sum(dim=1, keepdim=True)
+            features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
+        self.features = features.clone().requires_grad_(config.learnable_features)
+        dims = layer_dims(features.shape[1], config.hidden, graph.num_classes, config.layers)
+        self.weights = [
+            initial_weight(config.seed, layer, dims[layer], dims[layer + 1], dtype).requires_grad_()
+            for layer in range(config.layers)
+        ]
+        later = self.weights[1:] + ([self.features] if config.learnable_features else [])
+        later_decay = 0.0 if config.weight_decay_first_only else config.weight_decay
+        kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+        groups = [
+            {"params": self.weights[:1], "weight_decay": config.weight_decay},
+            {"params": later, "weight_decay": later_decay},
+        ]
+        self.optimizer = kind(groups, lr=config.lr)
+        labelled = graph.labels >= 0
+        self.masks = {name: labelled & (graph.split == code) for name, code in SPLIT_CODES.items()}
+
+    def forward(self, epoch: int, training: bool) -> torch.Tensor:
+        """Logits of every node (rows in the order of the last layer's matrix)."""
+        x = self.features
+        config = self.config
+        for layer, (matrix, transpose) in enumerate(self.graph.matrices):
+            if training and config.dropout > 0:
+                rows, width = x.shape
+                x = x * dropout_scale(
+                    config.seed, layer, epoch, (0, rows, 0, width), width, config.dropout, x.dtype, x.device
+                )
+            x = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
+            if layer < config.layers - 1:
+                x = torch.relu(x)
+        return x
+
+    def train_epoch(self, epoch: int) -> float:
+        """One step; returns the training loss (mean cross-entropy over labelled training nodes)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        logits = self.forward(epoch, training=True)
+        train = self.masks["train"]
+        loss = torch.nn.functional.cross_entropy(logits[train], self.graph.labels[train])
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def evaluate(self) -> dict[str, float]:
+        """Accuracy per split without dropout."""
+        with torch.no_grad():
+            predicted = self.forward(0, training=False).argmax(dim=1)
+        correct = predicted == self.graph.labels
+        return {name: float(correct[mask].double().mean()) for name, mask in self.masks.items()}
