@@ -159,7 +159,7 @@ class ShardRun:
             labels, num_classes = self.labels(node_data, node_degrees)
             split = node_data.split if node_data.split is not None else random_split(n, opts.seed)
             write_node_arrays(self.store, labels, split, pr, pc)
-            del node_degrees
+            del node_degrees, labels, split
         tile_nnz = self.write_stage(runs, plan, scales, budget.group_entries())
         features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         self.features_stage(features, pc, n)
@@ -267,10 +267,11 @@ class ShardRun:
         with self.timed("dedupe"):
             for done in self.stages.run("sort + dedupe", dedupe_batch, batches(tasks, sizes, cap), plan):
                 for result in done:
-                    runs[result.task.matrix].append(result)
                     if result.row_counts is not None:
                         start = result.task.i * plan.tile_size + result.row_start
                         degrees[start : start + result.row_counts.size] += result.row_counts
+                        result.row_counts = None
+                    runs[result.task.matrix].append(result)
         for files in (r.files.values() for r in maps):
             for f in files:
                 spill.remove(f)
