@@ -100,13 +100,16 @@ def test_a_killed_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
         store, "--grid", "2x1x1", *MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)
     )
     wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
-    ranks = psutil.Process(run.pid).children()
+    children = psutil.Process(run.pid).children()
+    ranks = [p for p in children if "spawn_main" in " ".join(p.cmdline())]
+    assert len(ranks) == 2
     victim = max(ranks, key=lambda p: p.pid)
     victim.kill()
     stderr = run.communicate(timeout=60)[1]
     assert run.returncode == 2
     assert "killed by signal SIGKILL" in stderr
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in ranks)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
 def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
