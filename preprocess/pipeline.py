@@ -93,7 +93,7 @@ def shard(
     finally:
         scratch.cleanup()
     summary.store = output
-    summary.bytes_written = stored_bytes(output)
+    summary.bytes_written = stored_bytes(staged.target)
     return summary
 
 

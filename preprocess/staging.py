@@ -11,7 +11,13 @@ from gtool.errors import StoreExistsError
 
 
 def is_url(location: str) -> bool:
-    return "://" in location
+    """True for fsspec URLs other than file:// (object stores and the like)."""
+    return "://" in location and not location.startswith("file://")
+
+
+def local_path(location: str) -> str:
+    """A local path for a plain path or a file:// URL."""
+    return location.removeprefix("file://")
 
 
 class StagedOutput:
@@ -32,7 +38,8 @@ class StagedOutput:
                 fs.rm(path, recursive=True)
             self.path = location
             return
-        target = Path(location)
+        self.target = local_path(location)
+        target = Path(self.target)
         if target.exists() and not overwrite:
             raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from zarr.core.chunk_grids import RegularChunkGrid
 from zarr.storage import FsspecStore, LocalStore, MemoryStore
 
 from gtool import layout
+from gtool.preprocess.staging import is_url
 
 TILE_CHUNK = 1 << 20
 
@@ -35,6 +36,6 @@ def create_tile_arrays(store: str, tile_nnz: dict[int, np.ndarray]) -> None:
         for (i, j), nnz in np.ndenumerate(counts):
             for field in layout.TILE_FIELDS:
                 nodes[layout.tile_array(m, i, j, field)] = tile_metadata(layout.TILE_DTYPES[field], int(nnz))
-    target = FsspecStore.from_url(store) if "://" in store else LocalStore(store)
+    target = FsspecStore.from_url(store) if is_url(store) else LocalStore(store)
     for _ in zarr.create_hierarchy(store=target, nodes=nodes):
         pass

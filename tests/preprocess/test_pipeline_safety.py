@@ -126,3 +126,18 @@ def test_memory_limit_bounds_the_whole_process_tree(tmp_path):
     cmd += ["--memory-limit", f"{limit_mb}MB", "--workers", "2"]
     subprocess.run(cmd, check=True, capture_output=True)
     assert json.loads(figures.read_text())["peak_rss_mb"] <= limit_mb
+
+
+@pytest.mark.parametrize("scheme", ["file", "memory"])
+def test_store_at_an_fsspec_url(tmp_path, scheme):
+    """file:// URLs are staged like paths; other URLs (here in-memory) are written in place."""
+    from gtool.preprocess.sources.generators import parse_generator
+    from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
+
+    url = f"file://{tmp_path}/s.zarr" if scheme == "file" else f"memory://{tmp_path.name}/s.zarr"
+    make_store("grid:6x5", url, tiles=3, seed=2)
+    store = open_store(url)
+    adj = normalized_adjacency(*source_edges(parse_generator("grid:6x5")), 30)
+    assert_same_sparse(reassemble(store, 0), permuted(adj, store.perm("r"), store.perm("c")))
+    with pytest.raises(StoreExistsError):
+        make_store("grid:6x5", url, tiles=3)
