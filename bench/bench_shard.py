@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,15 +23,16 @@ RESULTS = REPO / "bench" / "results"
 
 
 def measure(label: str, command: list[str]) -> dict:
-    """Run a command under peakmem; return its wall time and peak RSS."""
-    figures = RESULTS / f"{label}.json"
+    """Run a command (under peakmem when ../shared/tools has it); return its wall time and peak RSS."""
+    figures = RESULTS / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".json")
+    full = command
     if PEAKMEM.exists():
         full = [sys.executable, str(PEAKMEM), "--json", str(figures), "--", *command]
-    else:
-        full = command
+    start = time.perf_counter()
     subprocess.run(full, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
-    data = json.loads(figures.read_text()) if PEAKMEM.exists() else {}
-    return {"label": label, "wall_s": data.get("wall_s"), "peak_rss_mb": data.get("peak_rss_mb")}
+    wall = time.perf_counter() - start
+    peak = json.loads(figures.read_text())["peak_rss_mb"] if PEAKMEM.exists() else float("nan")
+    return {"label": label, "wall_s": wall, "peak_rss_mb": peak}
 
 
 def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:

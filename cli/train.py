@@ -7,6 +7,7 @@ from rich.markup import escape
 
 from gtool.errors import GtoolError
 from gtool.geometry import parse_dims
+from gtool.store import open_store
 
 from .common import console, reports_errors
 
@@ -79,6 +80,7 @@ def train(
         )
     except ValueError as error:
         raise GtoolError(str(error)) from None
+    open_store(store)
     try:
         run_training(config)
     except RankFailed as error:

@@ -48,6 +48,7 @@ class Store:
                 f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard"
             )
         self.meta: dict[str, Any] = meta
+        self._tile_nnz: dict[int, np.ndarray] = {}
         self._check_arrays()
 
     @property
@@ -80,8 +81,10 @@ class Store:
         return len(self.matrices) == 2
 
     def tile_nnz(self, matrix: int) -> np.ndarray:
-        """T x T int64 array of nonzeros per tile, from the metadata."""
-        return np.asarray(self.meta["stats"][str(matrix)]["tile_nnz"], dtype=np.int64)
+        """T x T int64 array of nonzeros per tile, from the metadata (parsed once per matrix)."""
+        if matrix not in self._tile_nnz:
+            self._tile_nnz[matrix] = np.asarray(self.meta["stats"][str(matrix)]["tile_nnz"], dtype=np.int64)
+        return self._tile_nnz[matrix]
 
     def tile_bounds(self, i: int, j: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """Global row and column ranges of tile (i, j)."""

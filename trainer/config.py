@@ -58,6 +58,10 @@ class TrainConfig:
             problems.append(f"--dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
         if self.backend not in BACKENDS:
             problems.append(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
+        if len(self.grid) != 3 or min(self.grid) < 1:
+            problems.append(f"--grid must be 3 positive integers, got {self.grid}")
+        if self.threads < 1 or self.timeout <= 0:
+            problems.append("--threads must be >= 1 and --timeout > 0")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
         if problems:

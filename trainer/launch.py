@@ -59,7 +59,10 @@ def _first_slurm_host(nodelist: str) -> str:
 
 
 def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
-    """This process's rank when torchrun (RANK, WORLD_SIZE, ...) or a multi-task srun started it."""
+    """This process's rank when torchrun (RANK, WORLD_SIZE, ...) or a multi-task srun started it.
+
+    srun is recognized by SLURM_STEP_NUM_TASKS, which only a job step has: a batch script also sees
+    SLURM_PROCID=0 and SLURM_NTASKS, and must launch its ranks locally (or through srun) instead."""
     env = dict(os.environ if env is None else env)
     port = int(env.get("MASTER_PORT", DEFAULT_PORT))
     if "RANK" in env and "WORLD_SIZE" in env:
@@ -67,9 +70,9 @@ def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
             raise GtoolError("RANK and WORLD_SIZE are set but MASTER_ADDR is not: start ranks with torchrun")
         rank, size, local = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
         return RankEnv(rank, size, local, env["MASTER_ADDR"], port, "torchrun")
-    if "SLURM_PROCID" in env and int(env.get("SLURM_NTASKS", "1")) > 1:
+    if "SLURM_PROCID" in env and int(env.get("SLURM_STEP_NUM_TASKS", "1")) > 1:
         addr = env.get("MASTER_ADDR") or _first_slurm_host(env["SLURM_JOB_NODELIST"])
-        rank, size = int(env["SLURM_PROCID"]), int(env["SLURM_NTASKS"])
+        rank, size = int(env["SLURM_PROCID"]), int(env["SLURM_STEP_NUM_TASKS"])
         return RankEnv(rank, size, int(env.get("SLURM_LOCALID", 0)), addr, port, "srun")
     return None
 
@@ -141,3 +144,9 @@ def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
                 pass
         except (ProcessRaisedException, ProcessExitedException) as error:
             raise _first_failure(error, Path(error_dir)) from None
+        finally:
+            for process in context.processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in context.processes:
+                process.join(timeout=10)

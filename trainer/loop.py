@@ -53,8 +53,9 @@ class Trainer:
         loss.backward()
         with timer.phase("dense"):
             self.optimizer.step()
+        phases = timer.totals()
         seconds = time.perf_counter() - start
-        return EpochRecord(epoch=epoch, loss=float(loss.detach()), seconds=seconds, **timer.seconds)
+        return EpochRecord(epoch=epoch, loss=float(loss.detach()), seconds=seconds, **phases)
 
     def logits(self) -> torch.Tensor:
         """This rank's logits block without dropout."""
@@ -104,7 +105,13 @@ def resume(
         reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
         return History(), 1
     trainer.load_state(checkpoints.load(manifest, device))
-    reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
+    if manifest["epoch"] >= trainer.config.epochs:
+        reporter.message(
+            f"{manifest['path']} is at epoch {manifest['epoch']}, already at --epochs "
+            f"{trainer.config.epochs}: nothing left to train (raise --epochs to continue)"
+        )
+    else:
+        reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
     return History(**manifest["history"]), manifest["epoch"] + 1
 
 

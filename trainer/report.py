@@ -115,8 +115,12 @@ class Reporter:
         self._append({"summary": summary.as_json()})
         history = summary.history
         table = Table(title="gtool train", show_header=False)
-        table.add_row("best validation accuracy", f"{history.best_valid:.4f} (epoch {history.best_epoch})")
-        table.add_row("test accuracy at best validation", f"{history.test_at_best:.4f}")
+        if history.best_valid is None:
+            table.add_row("best validation accuracy", "n/a (no evaluation yet)")
+        else:
+            best = f"{history.best_valid:.4f} (epoch {history.best_epoch})"
+            table.add_row("best validation accuracy", best)
+            table.add_row("test accuracy at best validation", f"{history.test_at_best:.4f}")
         split = ", ".join(f"{p} {summary.mean_phase_seconds(p):.3f}" for p in PHASES)
         table.add_row("mean epoch time", f"{summary.mean_epoch_seconds:.3f}s ({split})")
         for rank, memory in enumerate(summary.peak_memory_mb):

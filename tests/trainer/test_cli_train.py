@@ -132,3 +132,19 @@ def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> N
     run = gtool_train(store, *flags)
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_resuming_a_finished_run_trains_nothing(store: str, tmp_path: Path) -> None:
+    checkpoints = str(tmp_path / "checkpoints")
+    first = gtool_train(store, *MODEL, "--epochs", "2", "--eval-every", "5", "--checkpoint", checkpoints)
+    assert first.returncode == 0, first.stderr
+    again = gtool_train(store, *MODEL, "--epochs", "2", "--checkpoint", checkpoints, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "nothing left to train" in again.stdout + again.stderr
+    assert "epoch    1" not in again.stdout
+
+
+def test_a_missing_store_is_reported_before_any_rank_starts(tmp_path: Path) -> None:
+    run = gtool_train(str(tmp_path / "nope.zarr"), "--grid", "2x2x2")
+    assert run.returncode == 2
+    assert "nope.zarr: not a gtool store" in run.stderr and "rank" not in run.stderr
