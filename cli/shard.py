@@ -135,6 +135,6 @@ def print_summary(s: ShardSummary) -> None:
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)
     table.add_row("time", f"{s.seconds:.1f} s ({stages})")
-    table.add_row("peak memory", f"{s.peak_rss_mb:,.0f} MB (this process)")
+    table.add_row("peak memory", f"{s.peak_rss_mb:,.0f} MB RSS (an external cluster's workers not counted)")
     table.add_row("written", human_bytes(s.bytes_written))
     console.print(table)

@@ -19,11 +19,6 @@ TILE_FIELDS = ("row", "col", "val")
 TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
 
 
-def matrix_group(matrix: int) -> str:
-    """Group path of stored matrix 0 (A0) or 1 (A1)."""
-    return f"adj/{matrix}"
-
-
 def tile_group(matrix: int, i: int, j: int) -> str:
     """Group path of tile (i, j) of a matrix."""
     return f"adj/{matrix}/{i}_{j}"

@@ -10,7 +10,7 @@ import zarr
 
 from gtool import layout
 from gtool.errors import StoreError
-from gtool.geometry import tile_range
+from gtool.geometry import tile_range, tile_size
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,16 @@ class Store:
                 raise StoreError(
                     f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}"
                 )
+        tiles = self.meta.get("tiles")
+        if not (isinstance(tiles, list) and len(tiles) == 2 and tiles[0] == tiles[1] and tiles[0] >= 1):
+            raise StoreError(f"{self.location}: metadata 'tiles' is {tiles!r}, expected [T, T]")
+        if self.tile_size != tile_size(n, self.tiles):
+            raise StoreError(
+                f"{self.location}: metadata tile_size {self.tile_size} does not match ceil(N / T) = "
+                f"{tile_size(n, self.tiles)} for N = {n}, T = {self.tiles}"
+            )
+        if "adj" not in self.group or "0" not in self.group["adj"]:
+            raise StoreError(f"{self.location}: missing group adj/0 (the tiles of A0)")
         t = self.tiles
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):

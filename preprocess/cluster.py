@@ -98,8 +98,3 @@ class StageRunner:
         finally:
             for future in futures:
                 future.cancel()
-
-    def step(self, label: str) -> Callable[[], None]:
-        """A one-step bar for work done here in the driver; call the returned function when it is done."""
-        bar = self.progress.add_task(label, total=1)
-        return lambda: self.progress.advance(bar)

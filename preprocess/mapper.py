@@ -92,7 +92,7 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
         order = np.argsort(part, kind="stable")
         keys = job.plan.local_keys(pos_r, pos_c)[order]
         del pos_r, pos_c
-        counts[m.matrix] = np.bincount(part, minlength=job.plan.count).astype(np.int64)
+        counts[m.matrix] = np.bincount(part, minlength=job.plan.count).astype(np.int32)
         files[m.matrix] = f"{job.spill_root}/map/m{m.matrix}/c{index}.npy"
         spill.save_to(keys, files[m.matrix])
     edges = 0 if isinstance(chunk, SelfLoops) else len(block)
@@ -105,7 +105,6 @@ class ScanResult:
 
     index: int
     chunk: SpilledChunk
-    edges: int
     max_id: int
 
 
@@ -118,4 +117,4 @@ def scan_chunk(item: tuple[int, EdgeChunk], spill_root: str) -> ScanResult:
     spill.save_to(block.src.astype(np.int64, copy=False), src_path)
     spill.save_to(block.dst.astype(np.int64, copy=False), dst_path)
     top = int(max(block.src.max(initial=-1), block.dst.max(initial=-1)))
-    return ScanResult(index, SpilledChunk(src_path, dst_path, block.where), len(block), top)
+    return ScanResult(index, SpilledChunk(src_path, dst_path, block.where), top)

@@ -11,6 +11,7 @@ the number of edges is ever held in memory outside one bounded chunk or run.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import resource
 import time
 from contextlib import contextmanager
@@ -68,7 +69,12 @@ def check_options(options: ShardOptions) -> None:
     if options.perm not in SCHEMES:
         raise GtoolError(f"--perm must be one of {', '.join(SCHEMES)}, got {options.perm!r}")
     if options.num_features < 1 or options.num_classes < 1:
-        raise GtoolError("--num-features and --num-classes must be positive")
+        raise GtoolError(
+            f"--num-features and --num-classes must be positive, got {options.num_features} and "
+            f"{options.num_classes}"
+        )
+    if options.seed < 0:
+        raise GtoolError(f"--seed must be >= 0, got {options.seed}")
 
 
 def shard(
@@ -78,7 +84,7 @@ def shard(
     check_options(options)
     source = resolve_source(source_spec, options)
     staged = StagedOutput(output, options.overwrite)
-    scratch = SpillDir(options.spill_dir, staged.near)
+    scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
     try:
         workers = options.workers or default_workers()
         with (
@@ -88,7 +94,10 @@ def shard(
             summary = ShardRun(source, options, staged.path, scratch, stages, concurrency(client)).execute()
         staged.publish()
     except BaseException:
-        staged.discard()
+        try:
+            staged.discard()
+        except OSError as cleanup:
+            logging.getLogger("gtool").warning("could not remove partial store %s: %s", staged.path, cleanup)
         raise
     finally:
         scratch.cleanup()
@@ -159,12 +168,14 @@ class ShardRun:
             labels, num_classes = self.labels(node_data, node_degrees)
             split = node_data.split if node_data.split is not None else random_split(n, opts.seed)
             write_node_arrays(self.store, labels, split, pr, pc)
+            node_meta = self.node_metadata(node_data, labels)
             del node_degrees, labels, split
         tile_nnz = self.write_stage(runs, plan, scales, budget.group_entries())
         features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         self.features_stage(features, pc, n)
         stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
-        self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_data)
+        node_meta["features"] = {"origin": features.where}
+        self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
         return ShardSummary(
             store=self.store,
             source=self.source.name,
@@ -214,10 +225,21 @@ class ShardRun:
                 raise InputError(
                     data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"
                 )
-        for name, array in (("labels", data.labels), ("split", data.split)):
+        for name, array in ((opts.labels or "labels", data.labels), (opts.split or "split", data.split)):
             if array is not None and array.shape[0] != n:
                 raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")
         return data
+
+    def node_metadata(self, data: NodeData, labels: np.ndarray) -> dict[str, Any]:
+        """Where labels and split came from (a file, the source, or generated) and the labels' shape."""
+        opts = self.options
+        label_origin = opts.labels or (self.source.name if data.labels is not None else "degree-quantile")
+        kind = "class index" if labels.ndim == 1 else f"multi-label 0/1 int64[N, {labels.shape[1]}]"
+        split_origin = opts.split or (self.source.name if data.split is not None else "random-60-20-20")
+        return {
+            "labels": {"origin": label_origin, "kind": kind, "missing": layout.LABEL_NONE},
+            "split": {"origin": split_origin, "codes": layout.SPLIT_CODES, "none": layout.SPLIT_NONE},
+        }
 
     def labels(self, data: NodeData, node_degrees: np.ndarray) -> tuple[np.ndarray, int]:
         """Source labels, or `--num-classes` classes by degree quantile."""
@@ -246,10 +268,11 @@ class ShardRun:
         """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order."""
         tasks, sizes = [], []
         for m in matrices:
-            counts = np.stack([r.counts[m] for r in maps])
+            counts = np.stack([r.counts.pop(m) for r in maps])
             offsets = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
             np.cumsum(counts, axis=1, out=offsets[:, 1:])
-            totals = counts.sum(axis=0)
+            totals = counts.sum(axis=0, dtype=np.int64)
+            del counts
             files = [r.files[m] for r in maps]
             for i in range(plan.tiles):
                 for j in range(plan.tiles):
@@ -331,7 +354,7 @@ class ShardRun:
         num_classes: int,
         stats: dict[int, dict],
         input_edges: int,
-        data: NodeData,
+        node_meta: dict[str, Any],
     ) -> None:
         """The store's attributes, with complete: true, written last."""
         opts = self.options
@@ -349,13 +372,7 @@ class ShardRun:
             "graph": "directed-in" if opts.directed else "symmetrized",
             "permutation": {"scheme": opts.perm, "seed": opts.seed},
             "source": {**self.source.describe(), "input_edges": input_edges},
-            "features": {"origin": features.where},
-            "labels": {"origin": "source" if data.labels is not None else "degree-quantile", "missing": -1},
-            "split": {
-                "origin": "source" if data.split is not None else "random-60-20-20",
-                "codes": layout.SPLIT_CODES,
-                "none": layout.SPLIT_NONE,
-            },
+            **node_meta,
             "created_by": f"gtool {__version__}",
             "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "stats": {str(m): s for m, s in stats.items()},

@@ -1,4 +1,8 @@
-"""Turn a SOURCE argument into a GraphSource: generator spec, OGB name, directory or edge file."""
+"""Turn a SOURCE argument into a GraphSource: generator, existing directory or file, else an OGB name.
+
+Readers are imported only for the kind of source named: the file readers pull in pandas and pyarrow,
+about 75 MB that a generator run (and its memory budget) should not pay for.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,6 @@ from gtool.errors import InputError
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.generators import parse_generator
-
-OGB_NAMES = {"arxiv", "products", "papers100m", "ogbn-arxiv", "ogbn-products", "ogbn-papers100m"}
 
 
 def is_planetoid_dir(path: Path) -> bool:
@@ -21,23 +23,20 @@ def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
     generated = parse_generator(spec)
     if generated is not None:
         return generated
-    if spec.lower() in OGB_NAMES:
-        from gtool.preprocess.sources.ogb import open_ogb
-
-        return open_ogb(spec, options.root)
     path = Path(spec)
-    if path.is_dir():
-        if is_planetoid_dir(path):
-            from gtool.preprocess.sources.planetoid import open_planetoid
+    if path.is_dir() and is_planetoid_dir(path):
+        from gtool.preprocess.sources.planetoid import open_planetoid
 
-            return open_planetoid(str(path))
-        from gtool.preprocess.sources.ogb import open_ogb
-
-        return open_ogb(str(path), options.root)
+        return open_planetoid(str(path))
     if path.is_file():
         from gtool.preprocess.sources.edgefiles import open_edge_file
 
         return open_edge_file(str(path), options.num_nodes)
+    from gtool.preprocess.sources.ogb import open_ogb
+    from gtool.preprocess.sources.ogb_layout import known_dataset
+
+    if path.is_dir() or known_dataset(spec) is not None:
+        return open_ogb(spec, options.root)
     raise InputError(
         spec,
         "no such file or directory, and not a source name; SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/"

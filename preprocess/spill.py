@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 from pathlib import Path
@@ -13,14 +14,16 @@ import numpy as np
 class SpillDir:
     """Paths of every intermediate file of one run, removed when the run ends.
 
-    The folder is named after the output (`.NAME.spill`), so a run killed before it could clean up
-    leaves a folder that the next run for the same output removes.
+    The folder is named after the output (`.NAME.spill-HASH`, HASH of the output's full location), so
+    runs for different outputs never share one, and a run killed before it could clean up leaves a
+    folder that the next run for the same output removes.
     """
 
-    def __init__(self, root: str | None, near: Path):
+    def __init__(self, root: str | None, near: Path, target: str):
         parent = Path(root) if root else near.parent
         parent.mkdir(parents=True, exist_ok=True)
-        self.path = parent / f".{near.name}.spill"
+        tag = hashlib.sha1(target.encode()).hexdigest()[:10]
+        self.path = parent / f".{near.name}.spill-{tag}"
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
 

@@ -48,6 +48,11 @@ class StagedOutput:
         self.path = str(partial)
 
     @property
+    def identity(self) -> str:
+        """The output's full location (absolute path or URL)."""
+        return self.target if is_url(self.target) else str(Path(self.target).resolve())
+
+    @property
     def near(self) -> Path:
         """A local path the spill directory can sit beside."""
         return Path.cwd() / "gtool-store" if is_url(self.target) else Path(self.target)

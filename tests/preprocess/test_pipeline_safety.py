@@ -89,6 +89,9 @@ def test_reader_refuses_incomplete_and_unknown_layouts(tmp_path):
     group.attrs["gtool"] = {**meta, "num_nodes": 17}
     with pytest.raises(StoreError, match="perm/r has shape"):
         open_store(path)
+    group.attrs["gtool"] = {**meta, "tile_size": 3}
+    with pytest.raises(StoreError, match=r"tile_size 3 does not match ceil\(N / T\) = 8"):
+        open_store(path)
     with pytest.raises(StoreError, match="not a gtool store"):
         open_store(str(tmp_path / "missing.zarr"))
 
