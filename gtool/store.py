@@ -26,6 +26,22 @@ class TileData:
         return int(self.row.shape[0])
 
 
+def tile_problem(tile: TileData, height: int, width: int) -> str | None:
+    """What is wrong with a tile's entries (unsorted, duplicated or out-of-range), or None."""
+    if tile.nnz == 0:
+        return None
+    row_step = np.diff(tile.row)
+    if np.any(row_step < 0):
+        return "entries are not sorted by row"
+    if np.any(np.diff(tile.col)[row_step == 0] <= 0):
+        return "entries are not sorted by (row, col) or hold duplicates"
+    if tile.row[0] < 0 or tile.row[-1] >= height:
+        return f"row index outside [0, {height})"
+    if tile.col.min() < 0 or tile.col.max() >= width:
+        return f"column index outside [0, {width})"
+    return None
+
+
 class Store:
     """A complete gtool store opened for reading (a path or any fsspec URL zarr accepts)."""
 
@@ -102,12 +118,15 @@ class Store:
         return node
 
     def read_tile(self, matrix: int, i: int, j: int) -> TileData:
-        """Read tile (i, j) of a matrix, checking it against the metadata."""
+        """Read tile (i, j) of a matrix, checking it against the metadata and its entries (sorted by
+        (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
         where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
+        paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
+        missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
+        if missing:
+            raise StoreError(f"{where}: missing array {missing[0]}")
         try:
-            parts = [self.array(layout.tile_array(matrix, i, j, f))[:] for f in layout.TILE_FIELDS]
-        except StoreError as exc:
-            raise StoreError(f"{where}: {exc}") from None
+            parts = [self.group[p][:] for p in paths]
         except Exception as exc:  # corrupt chunk data: zarr/codec errors of many kinds
             raise StoreError(f"{where}: unreadable ({type(exc).__name__}: {exc})") from None
         expected = int(self.tile_nnz(matrix)[i, j])
@@ -115,7 +134,12 @@ class Store:
             raise StoreError(
                 f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}"
             )
-        return TileData(*parts)
+        tile = TileData(*parts)
+        (row0, row1), (col0, col1) = self.tile_bounds(i, j)
+        problem = tile_problem(tile, row1 - row0, col1 - col0)
+        if problem:
+            raise StoreError(f"{where}: {problem}")
+        return tile
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtool import layout
-from gtool.errors import StoreError
 from gtool.geometry import TileCut
 from gtool.loader.csr import INDEX, RowPiece
 from gtool.store import Store, TileData
@@ -19,32 +18,6 @@ from gtool.store import Store, TileData
 def tile_bytes(tile: TileData) -> int:
     """Decoded size of a tile's row, col and val arrays."""
     return tile.row.nbytes + tile.col.nbytes + tile.val.nbytes
-
-
-def tile_problem(tile: TileData, height: int, width: int) -> str | None:
-    """What is wrong with a tile's entries (unsorted, duplicated or out-of-range), or None."""
-    if tile.nnz == 0:
-        return None
-    row_step = np.diff(tile.row)
-    if np.any(row_step < 0):
-        return "entries are not sorted by row"
-    if np.any(np.diff(tile.col)[row_step == 0] <= 0):
-        return "entries are not sorted by (row, col) or hold duplicates"
-    if tile.row[0] < 0 or tile.row[-1] >= height:
-        return f"row index outside [0, {height})"
-    if tile.col.min() < 0 or tile.col.max() >= width:
-        return f"column index outside [0, {width})"
-    return None
-
-
-def read_checked_tile(store: Store, matrix: int, cut: TileCut) -> TileData:
-    """Read tile (cut.i, cut.j) of a matrix, failing with an error naming store, matrix and tile."""
-    tile = store.read_tile(matrix, cut.i, cut.j)
-    (row0, row1), (col0, col1) = store.tile_bounds(cut.i, cut.j)
-    problem = tile_problem(tile, row1 - row0, col1 - col0)
-    if problem:
-        raise StoreError(f"{store.location}: matrix A{matrix} tile ({cut.i}, {cut.j}): {problem}")
-    return tile
 
 
 @dataclass(frozen=True)
@@ -74,7 +47,7 @@ def read_tiles(
             if pending and (len(pending) >= reads.max_tiles or ahead + size > reads.max_bytes):
                 return
             cut = upcoming.popleft()
-            pending.append((cut, size, reads.executor.submit(read_checked_tile, store, matrix, cut)))
+            pending.append((cut, size, reads.executor.submit(store.read_tile, matrix, cut.i, cut.j)))
             ahead += size
 
     read_ahead()
