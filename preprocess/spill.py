@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gtool.npyio import load_npy
+
 
 class SpillDir:
     """Paths of every intermediate file of one run, removed when the run ends.
@@ -51,7 +53,7 @@ def save_to(array: np.ndarray, path: str) -> None:
 
 def load(path: str, mmap: bool = True) -> np.ndarray:
     """Read a spill array, memory-mapped by default."""
-    return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    return load_npy(path, mmap)
 
 
 def remove(path: str) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.npyio import load_npy
 from gtool.preprocess.sources.fileinfo import check_readable, work_copy_path
 from gtool.preprocess.sources.npzmember import NpzMember, read_npy_header
 
@@ -63,7 +64,7 @@ class ArrayRef:
             return self.member().memmap()
         self.header()
         try:
-            return np.load(self.path, mmap_mode="r", allow_pickle=False)
+            return load_npy(self.path)
         except ValueError as exc:
             raise InputError(self.where, f"truncated: holds less data than its shape needs ({exc})") from None
 

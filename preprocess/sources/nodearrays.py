@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.npyio import header_lock, load_npy
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import npz_keys
@@ -79,8 +80,8 @@ def load_array(ref: ArrayRef) -> np.ndarray:
     ref.header()
     try:
         if ref.key is None:
-            return np.load(ref.path, allow_pickle=False)
-        with np.load(ref.path, allow_pickle=False) as archive:
+            return load_npy(ref.path, mmap=False)
+        with header_lock(), np.load(ref.path, allow_pickle=False) as archive:
             return archive[ref.key]
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(ref.where, f"cannot read the array: {exc}") from None

@@ -19,6 +19,7 @@ from typing import IO
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.npyio import header_lock
 from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable, write_atomically
 
 LOCAL_HEADER = struct.Struct("<4s22xHH")
@@ -54,12 +55,13 @@ def read_npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np
     """Parse a .npy header from `f`: (shape, fortran_order, dtype); refuses object arrays."""
     try:
         version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
+        if version not in ((1, 0), (2, 0)):
             raise ValueError(f"unsupported .npy format version {version}")
+        read = (
+            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        )
+        with header_lock():
+            shape, fortran_order, dtype = read(f)
     except ValueError as exc:
         raise InputError(where, f"expected a .npy array: {exc}") from None
     if dtype.hasobject:
