@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from datetime import timedelta
@@ -75,6 +76,13 @@ def train(config: TrainConfig) -> None:
     """
     env = environment_rank()
     if env is None or (env.world_size == 1 and config.world_size > 1):
+        grid = "x".join(map(str, config.grid))
+        print(
+            f"gtool train: starting {config.world_size} local rank(s) for grid {grid} ({config.backend}); "
+            "each loads only its tiles",
+            file=sys.stderr,
+            flush=True,
+        )
         launch_local(config.world_size, run_rank, config)
         return
     if env.world_size != config.world_size:
