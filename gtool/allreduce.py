@@ -62,11 +62,6 @@ class Collective:
         }
 
 
-def layer_widths(num_features: int, hidden: int, num_classes: int, layers: int) -> list[int]:
-    """D_0 .. D_L: input features, `hidden` between layers, classes out of the last one."""
-    return [num_features] + [hidden] * (layers - 1) + [num_classes]
-
-
 def layer_collectives(
     grid: ProcessGrid, layer: int, num_nodes: int, d_in: int, d_out: int
 ) -> list[Collective]:

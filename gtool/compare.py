@@ -14,8 +14,8 @@ import numpy as np
 
 from gtool.geometry import tile_size
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, make_permutations
-from gtool.preprocess.summary import tile_stats
 from gtool.store import Store, TileData
+from gtool.tilestats import tile_stats
 
 BASELINES = ("none", "single", "double")
 COMPARED = BASELINES + tuple(s for s in SCHEMES if s not in BASELINES)

@@ -71,9 +71,7 @@ class TileCut:
     col_offset: int
 
 
-def tiles_for_rect(
-    rows: tuple[int, int], cols: tuple[int, int], num_nodes: int, tiles: int
-) -> list[TileCut]:
+def tiles_for_rect(rows: tuple[int, int], cols: tuple[int, int], num_nodes: int, tiles: int) -> list[TileCut]:
     """Stored tiles overlapping the rectangle rows x cols (half-open, global indices), with their cuts.
 
     Each cut keeps tile-local rows in [row_lo, row_hi) and columns in [col_lo, col_hi); an entry (r, c)

@@ -64,6 +64,11 @@ def layer_roles(layer: int) -> tuple[int, int, int]:
     return a, b, c
 
 
+def layer_widths(num_features: int, hidden: int, num_classes: int, layers: int) -> list[int]:
+    """D_0 .. D_L, the widths of F_0 .. F_L: input features, `hidden` between layers, classes."""
+    return [num_features] + [hidden] * (layers - 1) + [num_classes]
+
+
 def layer_matrix(layer: int) -> int:
     """Which stored matrix a layer multiplies by: A0 for even layers, A1 for odd (A0 only if pr == pc)."""
     return layer % 2

@@ -17,7 +17,6 @@ from gtool.grid import LayerShard, ProcessGrid, ShardKey, distinct_shards, rank_
 from gtool.store import Store, TileData
 from gtool.tilestats import spread
 
-ENTRY_BYTES = sum(np.dtype(t).itemsize for t in layout.TILE_DTYPES.values())
 """Bytes of one stored nonzero (row, col, val)."""
 
 
@@ -131,7 +130,7 @@ def rank_reads(grid: ProcessGrid, layers: int, store: Store) -> list[RankRead]:
                 rank=rank,
                 coords=grid.coords(rank),
                 tiles=len(tiles),
-                tile_bytes=ENTRY_BYTES * sum(int(tile_nnz[m][i, j]) for m, i, j in tiles),
+                tile_bytes=layout.ENTRY_BYTES * sum(int(tile_nnz[m][i, j]) for m, i, j in tiles),
                 feature_bytes=geometry.feature_rows.real * geometry.feature_cols.real * feature_value,
                 label_bytes=geometry.label_rows.real * label_row,
             )

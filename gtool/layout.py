@@ -17,6 +17,8 @@ LABEL_NONE = -1
 
 TILE_FIELDS = ("row", "col", "val")
 TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
+ENTRY_BYTES = 12
+"""Bytes of one stored nonzero: its row, col and val."""
 
 
 def tile_group(matrix: int, i: int, j: int) -> str:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gtool.allreduce import bytes_by_group, epoch_collectives, layer_widths
+from gtool.allreduce import bytes_by_group, epoch_collectives
 from gtool.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
-from gtool.grid import LayerShard, ProcessGrid
+from gtool.grid import LayerShard, ProcessGrid, layer_widths
 from gtool.gridstats import ShardNnz, all_layer_shards, layer_balance, rank_reads
 from gtool.store import Store
 from gtool.tilescan import Progress, TileVisitor, scan_nnz, scan_tiles

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from gtool.preprocess.summary import tile_stats
 from gtool.store import Store, TileData
 
 
@@ -22,6 +21,18 @@ def spread(values: np.ndarray) -> dict[str, float]:
         "mean": mean,
         "max": int(top),
         "max_over_mean": top / mean if mean else 0.0,
+    }
+
+
+def tile_stats(tile_nnz: np.ndarray) -> dict[str, Any]:
+    """The spread of a T x T count array plus its coefficient of variation, empty tiles and the counts."""
+    flat = tile_nnz.ravel().astype(np.float64)
+    mean = float(flat.mean()) if flat.size else 0.0
+    return {
+        **spread(flat),
+        "cv": float(flat.std() / mean) if mean else 0.0,
+        "empty": int((flat == 0).sum()),
+        "tile_nnz": tile_nnz.astype(int).tolist(),
     }
 
 

@@ -34,7 +34,6 @@ def read_tiles(
     store: Store, matrix: int, cuts: Sequence[TileCut], reads: ReadAhead
 ) -> Iterator[tuple[TileCut, TileData]]:
     """The tiles of `cuts` in order, read concurrently within `reads`' limits (sizes from tile nnz)."""
-    entry_bytes = sum(np.dtype(dtype).itemsize for dtype in layout.TILE_DTYPES.values())
     tile_nnz = store.tile_nnz(matrix)
     upcoming = deque(cuts)
     pending: deque[tuple[TileCut, int, Future[TileData]]] = deque()
@@ -43,7 +42,7 @@ def read_tiles(
     def read_ahead() -> None:
         nonlocal ahead
         while upcoming:
-            size = int(tile_nnz[upcoming[0].i, upcoming[0].j]) * entry_bytes
+            size = int(tile_nnz[upcoming[0].i, upcoming[0].j]) * layout.ENTRY_BYTES
             if pending and (len(pending) >= reads.max_tiles or ahead + size > reads.max_bytes):
                 return
             cut = upcoming.popleft()

@@ -53,8 +53,9 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url
-from gtool.preprocess.summary import ShardSummary, tile_stats
+from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.tile_arrays import create_tile_arrays
+from gtool.tilestats import tile_stats
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")
@@ -385,14 +386,8 @@ class ShardRun:
 
 def group_partitions(partitions: range, totals: np.ndarray, cap: int) -> list[tuple[int, int]]:
     """Cut a tile's partitions into consecutive runs of at most `cap` entries (one partition at least)."""
-    runs, first, size = [], partitions.start, 0
-    for p in partitions:
-        if p > first and size + totals[p] > cap:
-            runs.append((first, p))
-            first, size = p, 0
-        size += int(totals[p])
-    runs.append((first, partitions.stop))
-    return runs
+    runs = batches(list(partitions), [int(totals[p]) for p in partitions], cap)
+    return [(run[0], run[-1] + 1) for run in runs]
 
 
 def peak_rss_mb() -> float:

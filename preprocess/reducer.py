@@ -151,4 +151,4 @@ def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:
                 (opened[k][f], region, data[f]) for f in layout.TILE_FIELDS if region.stop > region.start
             )
         sync(_set_all(writes))
-    return 12 * sum(t.nnz for t in tiles)
+    return layout.ENTRY_BYTES * sum(t.nnz for t in tiles)

@@ -4,23 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-
-def tile_stats(tile_nnz: np.ndarray) -> dict:
-    """min / max / mean / max-over-mean / coefficient of variation / empty tiles, plus the T x T counts."""
-    flat = tile_nnz.ravel().astype(np.float64)
-    mean = float(flat.mean()) if flat.size else 0.0
-    return {
-        "min": int(flat.min()),
-        "max": int(flat.max()),
-        "mean": mean,
-        "max_over_mean": float(flat.max() / mean) if mean else 0.0,
-        "cv": float(flat.std() / mean) if mean else 0.0,
-        "empty": int((flat == 0).sum()),
-        "tile_nnz": tile_nnz.astype(int).tolist(),
-    }
-
 
 @dataclass
 class ShardSummary:

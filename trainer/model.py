@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from gtool.geometry import Band, band
-from gtool.grid import layer_roles
+from gtool.grid import layer_roles, layer_widths
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm
@@ -19,11 +19,6 @@ from gtool.trainer.sharding import ShardedBlock
 def padded_slice(part: Band) -> slice:
     """The band's range in padded coordinates (a band past the real indices still has its place)."""
     return slice(part.index * part.size, (part.index + 1) * part.size)
-
-
-def layer_dims(num_features: int, hidden: int, num_classes: int, layers: int) -> list[int]:
-    """Widths of F_0 .. F_L: input features, `layers - 1` hidden widths, classes."""
-    return [num_features] + [hidden] * (layers - 1) + [num_classes]
 
 
 @dataclass(frozen=True)
@@ -109,7 +104,7 @@ class ParallelGCN:
         self.comm = comm
         self.config = config
         self.num_nodes = int(meta["num_nodes"])
-        self.dims = layer_dims(meta["num_features"], config.hidden, meta["num_classes"], config.layers)
+        self.dims = layer_widths(meta["num_features"], config.hidden, meta["num_classes"], config.layers)
         self.plans = plan_layers(comm, self.dims, self.num_nodes)
         self.adjacency = blocked_shards(data, config.agg_blocks, dtype)
         self.weights = [

@@ -12,10 +12,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from gtool.grid import layer_widths
 from gtool.layout import SPLIT_CODES
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.model import layer_dims
 from gtool.trainer.randomness import dropout_scale, initial_weight
 
 
@@ -98,7 +98,7 @@ class SerialGCN:
             norms = features.abs().sum(dim=1, keepdim=True)
             features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
         self.features = features.clone().requires_grad_(config.learnable_features)
-        dims = layer_dims(features.shape[1], config.hidden, graph.num_classes, config.layers)
+        dims = layer_widths(features.shape[1], config.hidden, graph.num_classes, config.layers)
         self.weights = [
             initial_weight(config.seed, layer, dims[layer], dims[layer + 1], dtype).requires_grad_()
             for layer in range(config.layers)
