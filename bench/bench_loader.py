@@ -14,30 +14,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
-RESULTS = REPO / "bench" / "results" / "loader"
+from bench.common import RESULTS as BENCH_RESULTS
+from bench.common import build_store, measured
+
+RESULTS = BENCH_RESULTS / "loader"
 MODES = ("imports", "rank", "whole")
 
 
 def store_path(scale: int, edge_factor: int, tiles: int) -> Path:
     return RESULTS / f"rmat-{scale}-{edge_factor}-{tiles}x{tiles}.zarr"
-
-
-def build_store(path: Path, scale: int, edge_factor: int, tiles: int, num_features: int) -> None:
-    """Shard rmat:SCALE:EF with gtool shard, unless the store is already there."""
-    if (path / "zarr.json").exists():
-        return
-    command = [sys.executable, "-m", "gtool.cli", "shard", f"rmat:{scale}:{edge_factor}", "-o", str(path)]
-    command += ["--tiles", f"{tiles}x{tiles}", "--num-features", str(num_features), "--overwrite", "--quiet"]
-    print(f"building {path.name} ...", flush=True)
-    subprocess.run(command, check=True, cwd=REPO)
 
 
 def load_one_rank(store: str, grid: tuple[int, int, int], rank: int, layers: int) -> dict:
@@ -120,15 +110,11 @@ def measure_in_process(args: argparse.Namespace) -> None:
 
 def run_measured(mode: str, args: argparse.Namespace) -> dict:
     """Run one mode in a child process under peakmem; its figures plus peak RSS and wall time."""
-    figures_file = RESULTS / f"peak-{mode}.json"
     child = [sys.executable, "-m", "bench.bench_loader", "--measure", mode, "--scale", str(args.scale)]
     child += ["--edge-factor", str(args.edge_factor), "--tiles", str(args.tiles)]
     child += ["--grid", "x".join(map(str, args.grid)), "--rank", str(args.rank), "--layers", str(args.layers)]
-    command = [sys.executable, str(PEAKMEM), "--json", str(figures_file), "--", *child]
-    done = subprocess.run(command, check=True, cwd=REPO, stdout=subprocess.PIPE, text=True)
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    figures.update(json.loads(figures_file.read_text()))
-    return {"mode": mode, **figures}
+    peak, stdout = measured(child)
+    return {"mode": mode, **json.loads(stdout.strip().splitlines()[-1]), **peak}
 
 
 def print_table(rows: dict[str, dict], args: argparse.Namespace) -> None:
@@ -171,12 +157,9 @@ def main() -> None:
         measure_in_process(args)
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
+    options = ["--tiles", f"{args.tiles}x{args.tiles}", "--num-features", str(args.num_features)]
     build_store(
-        store_path(args.scale, args.edge_factor, args.tiles),
-        args.scale,
-        args.edge_factor,
-        args.tiles,
-        args.num_features,
+        store_path(args.scale, args.edge_factor, args.tiles), f"rmat:{args.scale}:{args.edge_factor}", options
     )
     rows = {mode: run_measured(mode, args) for mode in MODES}
     print_table(rows, args)

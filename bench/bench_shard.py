@@ -10,29 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
-import subprocess
 import sys
-import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
-RESULTS = REPO / "bench" / "results"
+from bench.common import RESULTS, measured
 
 
 def measure(label: str, command: list[str]) -> dict:
-    """Run a command (under peakmem when ../shared/tools has it); return its wall time and peak RSS."""
-    figures = RESULTS / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".json")
-    full = command
-    if PEAKMEM.exists():
-        full = [sys.executable, str(PEAKMEM), "--json", str(figures), "--", *command]
-    start = time.perf_counter()
-    subprocess.run(full, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    peak = json.loads(figures.read_text())["peak_rss_mb"] if PEAKMEM.exists() else float("nan")
-    return {"label": label, "wall_s": wall, "peak_rss_mb": peak}
+    """A command's wall time and peak RSS, labelled."""
+    figures, _ = measured(command)
+    return {"label": label, **figures}
 
 
 def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:

@@ -18,30 +18,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
-RESULTS = REPO / "bench" / "results" / "train"
+from bench.common import RESULTS as BENCH_RESULTS
+from bench.common import build_store, measured
+
+RESULTS = BENCH_RESULTS / "train"
 PHASES = ("spmm", "dense", "comm")
 
 
 def store_path(scale: int, edge_factor: int) -> Path:
     return RESULTS / f"rmat-{scale}-{edge_factor}.zarr"
-
-
-def build_store(path: Path, scale: int, edge_factor: int) -> None:
-    """Shard rmat:SCALE:EF with gtool shard, unless the store is already there."""
-    if (path / "zarr.json").exists():
-        return
-    command = [sys.executable, "-m", "gtool.cli", "shard", f"rmat:{scale}:{edge_factor}", "-o", str(path)]
-    command += ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32", "--overwrite", "--quiet"]
-    print(f"building {path.name} ...", flush=True)
-    subprocess.run(command, check=True, cwd=REPO)
 
 
 def train_reference(store: str, layers: int, hidden: int, epochs: int) -> dict:
@@ -69,21 +59,12 @@ def steady_median(values: list[float]) -> float:
     return statistics.median(values[1:] if len(values) > 1 else values)
 
 
-def measured(command: list[str], name: str) -> tuple[dict, str]:
-    """Run `command` under peakmem: its peak RSS (MB), wall time and standard output."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as figures:
-        wrapped = [sys.executable, str(PEAKMEM), "--json", figures.name, "--", *command]
-        done = subprocess.run(wrapped, check=True, cwd=REPO, stdout=subprocess.PIPE, text=True)
-        peak = json.loads(Path(figures.name).read_text())
-    return {"mode": name, "peak_rss_mb": peak["peak_rss_mb"], "wall_s": peak["wall_s"]}, done.stdout
-
-
 def run_reference(args: argparse.Namespace, store: str) -> dict:
     """The reference GCN in a child process."""
     child = [sys.executable, "-m", "bench.bench_train", "--reference-child", store]
     child += ["--layers", str(args.layers), "--hidden", str(args.hidden), "--epochs", str(args.epochs)]
-    result, stdout = measured(child, "reference")
-    return {**result, **json.loads(stdout.strip().splitlines()[-1])}
+    peak, stdout = measured(child)
+    return {"mode": "reference", **peak, **json.loads(stdout.strip().splitlines()[-1])}
 
 
 def run_gtool(args: argparse.Namespace, store: str, grid: str) -> dict:
@@ -93,7 +74,8 @@ def run_gtool(args: argparse.Namespace, store: str, grid: str) -> dict:
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid]
         command += ["--layers", str(args.layers), "--hidden", str(args.hidden), "--epochs", str(args.epochs)]
         command += ["--eval-every", str(args.epochs), "--dropout", "0", "--log", str(log)]
-        result, _ = measured(command, f"gtool {grid}")
+        peak, _ = measured(command)
+        result = {"mode": f"gtool {grid}", **peak}
         epochs = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
     for figure in ("seconds", *PHASES):
         result[figure] = steady_median([epoch[figure] for epoch in epochs])
@@ -136,7 +118,8 @@ def main() -> None:
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
     store = store_path(args.scale, args.edge_factor)
-    build_store(store, args.scale, args.edge_factor)
+    options = ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"]
+    build_store(store, f"rmat:{args.scale}:{args.edge_factor}", options)
     rows = [run_reference(args, str(store))]
     rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
     print_table(rows, args)
