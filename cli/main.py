@@ -8,6 +8,7 @@ from gtool.cli.info import info
 from gtool.cli.shard import shard
 from gtool.cli.stats import stats
 from gtool.cli.train import train
+from gtool.cli.verify import verify
 from gtool.version import __version__
 
 app = typer.Typer(
@@ -38,3 +39,4 @@ app.command("shard")(shard)
 app.command("info")(info)
 app.command("stats")(stats)
 app.command("train")(train)
+app.command("verify")(verify)

@@ -36,3 +36,7 @@ class StoreError(GtoolError):
 
 class StoreExistsError(GtoolError):
     """The output store exists and --overwrite was not given."""
+
+
+class DamagedChunkError(StoreError):
+    """A stored chunk whose bytes fail their checksum or cannot be decoded."""

@@ -1,6 +1,8 @@
-"""Store layout v1 (../shared/docs/store-format.md): array paths and metadata keys."""
+"""Store layout v1 (docs/store-format.md): array paths, metadata keys and the codecs of every array."""
 
 from __future__ import annotations
+
+from zarr.codecs import Crc32cCodec, ZstdCodec
 
 LAYOUT_VERSION = 1
 META_KEY = "gtool"
@@ -19,6 +21,10 @@ TILE_FIELDS = ("row", "col", "val")
 TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
 ENTRY_BYTES = 12
 """Bytes of one stored nonzero: its row, col and val."""
+
+CHUNK_CODECS = (ZstdCodec(level=0, checksum=False), Crc32cCodec())
+"""The compressors of every array gtool writes: zstd, then a crc32c checksum of the compressed chunk, so
+that any damaged byte of a chunk fails its read. Stores written before checksums (zstd only) still read."""
 
 
 def tile_group(matrix: int, i: int, j: int) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import zarr
 
 from gtool import layout
+from gtool.chunks import read_checked
 from gtool.errors import StoreError
 from gtool.geometry import tile_range, tile_size
 
@@ -125,10 +126,7 @@ class Store:
         missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
         if missing:
             raise StoreError(f"{where}: missing array {missing[0]}")
-        try:
-            parts = [self.group[p][:] for p in paths]
-        except Exception as exc:  # corrupt chunk data: zarr/codec errors of many kinds
-            raise StoreError(f"{where}: unreadable ({type(exc).__name__}: {exc})") from None
+        parts = [read_checked(self.group[p], where=where) for p in paths]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
             raise StoreError(
@@ -143,7 +141,9 @@ class Store:
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
-        return self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS)[:]
+        return read_checked(
+            self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS), where=self.location
+        )
 
     def _check_arrays(self) -> None:
         n = self.num_nodes

@@ -5,19 +5,8 @@ from __future__ import annotations
 import numpy as np
 import zarr
 
+from gtool.chunks import block_rows, read_checked
 from gtool.geometry import Band
-
-BLOCK_BYTES = 8 << 20
-
-
-def block_rows(array: zarr.Array) -> int:
-    """Rows per read: whole chunks of rows holding about BLOCK_BYTES when decoded (at least one chunk).
-
-    Sized by the stored row width, not the selected columns: zarr decodes whole chunks.
-    """
-    chunk_rows = int(array.chunks[0])
-    stored_row_bytes = int(np.prod(array.chunks[1:], dtype=np.int64)) * array.dtype.itemsize
-    return chunk_rows * max(1, BLOCK_BYTES // max(1, stored_row_bytes * chunk_rows))
 
 
 def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | float) -> tuple[np.ndarray, int]:
@@ -40,6 +29,6 @@ def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | floa
     while first < rows.stop:
         last = min((first // step + 1) * step, rows.stop)
         target = (slice(first - rows.start, last - rows.start), *target_cols)
-        out[target] = array[(slice(first, last), *source_cols)]
+        out[target] = read_checked(array, (slice(first, last), *source_cols))
         first = last
     return out, rows.real * width * array.dtype.itemsize

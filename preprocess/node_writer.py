@@ -38,6 +38,7 @@ def create_feature_array(store: str, num_nodes: int, num_features: int) -> list[
         shape=(num_nodes, num_features),
         dtype="float32",
         chunks=(max(1, min(rows, num_nodes)), max(1, num_features)),
+        compressors=layout.CHUNK_CODECS,
     )
     return [(a, min(a + rows, num_nodes)) for a in range(0, num_nodes, rows)]
 
@@ -57,15 +58,17 @@ def write_node_arrays(
 ) -> None:
     """Labels and splits in pr order (.../r) and pc order (.../c)."""
     for order, perm in (("r", pr), ("c", pc)):
-        zarr.create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
-        zarr.create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
+        _write_array(store, layout.LABELS[order], labels[perm])
+        _write_array(store, layout.SPLIT[order], split[perm])
 
 
 def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
     """perm/r and perm/c as int64."""
-    zarr.create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
-    zarr.create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
+    _write_array(store, layout.PERM_ROWS, pr.astype(np.int64))
+    _write_array(store, layout.PERM_COLS, pc.astype(np.int64))
 
 
-def _chunks(array: np.ndarray) -> tuple[int, ...]:
-    return (max(1, min(array.shape[0], 1 << 20)),) + tuple(array.shape[1:])
+def _write_array(store: str, name: str, data: np.ndarray) -> None:
+    """A node array in chunks of 2^20 rows, checksummed like every array of a store."""
+    chunks = (max(1, min(data.shape[0], 1 << 20)),) + tuple(data.shape[1:])
+    zarr.create_array(store=store, name=name, data=data, chunks=chunks, compressors=layout.CHUNK_CODECS)

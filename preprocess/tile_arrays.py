@@ -18,7 +18,9 @@ TILE_CHUNK = 1 << 20
 
 @cache
 def _template(dtype: str):
-    return zarr.create_array(store=MemoryStore(), shape=(1,), dtype=dtype, chunks=(1,)).metadata
+    return zarr.create_array(
+        store=MemoryStore(), shape=(1,), dtype=dtype, chunks=(1,), compressors=layout.CHUNK_CODECS
+    ).metadata
 
 
 def tile_metadata(dtype: str, nnz: int):

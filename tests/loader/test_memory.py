@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import zarr
 
+from gtool import chunks
 from gtool.geometry import band
-from gtool.loader import RankData, load_rank, node_rows
+from gtool.loader import RankData, load_rank
 from gtool.loader.node_rows import read_band
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.pipeline import shard
@@ -72,7 +73,7 @@ def test_a_feature_band_is_read_without_the_rest_of_the_array(
     )
     array[:] = np.random.default_rng(0).random((100_000, 16), dtype=np.float32)
     chunk_bytes = 5_000 * 16 * 4
-    monkeypatch.setattr(node_rows, "BLOCK_BYTES", chunk_bytes)
+    monkeypatch.setattr(chunks, "BLOCK_BYTES", chunk_bytes)
     rows, cols = band(1, 2, 100_000), band(1, 2, 16)
     read_band(array, rows, cols, 0)
     (block, nbytes), peak = traced_peak(lambda: read_band(array, rows, cols, 0))
