@@ -1,0 +1,177 @@
+"""Checksummed stores: a flipped bit anywhere in a chunk is caught by reads, `gtool verify` and `gtool train`;
+stores written before checksums still open and verify."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import ZstdCodec
+
+from gtool import layout
+from gtool.errors import DamagedChunkError
+from gtool.loader import load_rank
+from gtool.preprocess import tile_arrays
+from gtool.store import open_store
+from gtool.verify import verify_store
+from tests.conftest import make_store
+from tests.reference import assert_same_sparse, reassemble
+
+FAMILIES = {"adjacency": "adj/", "features": "nodes/features", "labels": "nodes/labels/", "perm": "perm/"}
+FLIPS = 50
+
+
+def gtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gtool.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("integrity") / "s.zarr"
+    make_store("rmat:7:4", path, tiles=3, num_features=8, num_classes=4)
+    return path
+
+
+CHUNK_KEY = re.compile(r"(.+)/c/\d+(/\d+)*")
+"""Zarr v3's default chunk key: ARRAY/c/I[/J...]."""
+
+
+def chunk_files(store: Path, families: dict[str, str] = FAMILIES) -> dict[str, list[Path]]:
+    """Chunk files of the store by family."""
+    files = sorted(
+        p for p in store.rglob("*") if p.is_file() and CHUNK_KEY.fullmatch(p.relative_to(store).as_posix())
+    )
+    return {
+        family: [p for p in files if p.relative_to(store).as_posix().startswith(prefix)]
+        for family, prefix in families.items()
+    }
+
+
+def array_of(chunk: Path, store: Path) -> str:
+    return CHUNK_KEY.fullmatch(chunk.relative_to(store).as_posix()).group(1)
+
+
+def damaged_copy(store: Path, target: Path, chunk: Path, byte: int, bit: int) -> Path:
+    """A fresh copy of the store with one bit of one chunk file flipped."""
+    shutil.copytree(store, target)
+    damaged = target / chunk.relative_to(store)
+    data = bytearray(damaged.read_bytes())
+    data[byte % len(data)] ^= 1 << bit
+    damaged.write_bytes(bytes(data))
+    return target
+
+
+def flips(store: Path, count: int, seed: int) -> list[tuple[Path, int, int]]:
+    """`count` (chunk file, byte, bit) positions, cycling over the families."""
+    rng = np.random.default_rng(seed)
+    files = chunk_files(store)
+    families = list(FAMILIES)
+    out = []
+    for k in range(count):
+        chunk = files[families[k % len(families)]][rng.integers(len(files[families[k % len(families)]]))]
+        out.append((chunk, int(rng.integers(chunk.stat().st_size)), int(rng.integers(8))))
+    return out
+
+
+def test_an_undamaged_store_verifies_clean(store: Path) -> None:
+    run = gtool("verify", str(store))
+    assert run.returncode == 0, run.stderr
+    assert "no problems found" in run.stderr
+    report = verify_store(open_store(str(store)))
+    assert report.ok and report.unchecksummed_arrays == 0
+    assert report.chunks == len(chunk_files(store, {"all": ""})["all"])
+    assert report.transposed_pairs == 9 and set(report.tiles) == {0, 1}
+
+
+def test_every_flipped_bit_fails_verification_naming_the_array(store: Path, tmp_path: Path) -> None:
+    for k, (chunk, byte, bit) in enumerate(flips(store, FLIPS, seed=0)):
+        copy = damaged_copy(store, tmp_path / f"flip{k}.zarr", chunk, byte, bit)
+        problems = verify_store(open_store(str(copy))).problems
+        assert problems, f"flip of bit {bit} of byte {byte} in {chunk} went unnoticed"
+        assert any(array_of(chunk, store) in p for p in problems), problems
+        shutil.rmtree(copy)
+
+
+def test_gtool_verify_names_each_damaged_array_and_exits_1(store: Path, tmp_path: Path) -> None:
+    files = chunk_files(store)
+    chunks = [files["adjacency"][4], files["labels"][0], files["perm"][1]]
+    copy = shutil.copytree(store, tmp_path / "d.zarr")
+    for chunk in chunks:
+        damaged = copy / chunk.relative_to(store)
+        damaged.write_bytes(damaged.read_bytes()[:-1] + bytes([damaged.read_bytes()[-1] ^ 0x10]))
+    run = gtool("verify", str(copy))
+    assert run.returncode == 1
+    for chunk in chunks:
+        assert f"array {array_of(chunk, store)}, chunk 0: stored checksum does not match" in run.stderr
+    assert "3 problem(s)" in run.stderr
+
+
+@pytest.mark.parametrize("family", ["adjacency", "features"])
+def test_gtool_train_refuses_a_damaged_store(store: Path, tmp_path: Path, family: str) -> None:
+    chunk = chunk_files(store)[family][0]
+    copy = damaged_copy(store, tmp_path / "d.zarr", chunk, byte=3, bit=5)
+    run = gtool("train", str(copy), "--grid", "1x1x1", "--epochs", "1", "--layers", "2", "--hidden", "8")
+    assert run.returncode != 0
+    assert f"array {array_of(chunk, store)}" in run.stderr and "checksum" in run.stderr
+
+
+def test_a_damaged_chunk_read_names_store_tile_and_array(store: Path, tmp_path: Path) -> None:
+    chunk = next(p for p in chunk_files(store)["adjacency"] if "/1_2/col/" in p.as_posix())
+    copy = damaged_copy(store, tmp_path / "d.zarr", chunk, byte=0, bit=0)
+    with pytest.raises(DamagedChunkError, match=r"matrix A0 tile \(1, 2\): array adj/0/1_2/col, chunk 0"):
+        open_store(str(copy)).read_tile(0, 1, 2)
+
+
+def test_a_store_written_without_checksums_still_opens_verifies_and_loads(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old way: zstd only, as every store was written before checksums."""
+    monkeypatch.setattr(layout, "CHUNK_CODECS", (ZstdCodec(level=0, checksum=False),))
+    tile_arrays._template.cache_clear()
+    try:
+        old = open_store(
+            make_store("rmat:7:4", tmp_path / "old.zarr", tiles=3, num_features=8, num_classes=4)
+        )
+    finally:
+        tile_arrays._template.cache_clear()
+    assert '"crc32c"' not in (tmp_path / "old.zarr" / "perm" / "r" / "zarr.json").read_text()
+    report = verify_store(old)
+    assert report.ok and report.unchecksummed_arrays == report.arrays > 0
+    new = open_store(str(store))
+    for m in (0, 1):
+        assert_same_sparse(reassemble(old, m), reassemble(new, m), tol=0)
+    assert load_rank(old, (1, 1, 1), 0, 2).features.shape[0] == old.num_nodes
+
+
+def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: Path, tmp_path: Path) -> None:
+    """Arrays rewritten through zarr (valid checksums, wrong contents): each broken invariant is named."""
+    copy = shutil.copytree(store, tmp_path / "bad.zarr")
+    group = zarr.open_group(str(copy), mode="r+")
+    val = group[layout.tile_array(1, 2, 0, "val")]
+    val[0] = val[0] * 2
+    col = group[layout.tile_array(0, 1, 1, "col")]
+    col[col.shape[0] - 1] = 10_000
+    perm = group[layout.PERM_COLS]
+    perm[0] = perm[1]
+    labels = group[layout.LABELS["r"]]
+    labels[5] = 99
+    split = group[layout.SPLIT["c"]]
+    split[7] = 3
+    problems = verify_store(open_store(str(copy))).problems
+    expected = [
+        "A1 tile (2, 0) (array adj/1/2_0) is not A0 tile (0, 2) transposed: weights differ",
+        "A0 tile (1, 1) (array adj/0/1_1): column index outside",
+        "array perm/c: not a permutation (node ids repeated)",
+        "array nodes/labels/r: values outside [-1, 3] in rows 0-127",
+        "array nodes/split/c: codes other than [-1, 0, 1, 2] in rows 0-127",
+    ]
+    for text in expected:
+        assert any(p.startswith(text) for p in problems), (text, problems)
