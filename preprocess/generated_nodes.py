@@ -35,12 +35,17 @@ class RandomFeatures(FeatureSource):
         return self._num_nodes
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
-        f = np.uint64(self.num_features)
-        counter = rows.astype(np.uint64)[:, None] * f + np.arange(self.num_features, dtype=np.uint64)[None, :]
-        with np.errstate(over="ignore"):
-            bits = _splitmix64(counter + np.uint64(self.seed) * _MIX2)
-        values = ((bits >> np.uint64(40)).astype(np.float32) + 1.0) / np.float32(1 << 24)
+        values = uniform_rows(rows, self.num_features, self.seed)
         return values / values.sum(axis=1, keepdims=True)
+
+
+def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
+    """float32 values in (0, 1], one row per node id of `rows`, a pure function of (seed, node, column)."""
+    f = np.uint64(num_features)
+    counter = rows.astype(np.uint64)[:, None] * f + np.arange(num_features, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):
+        bits = _splitmix64(counter + np.uint64(seed) * _MIX2)
+    return ((bits >> np.uint64(40)).astype(np.float32) + 1.0) / np.float32(1 << 24)
 
 
 def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:

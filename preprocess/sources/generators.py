@@ -1,7 +1,8 @@
 """Built-in graph generators: R-MAT (Graph500 Kronecker) and 2D lattices, generated chunk by chunk.
 
-Edges come in fixed generator blocks seeded by (seed, block), so the graph never depends on how the
-pipeline groups blocks into chunks, and scale 26 never holds its edge list in memory.
+R-MAT edges come in fixed generator blocks seeded by (seed, block) (sources/blocks.py), so the graph never
+depends on how the pipeline groups blocks into chunks, and scale 26 never holds its edge list in memory.
+The stochastic block model with planted classes (`sbm:...`, the demo that learns) is in sources/sbm.py.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.geometry import ceil_div
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, GraphSource
+from gtool.preprocess.sources.blocks import BlockedChunk, block_ranges
+from gtool.preprocess.sources.sbm import parse_sbm
 
 RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
-RMAT_BLOCK = 1 << 20
 DEFAULT_GENERATOR_SEED = 1
 
 
@@ -36,23 +37,17 @@ def rmat_block(scale: int, seed: int, block: int, count: int) -> tuple[np.ndarra
 
 
 @dataclass(frozen=True)
-class RmatChunk(EdgeChunk):
+class RmatChunk(BlockedChunk):
     """Generator blocks [first, last) of an R-MAT graph."""
 
     scale: int
-    edges: int
     seed: int
-    first: int
-    last: int
 
-    def read(self) -> EdgeBlock:
-        parts = []
-        for b in range(self.first, self.last):
-            count = min(RMAT_BLOCK, self.edges - b * RMAT_BLOCK)
-            parts.append(rmat_block(self.scale, self.seed, b, count))
-        src = np.concatenate([p[0] for p in parts])
-        dst = np.concatenate([p[1] for p in parts])
-        return EdgeBlock(src, dst, where=f"rmat:{self.scale} blocks {self.first}-{self.last}")
+    def block(self, index: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        return rmat_block(self.scale, self.seed, index, count)
+
+    def name(self) -> str:
+        return f"rmat:{self.scale}"
 
 
 class RmatSource(GraphSource):
@@ -71,11 +66,9 @@ class RmatSource(GraphSource):
         return 1 << self.scale
 
     def edge_chunks(self, edges_per_chunk: int) -> list[RmatChunk]:
-        blocks = ceil_div(self.edges, RMAT_BLOCK)
-        per = max(1, edges_per_chunk // RMAT_BLOCK)
         return [
-            RmatChunk(self.scale, self.edges, self.seed, b, min(b + per, blocks))
-            for b in range(0, blocks, per)
+            RmatChunk(self.edges, first, last, scale=self.scale, seed=self.seed)
+            for first, last in block_ranges(self.edges, edges_per_chunk)
         ]
 
     def describe(self) -> dict[str, Any]:
@@ -131,10 +124,12 @@ class GridSource(GraphSource):
 
 
 def parse_generator(spec: str) -> GraphSource | None:
-    """A generator source for 'rmat:...' or 'grid:...', or None if `spec` names no generator."""
+    """A generator source for 'rmat:...', 'grid:...' or 'sbm:...', or None if `spec` names no generator."""
     kind, _, args = spec.partition(":")
-    if kind not in ("rmat", "grid") or not args:
+    if kind not in ("rmat", "grid", "sbm") or not args:
         return None
+    if kind == "sbm":
+        return parse_sbm(spec, args)
     try:
         if kind == "rmat":
             nums = [int(a) for a in args.split(":")]
