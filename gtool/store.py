@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zarr
 
-from gtool import layout
+from gtool import convert, layout
 from gtool.chunks import read_checked
 from gtool.errors import StoreError
 from gtool.geometry import tile_range, tile_size
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,35 @@ class Store:
         if problem:
             raise StoreError(f"{where}: {problem}")
         return tile
+
+    def iter_tiles(self, matrix: int = 0) -> Iterator[tuple[int, int, TileData]]:
+        """(i, j, tile) for every tile of a matrix in row-major order, each read and checked when reached."""
+        for i in range(self.tiles):
+            for j in range(self.tiles):
+                yield i, j, self.read_tile(matrix, i, j)
+
+    def to_scipy(self, matrix: int = 0) -> sp.csr_matrix:
+        """The normalized adjacency (self-loops included) by original node id, as float32 scipy CSR.
+
+        Whole-graph, in memory; `matrix` 1 gives the same graph from A1's tiles (a two-matrix store)."""
+        return convert.original_adjacency(self, matrix)
+
+    def features(self) -> np.ndarray:
+        """float32[N, F] node features by original node id."""
+        return convert.original_features(self)
+
+    def labels(self) -> np.ndarray:
+        """int64 labels by original node id (-1: unlabelled)."""
+        return convert.original_labels(self)
+
+    def split(self) -> np.ndarray:
+        """int8 split codes by original node id: 0 train, 1 valid, 2 test, -1 none."""
+        return convert.original_split(self)
+
+    def to_pyg(self) -> Any:
+        """The whole graph as a torch_geometric.data.Data in original node order (needs torch_geometric;
+        ImportError saying so otherwise). See gtool.convert.to_pyg for the fields."""
+        return convert.to_pyg(self)
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
