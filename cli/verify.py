@@ -37,9 +37,12 @@ def summary_table(report: VerifyReport) -> Table:
             "their tile, finite positive weights, tile and total nnz as in the metadata",
         )
     if report.transposed_pairs:
+        other = "A1" if 1 in report.tiles else "A0"
         table.add_row(
-            "symmetry", f"{report.transposed_pairs:,} tile pairs: A1 tile (j, i) = A0 tile (i, j)^T"
+            "symmetry", f"{report.transposed_pairs:,} tile pairs: {other} tile (j, i) = A0 tile (i, j)^T"
         )
+    else:
+        table.add_row("symmetry", "not checked: the graph is not symmetrized")
     table.add_row("permutations", "perm/r and perm/c hold every node id once (scheme respected)")
     table.add_row(
         "nodes", f"{report.node_rows:,} feature rows finite; labels and splits of both orders in range"
