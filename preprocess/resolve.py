@@ -25,15 +25,15 @@ def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
         return generated
     path = Path(spec)
     if path.is_dir() and is_planetoid_dir(path):
-        from gtool.preprocess.sources.planetoid import open_planetoid
+        from gtool.preprocess.sources.planetoid.source import open_planetoid
 
         return open_planetoid(str(path))
     if path.is_file():
         from gtool.preprocess.sources.edgefiles import open_edge_file
 
         return open_edge_file(str(path), options.num_nodes)
-    from gtool.preprocess.sources.ogb import open_ogb
-    from gtool.preprocess.sources.ogb_layout import known_dataset
+    from gtool.preprocess.sources.ogb.layout import known_dataset
+    from gtool.preprocess.sources.ogb.source import open_ogb
 
     if path.is_dir() or known_dataset(spec) is not None:
         return open_ogb(spec, options.root)

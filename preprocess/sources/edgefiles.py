@@ -7,10 +7,10 @@ from collections.abc import Callable
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.fileinfo import check_readable
-from gtool.preprocess.sources.mtx import MtxSource
 from gtool.preprocess.sources.numpyedges import open_npy_edges, open_npz_edges
 from gtool.preprocess.sources.parquetedges import ParquetEdgeSource
-from gtool.preprocess.sources.textedges import TextEdgeSource
+from gtool.preprocess.sources.text.edges import TextEdgeSource
+from gtool.preprocess.sources.text.mtx import MtxSource
 
 Opener = Callable[[str, int | None], GraphSource]
 

@@ -13,7 +13,7 @@ from gtool.npyio import header_lock, load_npy
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import npz_keys
-from gtool.preprocess.sources.textparse import (
+from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
     data_lines,
     find_bad_line,

@@ -11,8 +11,8 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import MIB, describe_file
-from gtool.preprocess.sources.textfile import TextChunk, TextFile, TextFileSource
-from gtool.preprocess.sources.textparse import show, whole_number
+from gtool.preprocess.sources.text.file import TextChunk, TextFile, TextFileSource
+from gtool.preprocess.sources.text.parse import show, whole_number
 
 BANNER = "%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric|skew-symmetric"
 WEIGHTED_FIELDS = {"pattern": False, "real": True, "integer": True}

@@ -28,7 +28,7 @@ from gtool.preprocess.sources.fileinfo import (
     work_copy_path,
     write_once,
 )
-from gtool.preprocess.sources.textparse import (
+from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
     edge_line_check,
     find_bad_line,
