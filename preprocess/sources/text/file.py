@@ -38,6 +38,11 @@ from gtool.preprocess.sources.text.parse import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
+NEWLINE = ord("\n")
+BLANK = np.zeros(256, dtype=bool)
+BLANK[list(b" \t\r\v\f,")] = True
+COMMENT_START = np.zeros(256, dtype=bool)
+COMMENT_START[list(b"#%")] = True
 SCAN_BYTES = 64 * 1024
 ID_DTYPE = np.dtype(np.int64)
 WEIGHT_DTYPE = np.dtype(np.float64)
@@ -63,6 +68,25 @@ def count_newlines(path: str, end: int) -> int:
             if not piece:
                 break
             count += piece.count(b"\n")
+    return count
+
+
+def count_data_lines(path: str, start: int) -> int:
+    """Lines from byte `start` on that hold data (a token before any '#'/'%' comment), as the parsers read
+    them; counted with numpy over bounded pieces, without splitting lines."""
+    count, at_line_start = 0, True
+    with open(path, "rb") as f:
+        f.seek(start)
+        for piece in iter(lambda: f.read(COPY_BYTES), b""):
+            chars = np.frombuffer(piece, dtype=np.uint8)
+            chars = chars[~BLANK[chars]]
+            if not chars.size:
+                continue
+            first = np.empty(chars.size, dtype=bool)
+            first[0] = at_line_start
+            np.equal(chars[:-1], NEWLINE, out=first[1:])
+            count += int(np.count_nonzero(first & (chars != NEWLINE) & ~COMMENT_START[chars]))
+            at_line_start = bool(chars[-1] == NEWLINE)
     return count
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
+from gtool.preprocess.sources.text import file as textfile
 from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
 
 PATTERN = "%%MatrixMarket matrix coordinate pattern general\n"
@@ -86,3 +87,32 @@ def test_missing_value_in_real_matrix(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="weight") as info:
         read_all(open_edge_file(path), tmp_path / "work")
     assert info.value.line == 4
+
+
+@pytest.mark.parametrize(("body", "found"), [("3 3 3\n1 2\n2 3\n", 2), ("3 3 1\n1 2\n\n% c\n2 3\n", 2)])
+def test_entry_count_must_match_the_size_line(tmp_path: Path, body: str, found: int) -> None:
+    path = write_mtx(tmp_path / "g.mtx", PATTERN, "% c\n" + body)
+    declared = body.split("\n")[0].split()[2]
+    with pytest.raises(InputError, match=f"declares {declared} entries but the file holds {found}") as info:
+        open_edge_file(path).prepare(str(tmp_path / "work"))
+    assert info.value.where == path and info.value.line == 3
+
+
+def test_truncated_gzipped_mtx_names_the_file(tmp_path: Path) -> None:
+    src, dst = rmat_edges()
+    body = f"256 256 {len(src)}\n" + "".join(f"{s + 1} {d + 1}\n" for s, d in zip(src, dst, strict=True))
+    data = gzip.compress((PATTERN + body).encode())
+    path = tmp_path / "cut.mtx.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(InputError, match="truncated gzip") as info:
+        open_edge_file(str(path)).prepare(str(tmp_path / "work"))
+    assert info.value.where == str(path)
+
+
+def test_data_line_count_matches_the_parser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(textfile, "COPY_BYTES", 7)
+    text = "  1 2\r\n\n% c\n\t3,4 # x\n  # only\n , \n5 6\n7 8"
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    assert textfile.count_data_lines(str(path), 0) == 4
+    assert textfile.count_data_lines(str(path), text.index("3,4")) == 3
