@@ -16,6 +16,7 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource, NodeData
+from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
 from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.ogb.edges import EdgeArrayChunk, OgbEdges
@@ -28,11 +29,6 @@ from gtool.preprocess.sources.ogb.layout import (
     layout_of_directory,
 )
 from gtool.preprocess.sources.ogb.nodes import read_counts, read_labels, read_split
-
-
-def default_root() -> str:
-    """Where named datasets live: $GTOOL_DATA, else ./data."""
-    return os.environ.get("GTOOL_DATA") or "./data"
 
 
 class OgbSource(GraphSource):

@@ -17,10 +17,9 @@ import scipy.sparse as sp
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
+from gtool.preprocess.sources.planetoid.download import PARTS
 from gtool.preprocess.sources.planetoid.load import load_planetoid
 from gtool.preprocess.sources.planetoid.pickles import load_restricted
-
-PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
 
 
 def read_adjacency(path: str) -> dict[int, list[int]]:
