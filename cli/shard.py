@@ -66,7 +66,7 @@ def shard(
         None, "--num-nodes", help="Node count of an edge file (isolated nodes too)."
     ),
     features: str = typer.Option(
-        None, "--features", help="Node features .npy/.npz (may be larger than RAM)."
+        None, "--features", help="Node features .npy/.npz, or a scipy CSR .npz (may be larger than RAM)."
     ),
     labels: str = typer.Option(None, "--labels", help="Node labels .npy/.npz/.txt (-1: unlabelled)."),
     split: str = typer.Option(None, "--split", help="Split codes .npy (0 train, 1 valid, 2 test, -1 none)."),

@@ -11,7 +11,7 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef, check_kind
 from gtool.preprocess.sources.base import FeatureSource
-from gtool.preprocess.sources.nodefiles import READ_BYTES
+from gtool.preprocess.sources.fileinfo import READ_BYTES
 from gtool.preprocess.sources.sparse.compressed import Compressed, read_shape
 
 

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
+from gtool.preprocess.sources.nodefiles import load_features
 from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
 
 N = 256
@@ -158,3 +159,14 @@ def test_feature_column_out_of_range(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"column 12 is outside 0\.\.11") as info:
         features.read_rows(np.arange(N))
     assert info.value.index == "attr_indices[5]"
+
+
+def test_scipy_csr_features_file(tmp_path: Path) -> None:
+    attr = sp.random(40, 6, density=0.3, format="csr", random_state=2, dtype=np.float64)
+    sp.save_npz(tmp_path / "x.npz", attr)
+    features = load_features(str(tmp_path / "x.npz"))
+    features.prepare(str(tmp_path / "work"))
+    np.testing.assert_array_equal(features.read_rows(np.arange(40)), attr.toarray().astype(np.float32))
+    sp.save_npz(tmp_path / "c.npz", attr.tocsc())
+    with pytest.raises(InputError, match="sparse features must be 'csr'"):
+        load_features(str(tmp_path / "c.npz"))
