@@ -34,11 +34,14 @@ def rmat_edges(scale: int, factor: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def write_inputs(folder: Path, scale: int, factor: int) -> dict[str, Path]:
-    """The graph in every format measured, written once."""
+    """The graph in every format measured, written once (kept for reruns at the same size)."""
+    folder = folder / f"rmat-{scale}-{factor}"
+    files = {name: folder / name for name in ("edges.npy", "edges.mtx", "csr.npz", "coo.npz")}
+    if all(path.exists() for path in files.values()):
+        return files
     src, dst = rmat_edges(scale, factor)
     n = 1 << scale
     folder.mkdir(parents=True, exist_ok=True)
-    files = {name: folder / name for name in ("edges.npy", "edges.mtx", "csr.npz", "coo.npz")}
     np.save(files["edges.npy"], np.stack([src, dst]))
     with open(files["edges.mtx"], "w") as f:
         f.write(f"%%MatrixMarket matrix coordinate pattern general\n{n} {n} {src.size}\n")

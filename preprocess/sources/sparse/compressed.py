@@ -52,11 +52,11 @@ class Compressed:
         """Arrays `{prefix}indptr` and `{prefix}indices` of the .npz, checked against `shape`."""
         indptr, indices = ArrayRef(path, f"{prefix}indptr"), ArrayRef(path, f"{prefix}indices")
         outer = shape[0] if rows_outer else shape[1]
-        if one_d_ids(indptr) != outer + 1:
+        offsets = one_d_ids(indptr)
+        if offsets != outer + 1:
             axis = "rows" if rows_outer else "columns"
-            raise InputError(
-                indptr.where, f"{one_d_ids(indptr)} entries, expected {outer + 1} ({axis} + 1, shape {shape})"
-            )
+            problem = f"{offsets} entries, expected {outer + 1} ({axis} + 1, shape {shape})"
+            raise InputError(indptr.where, problem)
         return cls(indptr, indices, rows_outer, outer, one_d_ids(indices))
 
     def prepared(self, workdir: str) -> Compressed:

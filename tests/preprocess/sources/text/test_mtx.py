@@ -5,11 +5,13 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
 from gtool.preprocess.sources.text import file as textfile
+from gtool.preprocess.sources.text.parse import data_lines, normalize
 from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
 
 PATTERN = "%%MatrixMarket matrix coordinate pattern general\n"
@@ -110,9 +112,17 @@ def test_truncated_gzipped_mtx_names_the_file(tmp_path: Path) -> None:
 
 
 def test_data_line_count_matches_the_parser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(textfile, "COPY_BYTES", 7)
     text = "  1 2\r\n\n% c\n\t3,4 # x\n  # only\n , \n5 6\n7 8"
     path = tmp_path / "t.txt"
     path.write_text(text)
     assert textfile.count_data_lines(str(path), 0) == 4
     assert textfile.count_data_lines(str(path), text.index("3,4")) == 3
+    rng = np.random.default_rng(0)
+    lines = np.array(["1 2", "  3 4", "%c", "# c", "", " ", "5,6", "\t7 8", "9 9 % x", "\r", "1 1\r", "2 3"])
+    for _ in range(100):
+        text = "\n".join(rng.choice(lines, rng.integers(0, 20))) + rng.choice(["", "\n", " "])
+        path.write_text(text)
+        want = sum(1 for _ in data_lines(normalize(text.encode())))
+        for piece_bytes in (1, 3, 8, 1 << 20):
+            monkeypatch.setattr(textfile, "COPY_BYTES", piece_bytes)
+            assert textfile.count_data_lines(str(path), 0) == want, (text, piece_bytes)
