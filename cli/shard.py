@@ -48,9 +48,9 @@ def _bytes(text: str | None) -> int | None:
 def shard(
     source: str = typer.Argument(
         ...,
-        help="Edge file (.txt/.csv/.mtx/.npy/.npz/.parquet, optionally .gz), OGB name (arxiv, products, "
-        "papers100m) or directory, Planetoid directory, or generator "
-        "(rmat:SCALE[:EDGEFACTOR[:SEED]], grid:RxC).",
+        help="Edge file (.txt/.csv/.mtx/.npy/.parquet, optionally .gz; .npz edge arrays, scipy.sparse "
+        "matrix or GNN-benchmark graph), dataset name (cora, citeseer, pubmed, arxiv, products, papers100m), "
+        "OGB or Planetoid directory, or generator (rmat:SCALE[:EDGEFACTOR[:SEED]], grid:RxC).",
     ),
     tiles: str = typer.Option("16x16", "--tiles", "-t", help="Tile grid T x T."),
     output: str = typer.Option(None, "--output", "-o", help="Store path or fsspec URL [default: NAME.zarr]."),
@@ -66,7 +66,7 @@ def shard(
         None, "--num-nodes", help="Node count of an edge file (isolated nodes too)."
     ),
     features: str = typer.Option(
-        None, "--features", help="Node features .npy/.npz (may be larger than RAM)."
+        None, "--features", help="Node features .npy/.npz, or a scipy CSR .npz (may be larger than RAM)."
     ),
     labels: str = typer.Option(None, "--labels", help="Node labels .npy/.npz/.txt (-1: unlabelled)."),
     split: str = typer.Option(None, "--split", help="Split codes .npy (0 train, 1 valid, 2 test, -1 none)."),
@@ -74,7 +74,9 @@ def shard(
     num_classes: int = typer.Option(
         32, "--num-classes", help="Degree-quantile classes when it has no labels."
     ),
-    root: str = typer.Option(None, "--root", help="OGB data root [default: $GTOOL_DATA, else ./data]."),
+    root: str = typer.Option(
+        None, "--root", help="Where named datasets are kept [default: $GTOOL_DATA, else ./data]."
+    ),
     memory_limit: str = typer.Option(
         None, "--memory-limit", help="Peak memory of the whole run, e.g. 2GB [default: half of this machine]."
     ),

@@ -1,4 +1,5 @@
-"""Turn a SOURCE argument into a GraphSource: generator, existing directory or file, else an OGB name.
+"""Turn a SOURCE argument into a GraphSource: generator, existing directory or file, else a dataset name
+(Planetoid or OGB).
 
 Readers are imported only for the kind of source named: the file readers pull in pandas and pyarrow,
 about 75 MB that a generator run (and its memory budget) should not pay for.
@@ -25,21 +26,29 @@ def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
         return generated
     path = Path(spec)
     if path.is_dir() and is_planetoid_dir(path):
-        from gtool.preprocess.sources.planetoid import open_planetoid
+        from gtool.preprocess.sources.planetoid.source import open_planetoid
 
         return open_planetoid(str(path))
     if path.is_file():
         from gtool.preprocess.sources.edgefiles import open_edge_file
 
         return open_edge_file(str(path), options.num_nodes)
-    from gtool.preprocess.sources.ogb import open_ogb
-    from gtool.preprocess.sources.ogb_layout import known_dataset
+    from gtool.preprocess.sources.dataroot import default_root
+    from gtool.preprocess.sources.planetoid.download import fetch_planetoid, planetoid_name
+
+    name = planetoid_name(spec)
+    if name is not None and not path.exists():
+        from gtool.preprocess.sources.planetoid.source import open_planetoid
+
+        return open_planetoid(str(fetch_planetoid(name, options.root or default_root(), options.progress)))
+    from gtool.preprocess.sources.ogb.layout import known_dataset
+    from gtool.preprocess.sources.ogb.source import open_ogb
 
     if path.is_dir() or known_dataset(spec) is not None:
         return open_ogb(spec, options.root)
     raise InputError(
         spec,
         "no such file or directory, and not a source name; SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/"
-        ".parquet, optionally .gz), an OGB or Planetoid directory, an OGB name (arxiv, products, papers100m) "
-        "or a generator (rmat:SCALE[:EDGEFACTOR], grid:RxC)",
+        ".parquet, optionally .gz), an OGB or Planetoid directory, a dataset name (cora, citeseer, pubmed, "
+        "arxiv, products, papers100m) or a generator (rmat:SCALE[:EDGEFACTOR], grid:RxC)",
     )

@@ -7,17 +7,31 @@ from collections.abc import Callable
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.fileinfo import check_readable
-from gtool.preprocess.sources.mtx import MtxSource
+from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.numpyedges import open_npy_edges, open_npz_edges
 from gtool.preprocess.sources.parquetedges import ParquetEdgeSource
-from gtool.preprocess.sources.textedges import TextEdgeSource
+from gtool.preprocess.sources.sparse.benchmark import BENCHMARK_KEYS, BenchmarkSource
+from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, open_scipy_npz
+from gtool.preprocess.sources.text.edges import TextEdgeSource
+from gtool.preprocess.sources.text.mtx import MtxSource
 
 Opener = Callable[[str, int | None], GraphSource]
+
+
+def open_npz(path: str, num_nodes: int | None = None) -> GraphSource:
+    """An .npz in any layout gtool reads: a scipy.sparse matrix, a GNN-benchmark graph or edge arrays."""
+    keys = set(npz_keys(path))
+    if keys >= SCIPY_KEYS:
+        return open_scipy_npz(path, num_nodes)
+    if keys >= BENCHMARK_KEYS:
+        return BenchmarkSource(path, num_nodes)
+    return open_npz_edges(path, num_nodes)
+
 
 OPENERS: dict[str, Opener] = {
     ".mtx": MtxSource,
     ".npy": open_npy_edges,
-    ".npz": open_npz_edges,
+    ".npz": open_npz,
     ".parquet": ParquetEdgeSource,
     ".pq": ParquetEdgeSource,
 }

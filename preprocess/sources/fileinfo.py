@@ -12,6 +12,7 @@ from gtool.preprocess.sources.base import GraphSource
 
 MIB = 1 << 20
 COPY_BYTES = 16 * MIB
+READ_BYTES = 64 * MIB
 CHECKSUM_KEY = "sha256_first_mib_last_mib_size"
 
 

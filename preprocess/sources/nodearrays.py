@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.npyio import header_lock, load_npy
+from gtool.npyio import header_lock
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import npz_keys
-from gtool.preprocess.sources.textparse import (
+from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
     data_lines,
     find_bad_line,
@@ -77,10 +77,10 @@ def pick_key(path: str, preferred: tuple[str, ...]) -> str:
 
 def load_array(ref: ArrayRef) -> np.ndarray:
     """A whole (small) array of a .npy or .npz, never unpickling."""
+    if ref.key is None:
+        return np.array(ref.open())
     ref.header()
     try:
-        if ref.key is None:
-            return load_npy(ref.path, mmap=False)
         with header_lock(), np.load(ref.path, allow_pickle=False) as archive:
             return archive[ref.key]
     except (ValueError, OSError, EOFError) as exc:

@@ -7,9 +7,11 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind
 from gtool.preprocess.sources.base import FeatureSource
-from gtool.preprocess.sources.fileinfo import MIB, check_readable
+from gtool.preprocess.sources.fileinfo import READ_BYTES, check_readable
 from gtool.preprocess.sources.nodearrays import NodeValues, load_array, pick_key, read_node_values
 from gtool.preprocess.sources.npzmember import npz_keys
+from gtool.preprocess.sources.sparse.features import CsrFeatures
+from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, read_format
 
 FEATURE_KEYS = ("node_feat", "features", "x")
 LABEL_KEYS = ("node_label", "labels", "label", "y")
@@ -27,7 +29,6 @@ SPLIT_WORDS = {
     "2": 2,
     "-1": -1,
 }
-READ_BYTES = 64 * MIB
 UNKNOWN = -2
 
 
@@ -71,7 +72,8 @@ class FeatureArray(FeatureSource):
 
 
 def load_features(path: str) -> FeatureSource:
-    """Node features of a .npy (memory-mapped) or .npz (the only array, or 'node_feat'/'features'/'x').
+    """Node features of a .npy (memory-mapped), an .npz (the only array, or 'node_feat'/'features'/'x'),
+    or a scipy.sparse CSR matrix saved by save_npz (densified by row blocks).
 
     Any numeric dtype is returned as float32. A compressed .npz member needs `prepare(workdir)` before
     `read_rows`, which extracts it once.
@@ -80,6 +82,11 @@ def load_features(path: str) -> FeatureSource:
     lower = path.lower()
     if lower.endswith(".npy"):
         return FeatureArray(ArrayRef(path))
+    if lower.endswith(".npz") and set(npz_keys(path)) >= SCIPY_KEYS:
+        fmt = read_format(path)
+        if fmt != "csr":
+            raise InputError(f"{path}[format]", f"sparse features must be 'csr' (use .tocsr()), got '{fmt}'")
+        return CsrFeatures(path, "")
     if lower.endswith(".npz"):
         return FeatureArray(ArrayRef(path, pick_key(path, FEATURE_KEYS)))
     raise InputError(path, "expected node features as a .npy or .npz array file")

@@ -18,6 +18,11 @@ from gtool.preprocess.sources.fileinfo import FileSource, describe_file
 from gtool.preprocess.sources.npzmember import NpzMember, npz_keys
 
 ID_KINDS = "iuf"
+NPZ_LAYOUTS = (
+    "arrays 'edge_index' (2 x M) or 'src' and 'dst', a scipy.sparse save_npz matrix ('format', 'shape', "
+    "'indptr' and 'indices' or 'row' and 'col') or a GNN-benchmark graph ('adj_indptr', 'adj_indices', "
+    "'adj_shape')"
+)
 
 
 @dataclass(frozen=True)
@@ -123,10 +128,10 @@ def edge_index_columns(ref: ArrayRef) -> tuple[EdgeColumn, EdgeColumn, int]:
     raise InputError(ref.where, f"expected a 2 x M or M x 2 edge array, got shape {shape}")
 
 
-def src_dst_columns(path: str) -> tuple[EdgeColumn, EdgeColumn, int]:
-    """Columns of the 1-D 'src' and 'dst' arrays of an .npz, and their common length."""
+def src_dst_columns(path: str, keys: tuple[str, str] = ("src", "dst")) -> tuple[EdgeColumn, EdgeColumn, int]:
+    """Columns of the 1-D source and destination arrays `keys` of an .npz, and their common length."""
     lengths = []
-    for key in ("src", "dst"):
+    for key in keys:
         ref = ArrayRef(path, key)
         shape, dtype = ref.header()
         check_kind(dtype, ref.where, "integer node ids", ID_KINDS)
@@ -135,9 +140,10 @@ def src_dst_columns(path: str) -> tuple[EdgeColumn, EdgeColumn, int]:
         lengths.append(shape[0])
     if lengths[0] != lengths[1]:
         raise InputError(
-            path, f"'src' has {lengths[0]} ids but 'dst' has {lengths[1]}; expected equal lengths"
+            path,
+            f"'{keys[0]}' has {lengths[0]} ids but '{keys[1]}' has {lengths[1]}; expected equal lengths",
         )
-    return EdgeColumn(ArrayRef(path, "src")), EdgeColumn(ArrayRef(path, "dst")), lengths[0]
+    return EdgeColumn(ArrayRef(path, keys[0])), EdgeColumn(ArrayRef(path, keys[1])), lengths[0]
 
 
 def npz_num_nodes(path: str) -> int:
@@ -169,7 +175,7 @@ def open_npz_edges(path: str, num_nodes: int | None = None) -> ArrayEdgeSource:
         src, dst, edges = src_dst_columns(path)
     else:
         found = ", ".join(keys) or "none"
-        raise InputError(path, f"expected arrays 'edge_index' (2 x M) or 'src' and 'dst'; found: {found}")
+        raise InputError(path, f"expected {NPZ_LAYOUTS}; found: {found}")
     if num_nodes is None and "num_nodes" in keys:
         num_nodes = npz_num_nodes(path)
     return ArrayEdgeSource(path, "npz", src, dst, edges, num_nodes)

@@ -15,8 +15,8 @@ from gtool import layout
 from gtool.store import Store, open_store
 from tests.conftest import make_store
 from tests.preprocess.sources.helpers import rmat_edges
-from tests.preprocess.sources.test_ogb import N as OGB_NODES
-from tests.preprocess.sources.test_ogb import expected_split, save_with_ogb, toy_graph
+from tests.preprocess.sources.ogb.test_ogb import N as OGB_NODES
+from tests.preprocess.sources.ogb.test_ogb import expected_split, save_with_ogb, toy_graph
 from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble
 
 NODES = 256

@@ -1,6 +1,6 @@
 """OGB node-property datasets (ogbn-arxiv, ogbn-products, ogbn-papers100M) as a graph source.
 
-Read in OGB's own on-disk layout (see ogb_layout), in either raw form: the CSV form's edges and features
+Read in OGB's own on-disk layout (see ogb.layout), in either raw form: the CSV form's edges and features
 are converted once to .npy files in the prepare workdir; the binary form's big arrays are memory-mapped
 straight out of raw/data.npz, or extracted from it first when deflated. Nothing is loaded whole.
 """
@@ -16,23 +16,19 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource, NodeData
+from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
 from gtool.preprocess.sources.npzmember import npz_keys
-from gtool.preprocess.sources.ogb_edges import EdgeArrayChunk, OgbEdges
-from gtool.preprocess.sources.ogb_features import OgbFeatures
-from gtool.preprocess.sources.ogb_fetch import fetch
-from gtool.preprocess.sources.ogb_layout import (
+from gtool.preprocess.sources.ogb.edges import EdgeArrayChunk, OgbEdges
+from gtool.preprocess.sources.ogb.features import OgbFeatures
+from gtool.preprocess.sources.ogb.fetch import fetch
+from gtool.preprocess.sources.ogb.layout import (
     OgbLayout,
     dataset_names,
     known_dataset,
     layout_of_directory,
 )
-from gtool.preprocess.sources.ogb_nodes import read_counts, read_labels, read_split
-
-
-def default_root() -> str:
-    """Where named datasets live: $GTOOL_DATA, else ./data."""
-    return os.environ.get("GTOOL_DATA") or "./data"
+from gtool.preprocess.sources.ogb.nodes import read_counts, read_labels, read_split
 
 
 class OgbSource(GraphSource):

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.ogb_layout import OgbLayout
+from gtool.preprocess.sources.ogb.layout import OgbLayout
 
 
 def move_missing(unpacked: Path, target: Path) -> None:

@@ -1,6 +1,6 @@
 """Planetoid citation graphs (Cora, CiteSeer, PubMed) from Kipf & Welling's `ind.NAME.*` files.
 
-Node data comes from planetoid_load (Kipf's exact loading); features stay raw (the trainer row-normalizes
+Node data comes from planetoid.load (Kipf's exact loading); features stay raw (the trainer row-normalizes
 them). Edges are the adjacency lists of ind.NAME.graph, undirected, as stored (duplicates included).
 """
 
@@ -17,10 +17,9 @@ import scipy.sparse as sp
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
-from gtool.preprocess.sources.planetoid_load import load_planetoid
-from gtool.preprocess.sources.planetoid_pickle import load_restricted
-
-PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
+from gtool.preprocess.sources.planetoid.download import PARTS
+from gtool.preprocess.sources.planetoid.load import load_planetoid
+from gtool.preprocess.sources.planetoid.pickles import load_restricted
 
 
 def read_adjacency(path: str) -> dict[int, list[int]]:

@@ -10,8 +10,8 @@ import numpy as np
 from gtool import layout
 from gtool.errors import InputError
 from gtool.preprocess.sources.npzmember import NpzMember
-from gtool.preprocess.sources.ogb_csv import read_csv_column
-from gtool.preprocess.sources.ogb_pt import load_pt
+from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
+from gtool.preprocess.sources.ogb.pt import load_pt
 
 FLAT_CHUNK = 1 << 22
 Locate = Callable[[int], tuple[int | None, str | None]]

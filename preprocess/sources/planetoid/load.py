@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from gtool import layout
 from gtool.errors import InputError
-from gtool.preprocess.sources.planetoid_pickle import load_restricted, to_csr
+from gtool.preprocess.sources.planetoid.pickles import load_restricted, to_csr
 
 NUM_VALID = 500
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from gtool import layout
 from gtool.errors import InputError
-from gtool.preprocess.sources.ogb_pt import load_pt
+from gtool.preprocess.sources.ogb.pt import load_pt
 
 SHORT_NAMES = {"arxiv": "ogbn-arxiv", "products": "ogbn-products", "papers100m": "ogbn-papers100M"}
 GRAPH_FILES = {

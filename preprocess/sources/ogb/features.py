@@ -7,8 +7,8 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.base import FeatureSource
-from gtool.preprocess.sources.ogb_arrays import materialize
-from gtool.preprocess.sources.ogb_csv import count_columns
+from gtool.preprocess.sources.ogb.arrays import materialize
+from gtool.preprocess.sources.ogb.csvfiles import count_columns
 
 
 class OgbFeatures(FeatureSource):

@@ -20,8 +20,8 @@ import torch
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import check_edge_ids
 from gtool.preprocess.sources.generators import RmatSource
-from gtool.preprocess.sources.ogb import OgbSource, open_ogb
-from gtool.preprocess.sources.ogb_layout import known_dataset
+from gtool.preprocess.sources.ogb.layout import known_dataset
+from gtool.preprocess.sources.ogb.source import OgbSource, open_ogb
 
 N = 64
 SPLIT = {"train": np.arange(0, 30), "valid": np.arange(30, 40), "test": np.arange(40, 50)}

@@ -28,7 +28,7 @@ from gtool.preprocess.sources.fileinfo import (
     work_copy_path,
     write_once,
 )
-from gtool.preprocess.sources.textparse import (
+from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
     edge_line_check,
     find_bad_line,
@@ -38,6 +38,13 @@ from gtool.preprocess.sources.textparse import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
+NEWLINE = ord("\n")
+BLANK = np.zeros(256, dtype=bool)
+BLANK[list(b" \t\r\v\f,")] = True
+COMMENT_START = np.zeros(256, dtype=bool)
+COMMENT_START[list(b"#%")] = True
+NOT_DATA_START = BLANK | COMMENT_START
+NOT_DATA_START[NEWLINE] = True
 SCAN_BYTES = 64 * 1024
 ID_DTYPE = np.dtype(np.int64)
 WEIGHT_DTYPE = np.dtype(np.float64)
@@ -64,6 +71,38 @@ def count_newlines(path: str, end: int) -> int:
                 break
             count += piece.count(b"\n")
     return count
+
+
+def count_data_lines(path: str, start: int) -> int:
+    """Lines from byte `start` on that hold data (a token before any '#'/'%' comment), as the parsers read
+    them; counted over bounded pieces without splitting lines."""
+    count, at_line_start = 0, True
+    with open(path, "rb") as f:
+        f.seek(start)
+        for piece in iter(lambda: f.read(COPY_BYTES), b""):
+            found, at_line_start = piece_data_lines(piece, at_line_start)
+            count += found
+    return count
+
+
+def piece_data_lines(piece: bytes, at_line_start: bool) -> tuple[int, bool]:
+    """(data lines that start in `piece`, whether the next piece starts a line). When the piece holds no
+    comment and every line in it starts with a token, its line starts are its data lines; otherwise each
+    line's first non-blank character decides."""
+    chars = np.frombuffer(piece, dtype=np.uint8)
+    if b"%" not in piece and b"#" not in piece:
+        starts = np.flatnonzero(chars[:-1] == NEWLINE) + 1
+        leads = chars[starts]
+        if not NOT_DATA_START[leads].any() and not (at_line_start and NOT_DATA_START[chars[0]]):
+            return int(at_line_start) + starts.size, bool(chars[-1] == NEWLINE)
+    chars = chars[~BLANK[chars]]
+    if not chars.size:
+        return 0, at_line_start
+    first = np.empty(chars.size, dtype=bool)
+    first[0] = at_line_start
+    np.equal(chars[:-1], NEWLINE, out=first[1:])
+    found = int(np.count_nonzero(first & (chars != NEWLINE) & ~COMMENT_START[chars]))
+    return found, bool(chars[-1] == NEWLINE)
 
 
 def next_line_start(f: IO[bytes], pos: int) -> int:

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import check_edge_ids
-from gtool.preprocess.sources.planetoid import PlanetoidSource, open_planetoid
+from gtool.preprocess.sources.planetoid.source import PlanetoidSource, open_planetoid
 
 
 def read_edges(source: PlanetoidSource, edges_per_chunk: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gtool.errors import InputError
-from gtool.preprocess.sources import ogb_csv
+from gtool.preprocess.sources.ogb import csvfiles as ogb_csv
 
 
 def gz(path: Path, text: str) -> str:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
+from gtool.preprocess.sources.text import file as textfile
+from gtool.preprocess.sources.text.parse import data_lines, normalize
 from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
 
 PATTERN = "%%MatrixMarket matrix coordinate pattern general\n"
@@ -86,3 +89,40 @@ def test_missing_value_in_real_matrix(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="weight") as info:
         read_all(open_edge_file(path), tmp_path / "work")
     assert info.value.line == 4
+
+
+@pytest.mark.parametrize(("body", "found"), [("3 3 3\n1 2\n2 3\n", 2), ("3 3 1\n1 2\n\n% c\n2 3\n", 2)])
+def test_entry_count_must_match_the_size_line(tmp_path: Path, body: str, found: int) -> None:
+    path = write_mtx(tmp_path / "g.mtx", PATTERN, "% c\n" + body)
+    declared = body.split("\n")[0].split()[2]
+    with pytest.raises(InputError, match=f"declares {declared} entries but the file holds {found}") as info:
+        open_edge_file(path).prepare(str(tmp_path / "work"))
+    assert info.value.where == path and info.value.line == 3
+
+
+def test_truncated_gzipped_mtx_names_the_file(tmp_path: Path) -> None:
+    src, dst = rmat_edges()
+    body = f"256 256 {len(src)}\n" + "".join(f"{s + 1} {d + 1}\n" for s, d in zip(src, dst, strict=True))
+    data = gzip.compress((PATTERN + body).encode())
+    path = tmp_path / "cut.mtx.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(InputError, match="truncated gzip") as info:
+        open_edge_file(str(path)).prepare(str(tmp_path / "work"))
+    assert info.value.where == str(path)
+
+
+def test_data_line_count_matches_the_parser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "  1 2\r\n\n% c\n\t3,4 # x\n  # only\n , \n5 6\n7 8"
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    assert textfile.count_data_lines(str(path), 0) == 4
+    assert textfile.count_data_lines(str(path), text.index("3,4")) == 3
+    rng = np.random.default_rng(0)
+    lines = np.array(["1 2", "  3 4", "%c", "# c", "", " ", "5,6", "\t7 8", "9 9 % x", "\r", "1 1\r", "2 3"])
+    for _ in range(100):
+        text = "\n".join(rng.choice(lines, rng.integers(0, 20))) + rng.choice(["", "\n", " "])
+        path.write_text(text)
+        want = sum(1 for _ in data_lines(normalize(text.encode())))
+        for piece_bytes in (1, 3, 8, 1 << 20):
+            monkeypatch.setattr(textfile, "COPY_BYTES", piece_bytes)
+            assert textfile.count_data_lines(str(path), 0) == want, (text, piece_bytes)

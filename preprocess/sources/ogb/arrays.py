@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.fileinfo import work_copy_path
-from gtool.preprocess.sources.ogb_csv import csv_to_npy
+from gtool.preprocess.sources.ogb.csvfiles import csv_to_npy
 
 
 def materialize(

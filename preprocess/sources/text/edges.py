@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gtool.preprocess.sources.fileinfo import describe_file
-from gtool.preprocess.sources.textfile import TextChunk, TextFileSource
+from gtool.preprocess.sources.text.file import TextChunk, TextFileSource
 
 
 class TextEdgeSource(TextFileSource):

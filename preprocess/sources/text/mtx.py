@@ -11,8 +11,8 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import MIB, describe_file
-from gtool.preprocess.sources.textfile import TextChunk, TextFile, TextFileSource
-from gtool.preprocess.sources.textparse import show, whole_number
+from gtool.preprocess.sources.text.file import TextChunk, TextFile, TextFileSource, count_data_lines
+from gtool.preprocess.sources.text.parse import show, whole_number
 
 BANNER = "%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric|skew-symmetric"
 WEIGHTED_FIELDS = {"pattern": False, "real": True, "integer": True}
@@ -29,6 +29,7 @@ class MtxHeader:
     cols: int
     entries: int
     data_start: int
+    size_line: int
 
 
 def parse_banner(path: str, banner: bytes) -> tuple[str, str]:
@@ -69,7 +70,7 @@ def read_mtx_header(file: TextFile) -> MtxHeader:
             tokens = text.split()
             if tokens and not tokens[0].startswith(b"%"):
                 rows, cols, entries = parse_size_line(file.path, tokens, line)
-                return MtxHeader(value_field, symmetry, rows, cols, entries, offset)
+                return MtxHeader(value_field, symmetry, rows, cols, entries, offset, line)
     raise InputError(file.path, "no size line 'ROWS COLS ENTRIES' after the banner and comments")
 
 
@@ -125,6 +126,19 @@ class MtxSource(TextFileSource):
     def __init__(self, path: str, num_nodes: int | None = None):
         super().__init__(path, num_nodes)
         self.header = read_mtx_header(self.file)
+
+    def prepare(self, workdir: str) -> None:
+        """Decompress a gzipped file, then check that it holds as many entries as its size line says."""
+        super().prepare(workdir)
+        found = count_data_lines(self.file.plain(), self.header.data_start)
+        if found != self.header.entries:
+            cut = " (truncated?)" if found < self.header.entries else ""
+            raise InputError(
+                self.path,
+                f"the size line declares {self.header.entries:,} entries but the file holds {found:,} "
+                f"entry lines{cut}",
+                line=self.header.size_line,
+            )
 
     def num_nodes(self) -> int:
         return self.header.rows if self.declared_nodes is None else self.declared_nodes

@@ -1,0 +1,1 @@
+"""Planetoid citation graphs (Cora, CiteSeer, PubMed): the ind.NAME.* files and their download."""

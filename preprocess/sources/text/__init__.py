@@ -1,0 +1,1 @@
+"""Text graph formats: edge lists and Matrix Market, parsed in byte-range chunks."""
