@@ -20,7 +20,7 @@ MIN_CHUNK_EDGES = 1 << 16
 MAX_CHUNK_EDGES = 1 << 21
 MIN_GROUP_ENTRIES = 1 << 18
 MAX_GROUP_ENTRIES = 1 << 23
-TASKS_PER_WORKER = 4
+TASKS_PER_WORKER = 8
 """Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
 
 _UNITS = {

@@ -5,17 +5,20 @@ from __future__ import annotations
 import os
 import resource
 import threading
+import time
 from pathlib import Path
 
 import psutil
 
-SAMPLE_SECONDS = 0.25
+SAMPLE_SECONDS = 0.5
+LOOKUP_SECONDS = 2.0
+"""How often the list of descendant processes is refreshed (finding them reads every process's status)."""
 
 
-def tree_rss(process: psutil.Process) -> int:
-    """Resident bytes of a process and all its descendants (the local cluster's worker processes)."""
+def rss_sum(processes: list[psutil.Process]) -> int:
+    """Resident bytes of some processes (those that ended count 0)."""
     total = 0
-    for p in [process, *process.children(recursive=True)]:
+    for p in processes:
         try:
             total += p.memory_info().rss
         except psutil.Error:
@@ -36,8 +39,8 @@ def folder_bytes(folder: Path) -> int:
 
 
 class HighWater:
-    """Samples, every SAMPLE_SECONDS while open, the RSS summed over this process and its children and
-    the bytes in the spill folder, keeping the largest of each."""
+    """Samples, every SAMPLE_SECONDS while open, the RSS summed over this process and its descendants
+    and the bytes in the spill folder, keeping the largest of each."""
 
     def __init__(self, spill: Path):
         self.spill = spill
@@ -56,14 +59,14 @@ class HighWater:
 
     def _watch(self) -> None:
         me = psutil.Process()
+        tree, looked_up = [me], 0.0
         while True:
-            self.sample(me)
+            if time.monotonic() - looked_up > LOOKUP_SECONDS:
+                tree, looked_up = [me, *me.children(recursive=True)], time.monotonic()
+            self.peak_rss = max(self.peak_rss, rss_sum(tree))
+            self.peak_spill = max(self.peak_spill, folder_bytes(self.spill))
             if self._stop.wait(SAMPLE_SECONDS):
                 return
-
-    def sample(self, me: psutil.Process) -> None:
-        self.peak_rss = max(self.peak_rss, tree_rss(me))
-        self.peak_spill = max(self.peak_spill, folder_bytes(self.spill))
 
     @property
     def peak_rss_mb(self) -> float:

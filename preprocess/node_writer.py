@@ -9,6 +9,7 @@ import zarr
 
 from gtool import layout
 from gtool.preprocess import spill
+from gtool.preprocess.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
 
 FEATURE_CHUNK_BYTES = 8 << 20
@@ -32,7 +33,7 @@ def feature_chunk_rows(num_features: int) -> int:
 def create_feature_array(store: str, num_nodes: int, num_features: int) -> list[tuple[int, int]]:
     """Create nodes/features and return its chunk-aligned row ranges (one write task each)."""
     rows = feature_chunk_rows(num_features)
-    zarr.create_array(
+    create_array(
         store=store,
         name=layout.FEATURES,
         shape=(num_nodes, num_features),
@@ -57,14 +58,14 @@ def write_node_arrays(
 ) -> None:
     """Labels and splits in pr order (.../r) and pc order (.../c)."""
     for order, perm in (("r", pr), ("c", pc)):
-        zarr.create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
-        zarr.create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
+        create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
+        create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
 
 
 def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
     """perm/r and perm/c as int64."""
-    zarr.create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
-    zarr.create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
+    create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
+    create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
 
 
 def _chunks(array: np.ndarray) -> tuple[int, ...]:

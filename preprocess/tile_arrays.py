@@ -11,6 +11,7 @@ from zarr.core.chunk_grids import RegularChunkGrid
 from zarr.storage import FsspecStore, LocalStore, MemoryStore
 
 from gtool import layout
+from gtool.preprocess.codecs import create_array
 from gtool.preprocess.staging import is_url
 
 TILE_CHUNK = 1 << 20
@@ -18,7 +19,7 @@ TILE_CHUNK = 1 << 20
 
 @cache
 def _template(dtype: str):
-    return zarr.create_array(store=MemoryStore(), shape=(1,), dtype=dtype, chunks=(1,)).metadata
+    return create_array(store=MemoryStore(), shape=(1,), dtype=dtype, chunks=(1,)).metadata
 
 
 def tile_metadata(dtype: str, nnz: int):
