@@ -54,7 +54,7 @@ from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource,
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url
 from gtool.preprocess.summary import ShardSummary
-from gtool.preprocess.tile_arrays import create_tile_arrays
+from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.tilestats import tile_stats
 from gtool.version import __version__
 
@@ -372,7 +372,7 @@ class ShardRun:
                 tasks.append(TileWrite(1, i, j, paths, int(tile_nnz[1][i, j]), row_scale, col_scale, rows))
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         with self.timed("write"):
-            create_tile_arrays(self.store, tile_nnz)
+            create_matrix_groups(self.store, tile_nnz)
             for _ in self.stages.run("write tiles", write_tiles, work, plan):
                 pass
         return tile_nnz

@@ -16,6 +16,7 @@ from zarr.core.sync import sync
 from gtool import layout
 from gtool.preprocess import spill
 from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.tile_arrays import tile_nodes, zarr_store
 
 
 @dataclass(frozen=True)
@@ -146,14 +147,12 @@ def transposed_keys(runs: tuple[str, ...], lo: int, hi: int, tile_size: int) -> 
     return sorted_unique(parts)
 
 
-async def _open_tile(store: str, tile: TileWrite) -> dict[str, object]:
-    paths = [layout.tile_array(tile.matrix, tile.i, tile.j, f) for f in layout.TILE_FIELDS]
-    arrays = await asyncio.gather(*[zarr_async.open_array(store=store, path=p, mode="r+") for p in paths])
-    return dict(zip(layout.TILE_FIELDS, arrays, strict=True))
-
-
-async def _open_all(store: str, tiles: list[TileWrite]) -> list[dict[str, object]]:
-    return await asyncio.gather(*[_open_tile(store, t) for t in tiles])
+async def _create_all(store: str, tiles: list[TileWrite], nodes: dict) -> list[dict[str, object]]:
+    """Create the arrays of the tiles (`nodes`: their metadata) concurrently and return them by tile."""
+    created = {
+        path: array async for path, array in zarr_async.create_hierarchy(store=zarr_store(store), nodes=nodes)
+    }
+    return [{f: created[layout.tile_array(t.matrix, t.i, t.j, f)] for f in layout.TILE_FIELDS} for t in tiles]
 
 
 async def _set_all(writes: list[tuple[object, slice, np.ndarray]]) -> None:
@@ -173,13 +172,13 @@ def tile_entries(tile: TileWrite, round_: int, plan: PartitionPlan) -> dict[str,
 
 
 def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:
-    """Fill the (already created) arrays of a batch of tiles; returns the bytes written.
+    """Create and fill the arrays of a batch of tiles; returns the bytes written.
 
     Numpy work happens in this thread; the writes of all tiles of a round go to zarr concurrently. The
     rounds of one tile are written in order, so no two writes ever touch the same chunk at once.
     """
     store, tiles = batch
-    opened = sync(_open_all(store, tiles))
+    opened = sync(_create_all(store, tiles, tile_nodes((t.matrix, t.i, t.j, t.nnz) for t in tiles)))
     offsets = [0] * len(tiles)
     for round_ in range(max(t.rounds for t in tiles)):
         writes = []
