@@ -2,6 +2,8 @@
 
     python -m bench.bench_shard                      # rmat:20:8 16x16 (gtool and in-memory), rmat:24:8 at 2GB
     python -m bench.bench_shard --quick              # rmat:18:8 only
+    python -m bench.bench_shard --workers 1,2,4,8,16 [--source rmat:21:16] [--memory-limit 8GB]
+                                                     # parallel efficiency: wall, peak, speed-up per count
 
 Peak memory comes from ../shared/tools/peakmem (summed over the process tree). Results: bench/results/.
 """
@@ -46,6 +48,22 @@ def nonzeros(spec: str) -> int:
     return int(open_store(str(RESULTS / (spec.replace(":", "-") + ".zarr"))).meta["nnz"]["0"])
 
 
+def sweep(source: str, counts: list[int], extra: list[str]) -> list[dict]:
+    """`gtool shard SOURCE --tiles 16x16` at each worker count: wall, peak and speed-up over the first."""
+    rows = []
+    for w in counts:
+        rows.append(measure(f"gtool {source} -w {w}", gtool_shard(source, 16, ["--workers", str(w), *extra])))
+        rows[-1]["workers"] = w
+    print(f"{'workers':>7s} {'wall s':>8s} {'peak MB':>9s} {'speed-up':>9s} {'efficiency':>10s}")
+    for r in rows:
+        r["speedup"] = rows[0]["wall_s"] * rows[0]["workers"] / r["wall_s"] / rows[0]["workers"]
+        gain = r["speedup"] / (r["workers"] / rows[0]["workers"])
+        print(
+            f"{r['workers']:7d} {r['wall_s']:8.1f} {r['peak_rss_mb']:9.0f} {r['speedup']:8.2f}x {gain:9.0%}"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -53,8 +71,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="rmat:18:8 only")
     parser.add_argument("--no-baseline", action="store_true", help="skip the in-memory approach")
     parser.add_argument("--no-large", action="store_true", help="skip rmat:24:8")
+    parser.add_argument("--workers", help="comma-separated worker counts to sweep (e.g. 1,2,4,8,16)")
+    parser.add_argument("--source", default="rmat:20:8", help="what the --workers sweep shards")
+    parser.add_argument("--memory-limit", help="--memory-limit of every run of the sweep")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.workers:
+        extra = ["--memory-limit", args.memory_limit] if args.memory_limit else []
+        rows = sweep(args.source, [int(w) for w in args.workers.split(",")], extra)
+        (RESULTS / "bench_shard_workers.json").write_text(json.dumps(rows, indent=2))
+        for zarr_dir in RESULTS.glob("*.zarr"):
+            shutil.rmtree(zarr_dir)
+        return
     small = "rmat:18:8" if args.quick else "rmat:20:8"
     rows = [measure(f"gtool {small}", gtool_shard(small, 16, []))]
     rows[-1]["nnz"] = nonzeros(small)

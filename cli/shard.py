@@ -81,7 +81,10 @@ def shard(
         None, "--memory-limit", help="Peak memory of the whole run, e.g. 2GB [default: half of this machine]."
     ),
     workers: int = typer.Option(
-        None, "--workers", "-w", help="Worker threads of the local cluster [default: cores]."
+        None,
+        "--workers",
+        "-w",
+        help="Workers of the local cluster (1: in this process; more: worker processes) [default: cores].",
     ),
     scheduler: str = typer.Option(
         None, "--scheduler", help="Address of an existing dask.distributed scheduler."
@@ -137,6 +140,10 @@ def print_summary(s: ShardSummary) -> None:
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)
     table.add_row("time", f"{s.seconds:.1f} s ({stages})")
-    table.add_row("peak memory", f"{s.peak_rss_mb:,.0f} MB RSS (an external cluster's workers not counted)")
+    table.add_row(
+        "peak memory",
+        f"{s.peak_rss_mb:,.0f} MB RSS of the process tree (an external cluster's workers not counted)",
+    )
+    table.add_row("spill", f"{human_bytes(s.spill_peak_bytes)} on disk at most")
     table.add_row("written", human_bytes(s.bytes_written))
     console.print(table)

@@ -12,12 +12,16 @@ from gtool.errors import GtoolError
 MB = 1 << 20
 BASELINE_BYTES = 256 * MB
 BYTES_PER_NODE = 56
+WORKER_BASELINE_BYTES = 128 * MB
+WORKER_BYTES_PER_NODE = 8
 MAP_BYTES_PER_EDGE = 240
 REDUCE_BYTES_PER_ENTRY = 64
 MIN_CHUNK_EDGES = 1 << 16
 MAX_CHUNK_EDGES = 1 << 21
 MIN_GROUP_ENTRIES = 1 << 18
 MAX_GROUP_ENTRIES = 1 << 23
+TASKS_PER_WORKER = 8
+"""Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
 
 _UNITS = {
     "": 1,
@@ -53,16 +57,20 @@ def default_memory_limit() -> int:
 
 @dataclass(frozen=True)
 class Budget:
-    """Sizes derived from a memory limit, a node count and the number of concurrent tasks."""
+    """Sizes derived from a memory limit, a node count, the number of concurrent tasks and the number of
+    worker processes in the run's own process tree (each with its interpreter and the O(N) lookups its
+    tasks map: two int32 inverse permutations in the map stage, two float32 scale arrays when writing)."""
 
     limit: int
     num_nodes: int
     concurrency: int
+    processes: int = 0
 
     @property
     def fixed(self) -> int:
-        """Memory that does not depend on the edges: interpreter, libraries, O(N) arrays."""
-        return BASELINE_BYTES + BYTES_PER_NODE * self.num_nodes
+        """Memory that does not depend on the edges: interpreters, libraries, O(N) arrays."""
+        per_process = WORKER_BASELINE_BYTES + WORKER_BYTES_PER_NODE * self.num_nodes
+        return BASELINE_BYTES + BYTES_PER_NODE * self.num_nodes + self.processes * per_process
 
     def __post_init__(self) -> None:
         self.per_task  # noqa: B018 - a limit too small for this graph fails here, before any work
@@ -82,6 +90,10 @@ class Budget:
         """Edges one map task reads at a time."""
         return int(min(MAX_CHUNK_EDGES, max(MIN_CHUNK_EDGES, self.per_task // MAP_BYTES_PER_EDGE)))
 
-    def group_entries(self) -> int:
-        """Most entries one reduce task sorts at a time."""
-        return int(min(MAX_GROUP_ENTRIES, max(MIN_GROUP_ENTRIES, self.per_task // REDUCE_BYTES_PER_ENTRY)))
+    def group_entries(self, total: int = 0) -> int:
+        """Most entries one reduce task sorts at a time: what the budget allows, and no more than keeps
+        TASKS_PER_WORKER tasks for every worker when `total` entries are to be sorted."""
+        allowed = min(MAX_GROUP_ENTRIES, self.per_task // REDUCE_BYTES_PER_ENTRY)
+        if total:
+            allowed = min(allowed, total // (TASKS_PER_WORKER * self.concurrency))
+        return int(max(MIN_GROUP_ENTRIES, allowed))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dask
@@ -21,6 +23,8 @@ _QUIET_WORKER = {
     "distributed.worker.memory.pause": False,
     "distributed.worker.memory.terminate": False,
     "distributed.admin.system-monitor.gil.enabled": False,
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.multiprocessing-method": "fork" if sys.platform == "linux" else "spawn",
 }
 
 
@@ -31,36 +35,49 @@ def quiet_dask_logs() -> None:
 
 
 def default_workers() -> int:
-    """One worker thread per available core."""
+    """One worker per available core."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
-@contextmanager
-def dask_client(scheduler: str | None, workers: int) -> Iterator[Client]:
-    """A client of an existing cluster, or of an embedded local cluster with `workers` threads.
+@dataclass(frozen=True)
+class Engine:
+    """The cluster a run uses: its client, how many tasks run at once, and how many worker processes
+    belong to this run's own process tree (they share --memory-limit with it; 0 for threads of this
+    process or an external cluster)."""
 
-    The local cluster runs its workers as threads of this process: the pipeline's tasks spend their time
-    in numpy and compression code that releases the GIL, and one process keeps the memory of the whole
-    tree within the budget (its own spill files carry the intermediate data, not Dask's memory).
+    client: Client
+    concurrency: int
+    processes: int
+
+
+@contextmanager
+def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Iterator[Engine]:
+    """A client of an existing cluster, or of an embedded local cluster with `workers` workers.
+
+    One worker runs as a thread of this process. More run as worker processes of one thread each
+    (forked on Linux, so they start in well under a second): numpy, compression and the zarr and Dask
+    machinery then run without sharing one GIL, which threads of one process do not scale past about
+    two workers. Each process gets its share of `memory_limit`; Dask's own memory management stays off
+    because the pipeline sizes its tasks from the budget and keeps intermediate data in its spill files.
     """
     quiet_dask_logs()
     if scheduler:
         with Client(scheduler) as client:
-            yield client
+            yield Engine(client, max(1, sum(client.nthreads().values())), 0)
         return
+    processes = workers > 1
     with (
         dask.config.set(_QUIET_WORKER),
         LocalCluster(
-            n_workers=1, threads_per_worker=workers, processes=False, dashboard_address=None, memory_limit=0
+            n_workers=workers if processes else 1,
+            threads_per_worker=1 if processes else workers,
+            processes=processes,
+            dashboard_address=None,
+            memory_limit=memory_limit // workers if processes else 0,
         ) as cluster,
         Client(cluster) as client,
     ):
-        yield client
-
-
-def concurrency(client: Client) -> int:
-    """Tasks the cluster runs at once."""
-    return max(1, sum(client.nthreads().values()))
+        yield Engine(client, workers, workers if processes else 0)
 
 
 class StageRunner:

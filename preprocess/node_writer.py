@@ -9,6 +9,7 @@ import zarr
 
 from gtool import layout
 from gtool.preprocess import spill
+from gtool.preprocess.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
 
 FEATURE_CHUNK_BYTES = 8 << 20
@@ -32,13 +33,12 @@ def feature_chunk_rows(num_features: int) -> int:
 def create_feature_array(store: str, num_nodes: int, num_features: int) -> list[tuple[int, int]]:
     """Create nodes/features and return its chunk-aligned row ranges (one write task each)."""
     rows = feature_chunk_rows(num_features)
-    zarr.create_array(
+    create_array(
         store=store,
         name=layout.FEATURES,
         shape=(num_nodes, num_features),
         dtype="float32",
         chunks=(max(1, min(rows, num_nodes)), max(1, num_features)),
-        compressors=layout.CHUNK_CODECS,
     )
     return [(a, min(a + rows, num_nodes)) for a in range(0, num_nodes, rows)]
 
@@ -58,17 +58,15 @@ def write_node_arrays(
 ) -> None:
     """Labels and splits in pr order (.../r) and pc order (.../c)."""
     for order, perm in (("r", pr), ("c", pc)):
-        _write_array(store, layout.LABELS[order], labels[perm])
-        _write_array(store, layout.SPLIT[order], split[perm])
+        create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
+        create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
 
 
 def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
     """perm/r and perm/c as int64."""
-    _write_array(store, layout.PERM_ROWS, pr.astype(np.int64))
-    _write_array(store, layout.PERM_COLS, pc.astype(np.int64))
+    create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
+    create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
 
 
-def _write_array(store: str, name: str, data: np.ndarray) -> None:
-    """A node array in chunks of 2^20 rows, checksummed like every array of a store."""
-    chunks = (max(1, min(data.shape[0], 1 << 20)),) + tuple(data.shape[1:])
-    zarr.create_array(store=store, name=name, data=data, chunks=chunks, compressors=layout.CHUNK_CODECS)
+def _chunks(array: np.ndarray) -> tuple[int, ...]:
+    return (max(1, min(array.shape[0], 1 << 20)),) + tuple(array.shape[1:])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import resource
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,10 +25,11 @@ from rich.console import Console
 from gtool import layout
 from gtool.errors import GtoolError, InputError
 from gtool.preprocess import spill
-from gtool.preprocess.budget import Budget, default_memory_limit
-from gtool.preprocess.cluster import StageRunner, concurrency, dask_client, default_workers
+from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
+from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers
 from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes, random_split
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
+from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
     FeatureRows,
     create_feature_array,
@@ -54,7 +54,7 @@ from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource,
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url
 from gtool.preprocess.summary import ShardSummary
-from gtool.preprocess.tile_arrays import create_tile_arrays
+from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.tilestats import tile_stats
 from gtool.version import __version__
 
@@ -86,13 +86,15 @@ def shard(
     source = resolve_source(source_spec, options)
     staged = StagedOutput(output, options.overwrite)
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
+    limit = options.memory_limit or default_memory_limit()
     try:
         workers = options.workers or default_workers()
         with (
-            dask_client(options.scheduler, workers) as client,
-            StageRunner(client, console, options.progress) as stages,
+            HighWater(scratch.path) as high_water,
+            dask_engine(options.scheduler, workers, limit) as engine,
+            StageRunner(engine.client, console, options.progress) as stages,
         ):
-            summary = ShardRun(source, options, staged.path, scratch, stages, concurrency(client)).execute()
+            summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
         staged.publish()
     except BaseException:
         try:
@@ -104,6 +106,8 @@ def shard(
         scratch.cleanup()
     summary.store = output
     summary.bytes_written = stored_bytes(staged.target)
+    summary.peak_rss_mb = high_water.peak_rss_mb
+    summary.spill_peak_bytes = high_water.peak_spill
     return summary
 
 
@@ -117,11 +121,12 @@ class ShardRun:
         store: str,
         scratch: SpillDir,
         stages: StageRunner,
-        concurrency: int,
+        engine: Engine,
+        limit: int,
     ):
         self.source, self.options, self.store = source, options, store
-        self.scratch, self.stages, self.concurrency = scratch, stages, concurrency
-        self.limit = options.memory_limit or default_memory_limit()
+        self.scratch, self.stages, self.limit = scratch, stages, limit
+        self.concurrency, self.processes = engine.concurrency, engine.processes
         self.timings: dict[str, float] = {}
         self.started = time.perf_counter()
 
@@ -142,24 +147,25 @@ class ShardRun:
             workdir.mkdir()
             self.source.prepare(str(workdir))
         n = opts.num_nodes or self.source.num_nodes()
-        chunks = list(self.source.edge_chunks(self.chunk_edges(n or 0)))
+        chunks, chunk_edges = self.edge_chunks(n or 0)
         if n is None:
             n, chunks = self.scan(chunks)
-        budget = Budget(self.limit, n, self.concurrency)
+        budget = self.budget(n)
         node_data = self.node_inputs(n)
         plan = PartitionPlan(n, opts.tiles)
-        loops = [SelfLoops(a, min(a + self.chunk_edges(n), n)) for a in range(0, n, self.chunk_edges(n))]
+        loops = [SelfLoops(a, min(a + chunk_edges, n)) for a in range(0, n, chunk_edges)]
         known = self.original_degrees(chunks + loops, plan, budget) if opts.perm in DEGREE_SCHEMES else None
         pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
         two = not np.array_equal(pr, pc)
+        transposed = two and not opts.directed
         ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
         ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
-        matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two else ())
+        matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         maps = self.map_stage(chunks + loops, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
             raise InputError(self.source.name, "empty graph: the source has no edges")
-        runs, degrees = self.dedupe_stage(maps, plan, [m.matrix for m in matrices], budget.group_entries())
+        runs, degrees = self.dedupe_stage(maps, plan, [m.matrix for m in matrices], budget, transposed)
         del maps
         scales = self.scales(degrees, pr, pc)
         with self.timed("nodes"):
@@ -171,7 +177,7 @@ class ShardRun:
             write_node_arrays(self.store, labels, split, pr, pc)
             node_meta = self.node_metadata(node_data, labels)
             del node_degrees, labels, split
-        tile_nnz = self.write_stage(runs, plan, scales, budget.group_entries())
+        tile_nnz = self.write_stage(runs, plan, scales, budget, transposed)
         features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         self.features_stage(features, pc, n)
         stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
@@ -187,12 +193,26 @@ class ShardRun:
             stats=stats,
             seconds=time.perf_counter() - self.started,
             bytes_written=0,
-            peak_rss_mb=peak_rss_mb(),
+            peak_rss_mb=0.0,
             stage_seconds=self.timings,
         )
 
-    def chunk_edges(self, n: int) -> int:
-        return self.options.chunk_edges or Budget(self.limit, n, self.concurrency).edges_per_chunk()
+    def budget(self, n: int) -> Budget:
+        return Budget(self.limit, n, self.concurrency, self.processes)
+
+    def edge_chunks(self, n: int) -> tuple[list[EdgeChunk], int]:
+        """The source's chunks and their size in edges: what the budget allows, smaller where that keeps
+        TASKS_PER_WORKER map tasks for every worker (at least MIN_CHUNK_EDGES; --chunk-edges overrides)."""
+        if self.options.chunk_edges:
+            return list(self.source.edge_chunks(self.options.chunk_edges)), self.options.chunk_edges
+        size = self.budget(n).edges_per_chunk()
+        chunks = list(self.source.edge_chunks(size))
+        wanted = TASKS_PER_WORKER * self.concurrency
+        smaller = max(MIN_CHUNK_EDGES, size * len(chunks) // wanted)
+        if len(chunks) < wanted and smaller < size:
+            size = smaller
+            chunks = list(self.source.edge_chunks(size))
+        return chunks, size
 
     def scan(self, chunks: list[EdgeChunk]) -> tuple[int, list[EdgeChunk]]:
         """Parse every chunk once to find the node count (max id + 1), keeping the parsed edges."""
@@ -253,7 +273,7 @@ class ShardRun:
         """Exact degrees of A + I in original node order: map and dedupe with the identity permutation."""
         identity = self.scratch.save(inverse(np.arange(plan.num_nodes)), "perm", "identity.npy")
         job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, str(self.scratch.path))
-        runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget.group_entries())
+        runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget, False)
         for run in runs[0]:
             spill.remove(run.task.out)
         return degrees
@@ -264,10 +284,18 @@ class ShardRun:
         return sorted(results, key=lambda r: r.index)
 
     def dedupe_stage(
-        self, maps: list[MapResult], plan: PartitionPlan, matrices: list[int], cap: int
+        self,
+        maps: list[MapResult],
+        plan: PartitionPlan,
+        matrices: list[int],
+        budget: Budget,
+        transposed: bool,
     ) -> tuple[dict[int, list[DedupeResult]], np.ndarray]:
-        """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order."""
+        """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order.
+
+        With `transposed` (A1 will be written as A0 transposed) A0's runs also count their column slabs."""
         tasks, sizes = [], []
+        cap = budget.group_entries(sum(int(c.sum()) for r in maps for c in r.counts.values()))
         for m in matrices:
             counts = np.stack([r.counts.pop(m) for r in maps])
             offsets = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
@@ -284,7 +312,7 @@ class ShardRun:
                             if off[last] > off[first]
                         )
                         out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
-                        tasks.append(DedupeTask(m, i, j, first, last, slices, out, count_rows=m == 0))
+                        tasks.append(DedupeTask(m, i, j, first, last, slices, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
         runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
@@ -315,25 +343,36 @@ class ShardRun:
         runs: dict[int, list[DedupeResult]],
         plan: PartitionPlan,
         scales: tuple[str, str] | None,
-        cap: int,
+        budget: Budget,
+        transposed: bool,
     ) -> dict[int, np.ndarray]:
-        """Write every tile of every matrix; returns the T x T nonzero counts per matrix."""
+        """Write every tile of every matrix (A1 from A0's runs when `transposed`); returns the T x T
+        nonzero counts per matrix."""
         tasks, tile_nnz = [], {}
-        for m, results in runs.items():
-            by_tile: dict[tuple[int, int], list[DedupeResult]] = {}
-            for r in results:
-                by_tile.setdefault((r.task.i, r.task.j), []).append(r)
-            counts = np.zeros((plan.tiles, plan.tiles), dtype=np.int64)
+        total = sum(r.nnz for results in runs.values() for r in results) * (2 if transposed else 1)
+        cap = budget.group_entries(total)
+        by_tile = {m: tile_runs(results) for m, results in runs.items()}
+        for m, tiles in by_tile.items():
             row_scale, col_scale = (scales if m == 0 else scales[::-1]) if scales else (None, None)
-            for (i, j), parts in sorted(by_tile.items()):
-                parts.sort(key=lambda r: r.task.first)
-                counts[i, j] = sum(p.nnz for p in parts)
-                runs_of_tile = tuple(p.task.out for p in parts)
-                tasks.append(TileWrite(m, i, j, runs_of_tile, int(counts[i, j]), row_scale, col_scale))
-            tile_nnz[m] = counts
+            tile_nnz[m] = np.zeros((plan.tiles, plan.tiles), dtype=np.int64)
+            for (i, j), parts in sorted(tiles.items()):
+                tile_nnz[m][i, j] = sum(p.nnz for p in parts)
+                paths = tuple(p.task.out for p in parts)
+                tasks.append(TileWrite(m, i, j, paths, int(tile_nnz[m][i, j]), row_scale, col_scale))
+        if transposed:
+            tile_nnz[1] = tile_nnz[0].T.copy()
+            col_scale, row_scale = scales if scales else (None, None)
+            for (j, i), parts in sorted(by_tile[0].items(), key=lambda item: item[0][::-1]):
+                slab_counts = np.sum([p.column_slab_counts for p in parts], axis=0)
+                rows = tuple(
+                    (first * plan.slab_rows, min(last * plan.slab_rows, plan.tile_size))
+                    for first, last in group_partitions(range(plan.slabs), slab_counts, cap)
+                )
+                paths = tuple(p.task.out for p in parts)
+                tasks.append(TileWrite(1, i, j, paths, int(tile_nnz[1][i, j]), row_scale, col_scale, rows))
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         with self.timed("write"):
-            create_tile_arrays(self.store, tile_nnz)
+            create_matrix_groups(self.store, tile_nnz)
             for _ in self.stages.run("write tiles", write_tiles, work, plan):
                 pass
         return tile_nnz
@@ -390,11 +429,14 @@ def group_partitions(partitions: range, totals: np.ndarray, cap: int) -> list[tu
     return [(run[0], run[-1] + 1) for run in runs]
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process and its finished children, in MB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return (own + children) / 1024
+def tile_runs(results: list[DedupeResult]) -> dict[tuple[int, int], list[DedupeResult]]:
+    """The deduplicated runs of each tile, in row order."""
+    tiles: dict[tuple[int, int], list[DedupeResult]] = {}
+    for r in results:
+        tiles.setdefault((r.task.i, r.task.j), []).append(r)
+    for parts in tiles.values():
+        parts.sort(key=lambda r: r.task.first)
+    return tiles
 
 
 def stored_bytes(location: str) -> int:

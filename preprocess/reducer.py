@@ -1,4 +1,8 @@
-"""Reduce side of the shuffle: dedupe runs of partitions (counting row degrees), then write tiles."""
+"""Reduce side of the shuffle: dedupe runs of partitions (counting row degrees), then write tiles.
+
+A symmetrized graph's A1 = Pc Â Pr^T is A0 transposed: its tiles are written from A0's deduplicated runs
+(tile (i, j) of A1 from tile (j, i) of A0) instead of shuffling and deduplicating the same edges again.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from zarr.core.sync import sync
 from gtool import layout
 from gtool.preprocess import spill
 from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.tile_arrays import tile_nodes, zarr_store
 
 
 @dataclass(frozen=True)
@@ -35,16 +40,19 @@ class DedupeTask:
     slices: tuple[SpillSlice, ...]
     out: str
     count_rows: bool
+    count_column_slabs: bool = False
 
 
 @dataclass
 class DedupeResult:
-    """A deduplicated run: where it is, its size and (for A0) nonzeros per row of its slab range."""
+    """A deduplicated run: where it is, its size, (for A0) nonzeros per row of its slab range and, when
+    A1 is written as A0 transposed, nonzeros per column slab (the row slabs of the transposed tile)."""
 
     task: DedupeTask
     nnz: int
     row_start: int
     row_counts: np.ndarray | None
+    column_slab_counts: np.ndarray | None = None
 
 
 def sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
@@ -88,12 +96,20 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     if task.count_rows:
         row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))
         counts = np.bincount(keys // plan.tile_size - row_start, minlength=max(0, row_stop - row_start))
-    return DedupeResult(task=task, nnz=int(keys.size), row_start=row_start, row_counts=counts)
+    slab_counts = None
+    if task.count_column_slabs:
+        slab_counts = np.bincount(keys % plan.tile_size // plan.slab_rows, minlength=plan.slabs)
+    return DedupeResult(task, int(keys.size), row_start, counts, slab_counts)
 
 
 @dataclass(frozen=True)
 class TileWrite:
-    """Tile (i, j) of a matrix from its deduplicated runs (in row order), weighted by row/column scales."""
+    """Tile (i, j) of a matrix from deduplicated runs, weighted by row/column scales.
+
+    Without `transposed_rows` the runs are this tile's own, in row order, one write round each. With
+    them, the runs are those of the tile this one transposes, and round k writes this tile's rows
+    [lo, hi) = transposed_rows[k], gathered from the columns [lo, hi) of every run.
+    """
 
     matrix: int
     i: int
@@ -102,25 +118,50 @@ class TileWrite:
     nnz: int
     row_scale: str | None
     col_scale: str | None
+    transposed_rows: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def rounds(self) -> int:
+        return len(self.transposed_rows) if self.transposed_rows else len(self.runs)
+
+    def keys(self, round_: int, tile_size: int) -> np.ndarray:
+        """Sorted tile-local keys row * S + col written in one round."""
+        if not self.transposed_rows:
+            return spill.load(self.runs[round_], mmap=False)
+        lo, hi = self.transposed_rows[round_]
+        return transposed_keys(self.runs, lo, hi, tile_size)
 
 
-async def _open_tile(store: str, tile: TileWrite) -> dict[str, object]:
-    paths = [layout.tile_array(tile.matrix, tile.i, tile.j, f) for f in layout.TILE_FIELDS]
-    arrays = await asyncio.gather(*[zarr_async.open_array(store=store, path=p, mode="r+") for p in paths])
-    return dict(zip(layout.TILE_FIELDS, arrays, strict=True))
+def transposed_keys(runs: tuple[str, ...], lo: int, hi: int, tile_size: int) -> np.ndarray:
+    """Keys c * S + r, sorted, of the entries (r, c) of the runs whose column c is in [lo, hi)."""
+    parts = []
+    for run in runs:
+        keys = spill.load(run)
+        cols = keys % tile_size
+        if lo > 0 or hi < tile_size:
+            inside = (cols >= lo) & (cols < hi)
+            keys, cols = keys[inside], cols[inside]
+        cols *= tile_size
+        cols += keys // tile_size
+        parts.append(cols)
+    return sorted_unique(parts)
 
 
-async def _open_all(store: str, tiles: list[TileWrite]) -> list[dict[str, object]]:
-    return await asyncio.gather(*[_open_tile(store, t) for t in tiles])
+async def _create_all(store: str, tiles: list[TileWrite], nodes: dict) -> list[dict[str, object]]:
+    """Create the arrays of the tiles (`nodes`: their metadata) concurrently and return them by tile."""
+    created = {
+        path: array async for path, array in zarr_async.create_hierarchy(store=zarr_store(store), nodes=nodes)
+    }
+    return [{f: created[layout.tile_array(t.matrix, t.i, t.j, f)] for f in layout.TILE_FIELDS} for t in tiles]
 
 
 async def _set_all(writes: list[tuple[object, slice, np.ndarray]]) -> None:
     await asyncio.gather(*[array.setitem(region, data) for array, region, data in writes])
 
 
-def tile_entries(tile: TileWrite, run: str, plan: PartitionPlan) -> dict[str, np.ndarray]:
-    """(row, col, val) of one deduplicated run of a tile."""
-    keys = spill.load(run, mmap=False)
+def tile_entries(tile: TileWrite, round_: int, plan: PartitionPlan) -> dict[str, np.ndarray]:
+    """(row, col, val) of the entries one round writes."""
+    keys = tile.keys(round_, plan.tile_size)
     rows, cols = np.divmod(keys, plan.tile_size)
     if tile.row_scale is None or tile.col_scale is None:
         vals = np.ones(keys.size, dtype=np.float32)
@@ -131,20 +172,20 @@ def tile_entries(tile: TileWrite, run: str, plan: PartitionPlan) -> dict[str, np
 
 
 def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:
-    """Fill the (already created) arrays of a batch of tiles; returns the bytes written.
+    """Create and fill the arrays of a batch of tiles; returns the bytes written.
 
-    Numpy work happens in this thread; the writes of all tiles of a round go to zarr concurrently. Runs of
-    one tile are written in order, one round each, so no two writes ever touch the same chunk at once.
+    Numpy work happens in this thread; the writes of all tiles of a round go to zarr concurrently. The
+    rounds of one tile are written in order, so no two writes ever touch the same chunk at once.
     """
     store, tiles = batch
-    opened = sync(_open_all(store, tiles))
+    opened = sync(_create_all(store, tiles, tile_nodes((t.matrix, t.i, t.j, t.nnz) for t in tiles)))
     offsets = [0] * len(tiles)
-    for round_ in range(max(len(t.runs) for t in tiles)):
+    for round_ in range(max(t.rounds for t in tiles)):
         writes = []
         for k, tile in enumerate(tiles):
-            if round_ >= len(tile.runs):
+            if round_ >= tile.rounds:
                 continue
-            data = tile_entries(tile, tile.runs[round_], plan)
+            data = tile_entries(tile, round_, plan)
             region = slice(offsets[k], offsets[k] + data["row"].size)
             offsets[k] = region.stop
             writes.extend(

@@ -19,4 +19,5 @@ class ShardSummary:
     seconds: float
     bytes_written: int
     peak_rss_mb: float
+    spill_peak_bytes: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
