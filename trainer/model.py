@@ -170,6 +170,7 @@ class ParallelGCN:
 
         What each layer keeps for backward: the aggregate H (for dW) and, after every layer but the last,
         one byte per element of the next input (positive and kept); masks are recomputed, never stored.
+        A layer's input is released once aggregated, its aggregate once transformed (unless saved).
         """
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
         dropping = training and config.dropout > 0
@@ -182,6 +183,7 @@ class ParallelGCN:
             a, b, c = plan.roles
             owns_input_grad = plan.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)
+            del x
             x = transform(hidden, weight.full(), axes[b], axes[c], timer)
             del hidden
             if plan.layer == last:
