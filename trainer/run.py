@@ -15,7 +15,7 @@ from gtool.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm
-from gtool.trainer.launch import RankEnv, environment_rank, launch_local, rank_failure
+from gtool.trainer.launch import RankEnv, environment_rank, free_port, launch_local, rank_failure
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
@@ -72,11 +72,14 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
 
 
 def train(config: TrainConfig) -> None:
-    """Run `config` on the ranks of torchrun/srun when started by one, else on local processes.
+    """Run `config` on the ranks of torchrun/srun when started by one, else on local processes (a
+    one-rank grid runs in this process: a second one would only add its memory).
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
     env = environment_rank()
+    if env is None and config.world_size == 1:
+        env = RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
         grid = "x".join(map(str, config.grid))
         print(

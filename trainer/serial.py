@@ -79,6 +79,12 @@ class SerialGraph:
             num_classes,
         )
 
+    def to(self, device: torch.device) -> SerialGraph:
+        """The same graph on `device`."""
+        matrices = [(matrix.to(device), transpose.to(device)) for matrix, transpose in self.matrices]
+        moved = [t.to(device) for t in (self.features, self.labels, self.split)]
+        return SerialGraph(matrices, *moved, self.num_classes)
+
     @classmethod
     def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:
         """The graph as the only rank of a 1x1x1 grid loads it (stored order, A0/A1 alternating)."""
