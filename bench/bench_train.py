@@ -1,16 +1,19 @@
-"""Training benchmark: `gtool train` epoch time against a single-process torch.sparse GCN, side by side.
+"""Training benchmark: `gtool train` epoch time and peak memory against a plain PyTorch GCN, side by side.
 
-    python -m bench.bench_train                   # rmat:20:8, hidden 128, 3 layers, 5 epochs
+    python -m bench.bench_train                   # rmat:20:8, hidden 128, 3 layers, dropout 0.5, 5 epochs
     python -m bench.bench_train --scale 16        # quick
     python -m bench.bench_train --grids 1x1x1,2x1x1,2x2x2 --epochs 8
+    python -m bench.bench_train --device cuda --scale 22 --edge-factor 16     # one GPU: 1x1x1 NCCL
 
 The store (16x16 tiles, 128 features, 32 classes) is built once with gtool shard into
 bench/results/train/. Every measurement runs in its own process under ../shared/tools/peakmem (peak RSS
-of the whole process tree) with one torch thread per process and no dropout:
-"reference" is trainer/serial.py's SerialGCN on the whole graph as a 1x1x1 rank loads it (the same
-matrices and operation order, torch.sparse CSR products, torch.optim.Adam), "gtool AxBxC" is
-`gtool train --grid AxBxC`. Figures are medians over the epochs after the first (warm-up): robust to a
-busy machine's hiccups.
+of the whole process tree), with the trainer's default dropout (0.5, `--dropout` to change) on both sides:
+"reference" is a plain PyTorch GCN on the whole graph as a 1x1x1 rank loads it (trainer/serial.py's
+SerialGCN with F.dropout masks: torch.sparse CSR products, torch.optim.Adam), "gtool AxBxC" is
+`gtool train --grid AxBxC`. On the CPU every process runs one torch thread; with `--device cuda` the
+reference runs on the GPU and gtool runs 1x1x1 with NCCL (default grids), and the table adds each
+side's GPU peak (torch.cuda.max_memory_allocated). Figures are medians over the epochs after the first
+(warm-up): robust to a busy machine's hiccups.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ def store_path(scale: int, edge_factor: int) -> Path:
     return RESULTS / f"rmat-{scale}-{edge_factor}.zarr"
 
 
-def train_reference(store: str, layers: int, hidden: int, epochs: int) -> dict:
-    """The child side of "reference": time SerialGCN epochs on the whole graph."""
+def train_reference(store: str, args: argparse.Namespace) -> dict:
+    """The child side of "reference": time a plain PyTorch GCN's epochs on the whole graph."""
     import torch
 
     from gtool.loader import load_rank
@@ -43,15 +46,18 @@ def train_reference(store: str, layers: int, hidden: int, epochs: int) -> dict:
     from gtool.trainer.serial import SerialGCN, SerialGraph
 
     torch.set_num_threads(1)
-    config = TrainConfig(store=store, layers=layers, hidden=hidden, dropout=0.0, epochs=epochs)
-    graph = SerialGraph.from_rank_data(load_rank(store, grid=(1, 1, 1), rank=0, layers=layers), torch.float32)
-    model = SerialGCN(graph, config)
+    device = torch.device(args.device)
+    config = TrainConfig(store=store, layers=args.layers, hidden=args.hidden, dropout=args.dropout)
+    data = load_rank(store, grid=(1, 1, 1), rank=0, layers=args.layers)
+    model = SerialGCN(SerialGraph.from_rank_data(data, torch.float32).to(device), config, torch_dropout=True)
+    del data
     times = []
-    for epoch in range(1, epochs + 1):
+    for epoch in range(1, args.epochs + 1):
         started = time.perf_counter()
         model.train_epoch(epoch)
         times.append(time.perf_counter() - started)
-    return {"seconds": steady_median(times)}
+    gpu = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+    return {"seconds": steady_median(times), "peak_gpu_mb": gpu}
 
 
 def steady_median(values: list[float]) -> float:
@@ -59,46 +65,61 @@ def steady_median(values: list[float]) -> float:
     return statistics.median(values[1:] if len(values) > 1 else values)
 
 
+def model_flags(args: argparse.Namespace) -> list[str]:
+    """The model and run shape both sides are given."""
+    flags = ["--layers", str(args.layers), "--hidden", str(args.hidden), "--epochs", str(args.epochs)]
+    return [*flags, "--dropout", str(args.dropout), "--device", args.device]
+
+
 def run_reference(args: argparse.Namespace, store: str) -> dict:
     """The reference GCN in a child process."""
-    child = [sys.executable, "-m", "bench.bench_train", "--reference-child", store]
-    child += ["--layers", str(args.layers), "--hidden", str(args.hidden), "--epochs", str(args.epochs)]
+    child = [sys.executable, "-m", "bench.bench_train", "--reference-child", store, *model_flags(args)]
     peak, stdout = measured(child)
     return {"mode": "reference", **peak, **json.loads(stdout.strip().splitlines()[-1])}
 
 
 def run_gtool(args: argparse.Namespace, store: str, grid: str) -> dict:
-    """`gtool train --grid GRID`, its figures read from its --log summary."""
+    """`gtool train --grid GRID` (NCCL on CUDA), its figures read from its --log summary."""
+    backend = "nccl" if args.device == "cuda" else "gloo"
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "log.jsonl"
-        command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid]
-        command += ["--layers", str(args.layers), "--hidden", str(args.hidden), "--epochs", str(args.epochs)]
-        command += ["--eval-every", str(args.epochs), "--dropout", "0", "--log", str(log)]
+        command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid, *model_flags(args)]
+        command += ["--backend", backend, "--eval-every", str(args.epochs), "--log", str(log)]
         peak, _ = measured(command)
-        result = {"mode": f"gtool {grid}", **peak}
-        epochs = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+    epochs = [line for line in lines if "summary" not in line]
+    ranks = lines[-1]["summary"]["peak_memory_mb"]
+    gpu = max(rank["gpu"] for rank in ranks) if args.device == "cuda" else None
+    result = {"mode": f"gtool {grid}", **peak, "peak_gpu_mb": gpu}
     for figure in ("seconds", *PHASES):
         result[figure] = steady_median([epoch[figure] for epoch in epochs])
     return result
 
 
 def print_table(rows: list[dict], args: argparse.Namespace) -> None:
-    shape = f"{args.layers} layers, hidden {args.hidden}, {args.epochs} epochs"
-    print(f"\nrmat:{args.scale}:{args.edge_factor}, {shape}; median epoch after the first")
-    header = ("mode", "epoch s", "spmm s", "dense s", "comm s", "peak MB", "wall s")
-    print("{:14s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>8s}".format(*header))
+    shape = f"{args.layers} layers, hidden {args.hidden}, dropout {args.dropout}, {args.epochs} epochs"
+    print(f"\nrmat:{args.scale}:{args.edge_factor} on {args.device}, {shape}; median epoch after the first")
+    header = ("mode", "epoch s", "spmm s", "dense s", "comm s", "peak MB", "GPU MB", "wall s")
+    print("{:14s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>8s}".format(*header))
     for row in rows:
         phases = " ".join(f"{row[p]:9.3f}" if p in row else f"{'-':>9s}" for p in PHASES)
+        gpu = f"{row['peak_gpu_mb']:9.0f}" if row.get("peak_gpu_mb") is not None else f"{'-':>9s}"
         print(
-            f"{row['mode']:14s} {row['seconds']:9.3f} {phases} {row['peak_rss_mb']:9.0f} {row['wall_s']:8.1f}"
+            f"{row['mode']:14s} {row['seconds']:9.3f} {phases} {row['peak_rss_mb']:9.0f} {gpu} "
+            f"{row['wall_s']:8.1f}"
         )
     by_mode = {row["mode"]: row for row in rows}
     if "reference" in by_mode and "gtool 1x1x1" in by_mode:
-        ratio = by_mode["gtool 1x1x1"]["seconds"] / by_mode["reference"]["seconds"]
-        print(f"gtool 1x1x1 / reference epoch time: {ratio:.2f} (target <= 1.2)")
+        ours, reference = by_mode["gtool 1x1x1"], by_mode["reference"]
+        time_target = 0.8 if args.device == "cuda" else 1.2
+        memory, kind = ("peak_gpu_mb", "GPU") if args.device == "cuda" else ("peak_rss_mb", "RSS")
+        print(f"gtool 1x1x1 / reference epoch time: {ours['seconds'] / reference['seconds']:.2f} ", end="")
+        print(
+            f"(target <= {time_target}); {kind} peak: {ours[memory] / reference[memory]:.2f} (target <= 0.8)"
+        )
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--scale", type=int, default=20, help="R-MAT scale (2^SCALE nodes)")
@@ -106,16 +127,26 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--grids", default="1x1x1,2x1x1,2x2x2", help="comma-separated grids to run")
+    parser.add_argument("--dropout", type=float, default=0.5, help="dropout rate of both sides")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda)")
     parser.add_argument("--reference-child", metavar="STORE", help=argparse.SUPPRESS)
-    return parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.grids is None:
+        args.grids = "1x1x1" if args.device == "cuda" else "1x1x1,2x1x1,2x2x2"
+    return args
 
 
 def main() -> None:
     args = parse_args()
     if args.reference_child:
-        print(json.dumps(train_reference(args.reference_child, args.layers, args.hidden, args.epochs)))
+        print(json.dumps(train_reference(args.reference_child, args)))
         return
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            sys.exit("bench_train --device cuda needs a CUDA GPU, and torch sees none")
     RESULTS.mkdir(parents=True, exist_ok=True)
     store = store_path(args.scale, args.edge_factor)
     options = ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"]
@@ -123,7 +154,7 @@ def main() -> None:
     rows = [run_reference(args, str(store))]
     rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
     print_table(rows, args)
-    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}.json"
+    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}.json"
     arguments = {k: v for k, v in vars(args).items() if k != "reference_child"}
     summary.write_text(json.dumps({"args": arguments, "rows": rows}, indent=2))
 

@@ -1,7 +1,8 @@
 """Grid cases run inside one spawned world: each rank trains its part next to the serial model.
 
 Per case, a rank writes OUT/CASE/rank-R.pt: its largest errors against the serial model (relative to the
-largest reference value of the whole quantity) and the blocks other ranks replicate, for a bitwise check.
+largest reference value of the whole quantity), its per-epoch losses, and the blocks other ranks
+replicate, for a bitwise check.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from gtool.grid import ProcessGrid
 from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, build_grid_comm
+from gtool.trainer.distributed import AxisGroup, GridComm, build_grid_comm
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
@@ -40,6 +41,13 @@ class Case:
     config: TrainConfig
     epochs: int = 5
     reference: str = "unpermuted"
+
+
+def single_rank_comm() -> GridComm:
+    """The communicator of a 1x1x1 grid: every group is this rank alone, so nothing needs a process group."""
+    timer = PhaseTimer(CPU)
+    alone = AxisGroup(1, 0, None, timer, CPU)
+    return GridComm(ProcessGrid(1, 1, 1), 0, (alone, alone, alone), alone, timer)
 
 
 def block_of(full: torch.Tensor, rows: Band, cols: Band) -> torch.Tensor:
@@ -101,15 +109,17 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)
     errors = {"loss": 0.0, "grad": 0.0}
+    losses = []
     for epoch in range(1, case.epochs + 1):
         loss = trainer.train_epoch(epoch).loss
+        losses.append(loss)
         errors["loss"] = max(errors["loss"], abs(loss - serial.train_epoch(epoch)) / abs(loss))
         errors["grad"] = max(errors["grad"], _gradient_error(trainer, serial))
     rows = reference.rows[order_of_layer_output(config.layers - 1)]
     errors["logits"], errors["padding"] = _logits_error(trainer, serial, rows)
     target = out / case.name
     target.mkdir(parents=True, exist_ok=True)
-    result = {"errors": errors, "replicas": _replicas(trainer, comm, loss)}
+    result = {"errors": errors, "losses": losses, "replicas": _replicas(trainer, comm, loss)}
     torch.save(result, target / f"rank-{comm.rank}.pt")
 
 

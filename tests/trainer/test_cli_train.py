@@ -1,4 +1,5 @@
-"""`gtool train` run the way a user runs it: killed and resumed, a failing rank, a killed rank, bad flags."""
+"""`gtool train` run the way a user runs it: killed and resumed, a failing rank, a killed rank, bad flags,
+and several ranks sharing one GPU."""
 
 from __future__ import annotations
 
@@ -126,6 +127,7 @@ def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
         (["--grid", "2x2"], "--grid must be 3 positive integers"),
         (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
         (["--resume"], "--resume needs --checkpoint DIR"),
+        (["--backend", "nccl", "--device", "cpu"], "--backend nccl needs --device cuda"),
     ],
 )
 def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> None:
@@ -148,3 +150,31 @@ def test_a_missing_store_is_reported_before_any_rank_starts(tmp_path: Path) -> N
     run = gtool_train(str(tmp_path / "nope.zarr"), "--grid", "2x2x2")
     assert run.returncode == 2
     assert "nope.zarr: not a gtool store" in run.stderr and "rank" not in run.stderr
+
+
+def logged_losses(log: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in log.read_text().splitlines() if '"summary"' not in line]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_ranks_on_one_gpu_through_gloo_train_like_one_rank(store: str, tmp_path: Path) -> None:
+    """--device cuda beside --backend gloo: multi-rank grids on one GPU lose, epoch by epoch, what 1x1x1
+    loses on the GPU, and on the CPU (CPU and CUDA draw the same dropout masks)."""
+
+    def losses(grid: str, device: str) -> list[float]:
+        log = tmp_path / f"{grid}-{device}.jsonl"
+        flags = ["--grid", grid, "--device", device, "--dtype", "float64", "--epochs", "3", "--log", str(log)]
+        run = gtool_train(store, *MODEL, *flags)
+        assert run.returncode == 0, run.stderr
+        return logged_losses(log)
+
+    want = losses("1x1x1", "cuda")
+    for grid, device in [("2x2x2", "cuda"), ("3x2x1", "cuda"), ("1x1x1", "cpu")]:
+        assert losses(grid, device) == pytest.approx(want, rel=1e-5), f"{grid} on {device}"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
+def test_device_cuda_without_a_gpu_is_reported(store: str) -> None:
+    run = gtool_train(store, "--device", "cuda", "--epochs", "1")
+    assert run.returncode == 2
+    assert "--device cuda (--backend gloo) needs CUDA GPUs" in run.stderr and "Traceback" not in run.stderr

@@ -48,6 +48,8 @@ VARIANTS = {
         "unpermuted",
     ),
     _name((2, 2, 2), "none", "dropout"): ("none", {"grid": (2, 2, 2), "dropout": 0.5}, "unpermuted"),
+    _name((1, 1, 1), "double", "dropout"): ("double", {"grid": (1, 1, 1), "dropout": 0.5}, "stored"),
+    _name((2, 2, 2), "double", "dropout"): ("double", {"grid": (2, 2, 2), "dropout": 0.5}, "stored"),
     _name((3, 2, 1), "double", "dropout"): ("double", {"grid": (3, 2, 1), "dropout": 0.5}, "stored"),
     _name((2, 2, 2), "double", "dropout-f32"): (
         "double",
@@ -101,3 +103,14 @@ def test_dropout_replicas_identical(results: Path, name: str) -> None:
         for key, block in result["replicas"].items():
             first = seen.setdefault(key, block)
             assert torch.equal(first, block), f"{name}: rank {rank} holds a different {key}"
+
+
+def test_dropout_losses_are_the_same_on_every_grid(results: Path) -> None:
+    """With dropout 0.5, every epoch's loss on 2x2x2 and 3x2x1 is 1x1x1's (the masks do not depend on
+    the grid), within 1e-5 relative."""
+    want = torch.tensor(_rank_results(results, "1x1x1-double-dropout")[0]["losses"], dtype=torch.float64)
+    for name in ("2x2x2-double-dropout", "3x2x1-double-dropout"):
+        for rank, result in enumerate(_rank_results(results, name)):
+            got = torch.tensor(result["losses"], dtype=torch.float64)
+            error = float(((got - want).abs() / want.abs()).max())
+            assert error <= 1e-5, f"{name} rank {rank}: losses off by {error:.2e} from 1x1x1's"
