@@ -73,6 +73,9 @@ def train(
     agg_blocks: int = typer.Option(1, help="Row blocks per SpMM, each reduced while the next is computed."),
     dtype: str = typer.Option("float32", help="float32 or float64."),
     backend: str = typer.Option("gloo", help="gloo (CPU) or nccl (one GPU per rank, cuda:LOCAL_RANK)."),
+    device: str = typer.Option(
+        None, help="cpu or cuda; default cuda for nccl, cpu for gloo (gloo with cuda: ranks may share GPUs)."
+    ),
     threads: int = typer.Option(1, help="Torch threads per rank."),
     timeout: float = typer.Option(60.0, help="Seconds a rank waits in a collective before giving up."),
     checkpoint: str = typer.Option(None, help="Directory of sharded checkpoints."),
@@ -118,6 +121,7 @@ def train(
             agg_blocks=agg_blocks,
             dtype=dtype,
             backend=backend,
+            device=device,
             threads=threads,
             timeout=timeout,
             checkpoint=checkpoint,

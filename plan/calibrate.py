@@ -1,7 +1,7 @@
 """`gtool plan --calibrate`: short microbenchmarks of the operations an epoch is made of, on this machine.
 
 SpMM on double-permuted R-MAT matrices (gtool's own generator) at several sizes, widths and degrees;
-dense products of the trainer's shapes; element-wise passes; the trainer's dropout mask generator; and
+dense products of the trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; and
 all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
 CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
 the fitted costs (gtool.plan.profile) keep the measurements they came from.
@@ -34,8 +34,8 @@ from gtool.plan.profile import (
     SpmmCost,
 )
 from gtool.preprocess.sources.generators import rmat_block
+from gtool.trainer.dropout import MaskSpec, relu_dropout
 from gtool.trainer.launch import RankEnv, launch_local
-from gtool.trainer.randomness import MASK_CHUNK_ROWS, dropout_scale
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -186,17 +186,14 @@ def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[d
 
 
 def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
-    """The trainer's own mask generator (gtool.trainer.randomness) on blocks of a few shapes."""
+    """The trainer's own fused ReLU + dropout (gtool.trainer.dropout) on blocks of a few shapes."""
     points = []
-    for rows, width in ((1 << 12, 128), (1 << 16, 16), (1 << 16, 128)):
-        block = (0, rows, 0, width)
-
-        def draw(block=block, width=width) -> torch.Tensor:
-            return dropout_scale(0, 0, 1, block, width, 0.5, torch.float32, device)
-
-        chunks = -(-rows // MASK_CHUNK_ROWS)
-        points.append({"rows": rows, "width": width, "chunks": chunks, "seconds": best_seconds(draw, device)})
-    fitted = _fit([[p["rows"] * p["width"], p["chunks"]] for p in points], [p["seconds"] for p in points])
+    spec = MaskSpec.of(0, 1, 1, 0.5, 1 << 20)
+    for rows, width in ((1 << 12, 16), (1 << 12, 128), (1 << 16, 16), (1 << 16, 128), (1 << 18, 64)):
+        x = torch.randn(rows, width, device=device)
+        seconds = best_seconds(lambda x=x: relu_dropout(x, spec, (0, x.shape[0], 0, x.shape[1])), device)
+        points.append({"rows": rows, "width": width, "seconds": seconds})
+    fitted = _fit([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
 
 

@@ -3,10 +3,11 @@
 Per layer l (shapes of gtool.plan.shapes, nnz[r, l] the rank's shard nonzeros):
 
     SpMM    forward  A[B_a x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned)
-    dense   forward  H @ W (B_a x C_in x C_out), dropout mask of the B_b x D_l input block and its product,
-                     ReLU; backward dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU
-                     and dropout gradients; the loss (about 12 passes over the logits block) and Adam
-                     (about 12 passes over the parameter parts)
+    dense   forward  H @ W (B_a x C_in x C_out), the ReLU fused with the next layer's dropout (one
+                     mask pass over B_a x C_out; layer 0's dropout one over B_b x C_in); backward
+                     dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
+                     gradient (an element-wise pass); the loss (about 12 passes over the logits block)
+                     and Adam (about 12 passes over the parameter parts)
     comm    every collective of gtool.plan.collectives: latency + ring wire bytes * per-byte cost
 
 Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
@@ -23,7 +24,6 @@ from gtool.plan.collectives import Collective
 from gtool.plan.memory import ModelSettings
 from gtool.plan.profile import DeviceProfile
 from gtool.plan.shapes import LayerShape
-from gtool.trainer.randomness import MASK_CHUNK_ROWS
 
 LOSS_PASSES = 12
 ADAM_PASSES = 12
@@ -53,20 +53,18 @@ class EpochTime:
 
 def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelSettings, last: bool) -> float:
     item = m.itemsize
-    gemm, passes = profile.gemm, profile.elementwise
+    gemm, passes, masks = profile.gemm, profile.elementwise, profile.dropout
     rows, cols_in, cols_out = shape.rows, shape.in_cols, shape.out_cols
-    input_block = shape.inputs * cols_in * item
-    output_block = rows * cols_out * item
     needs_input = shape.layer > 0 or m.learnable_features
     seconds = gemm.seconds(rows, cols_in, cols_out, item) + gemm.seconds(cols_in, rows, cols_out, item)
     if needs_input:
         seconds += gemm.seconds(rows, cols_out, cols_in, item)
-    if m.dropout > 0:
-        chunks = -(-shape.inputs // MASK_CHUNK_ROWS) + 1
-        seconds += profile.dropout.seconds(shape.inputs * shape.in_dim, chunks)
-        seconds += passes.seconds(3 * input_block, 3) + (passes.seconds(input_block) if needs_input else 0.0)
+    if shape.layer == 0 and m.dropout > 0:
+        input_elements = shape.inputs * cols_in
+        seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
     if not last:
-        seconds += passes.seconds(3 * output_block, 2)
+        output_elements = rows * cols_out
+        seconds += masks.seconds(output_elements, 1) + passes.seconds(output_elements * (2 * item + 1))
     return seconds
 
 

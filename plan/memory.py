@@ -53,65 +53,68 @@ class Timeline:
 
 
 def _forward_layer(t: Timeline, s: LayerShape, m: ModelSettings, last: bool) -> None:
+    """Layer `layer` forward: its input (already there) is aggregated and released; H stays for dW; the
+    ReLU fused with the next layer's dropout keeps a one-byte flag per element of its output."""
     item, layer = m.itemsize, s.layer
     ga = s.sizes[0]
-    input_block = s.inputs * s.in_cols * item
-    learned_input = layer == 0 and m.learnable_features
-    if learned_input and ga > 1:
-        t.alloc("gathered features", ga * -(-s.inputs * s.in_cols // ga) * item)
-    if m.dropout > 0:
-        t.alloc(f"dropout scale {layer}", input_block)
-        t.alloc(f"dropped input {layer}", input_block)
-        t.free("gathered features")
-        if layer == 0 and not m.learnable_features:
-            t.free(f"dropout scale {layer}")
+    if layer == 0:
+        input_block = s.inputs * s.in_cols * item
+        if m.learnable_features and ga > 1:
+            t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+        if m.dropout > 0:
+            t.alloc("dropped input 0", input_block)
+            t.free("input 0")
+            t.live["input 0"] = t.live.pop("dropped input 0")
+    t.alloc(f"H {layer}", s.rows * s.in_cols * item)
+    t.free(f"input {layer}")
     if ga > 1:
         t.alloc(f"gathered weight {layer}", ga * s.weight_part * item)
-    t.alloc(f"H {layer}", s.rows * s.in_cols * item)
     t.alloc(f"Q {layer}", s.rows * s.out_cols * item)
-    t.free(f"dropped input {layer}", "gathered features")
-    if not last:
-        t.alloc(f"relu {layer}", s.rows * s.out_cols * item)
-        t.free(f"Q {layer}")
+    if last:
+        return
+    t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item)
+    t.alloc(f"flag {layer}", s.rows * s.out_cols)
+    t.free(f"Q {layer}")
 
 
 def _loss(t: Timeline, last: LayerShape, m: ModelSettings, classes: int) -> None:
+    """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
     block = last.rows * last.out_cols * m.itemsize
     if last.out_cols * last.sizes[1] > classes:
         t.alloc("masked logits", block)
     t.alloc("exp", block)
     t.alloc("softmax", block)
-    t.free("exp", "masked logits")
+    t.free("exp", "masked logits", f"Q {last.layer}")
     t.alloc("grad logits", block)
     t.free("softmax")
+    t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
 
 
-def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings, last: bool) -> None:
+def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings) -> None:
+    """Layer `layer` backward from dQ: dH and dW, H and the gathered weight released, then dF = A^T dH
+    and the gradient through the previous layer's ReLU and dropout (from its flag)."""
     item, layer = m.itemsize, s.layer
     ga = s.sizes[0]
-    out_block = s.rows * s.out_cols * item
-    grad_in = "grad logits" if last else f"grad relu {layer}"
-    if not last:
-        t.alloc(grad_in, out_block)
-        t.free(f"relu {layer}", f"grad out {layer}")
     needs_input = layer > 0 or m.learnable_features
     if needs_input:
         t.alloc(f"dH {layer}", s.rows * s.in_cols * item)
     t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item)
-    t.free(f"H {layer}", f"gathered weight {layer}", grad_in)
+    t.free(f"H {layer}", f"gathered weight {layer}", f"grad Q {layer}")
     if ga > 1:
         t.alloc(f"padded dW {layer}", ga * s.weight_part * item)
         t.alloc(f"dW part {layer}", s.weight_part * item)
         t.free(f"padded dW {layer}", f"dW {layer}")
     if not needs_input:
         return
-    t.alloc(f"dF {layer}", s.inputs * s.in_cols * item)
+    input_block = s.inputs * s.in_cols * item
+    t.alloc(f"dF {layer}", input_block)
     t.free(f"dH {layer}")
-    if m.dropout > 0:
-        t.alloc(f"grad out {layer - 1}", s.inputs * s.in_cols * item)
-        t.free(f"dF {layer}", f"dropout scale {layer}")
-    else:
-        t.live[f"grad out {layer - 1}"] = t.live.pop(f"dF {layer}")
+    if layer > 0 or m.dropout > 0:
+        t.alloc(f"grad Q {layer - 1}", input_block)
+        t.free(f"dF {layer}", f"flag {layer - 1}")
+    if layer == 0 and ga > 1:
+        t.alloc("padded dF 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+        t.free("padded dF 0", "grad Q -1", "dF 0")
 
 
 def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
@@ -121,7 +124,7 @@ def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
         _forward_layer(t, s, m, s is shapes[-1])
     _loss(t, shapes[-1], m, classes)
     for s in reversed(shapes):
-        _backward_layer(t, s, m, s is shapes[-1])
+        _backward_layer(t, s, m)
     return t.peak
 
 

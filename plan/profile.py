@@ -7,7 +7,7 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
                   the caches), interpolated in log w and log D
     gemm          seconds = flops * f + bytes * m + c      (bytes: the three operands)
     elementwise   seconds = bytes * e + c                 (one pass reading and writing a block)
-    dropout       seconds = draws * d + chunks * k        (the trainer's mask generator)
+    dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
                   gtool.plan.collectives); sizes that were not measured use the nearest one measured
 
@@ -81,11 +81,11 @@ class ElementwiseCost:
 
 @dataclass(frozen=True)
 class DropoutCost:
-    seconds_per_draw: float
-    seconds_per_chunk: float
+    seconds_per_element: float
+    seconds_per_call: float
 
-    def seconds(self, draws: float, chunks: float) -> float:
-        return draws * self.seconds_per_draw + chunks * self.seconds_per_chunk
+    def seconds(self, elements: float, calls: int) -> float:
+        return elements * self.seconds_per_element + calls * self.seconds_per_call
 
 
 @dataclass(frozen=True)

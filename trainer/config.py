@@ -10,6 +10,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 OPTIMIZERS = ("adam", "adamw")
 FEATURE_NORMALIZATIONS = ("none", "row")
 BACKENDS = ("gloo", "nccl")
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class TrainConfig:
     agg_blocks: int = 1
     dtype: str = "float32"
     backend: str = "gloo"
+    device: str | None = None
     threads: int = 1
     timeout: float = 60.0
     checkpoint: str | None = None
@@ -58,6 +60,10 @@ class TrainConfig:
             problems.append(f"--dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
         if self.backend not in BACKENDS:
             problems.append(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.device is not None and self.device not in DEVICES:
+            problems.append(f"--device must be one of {DEVICES}, got {self.device!r}")
+        if self.backend == "nccl" and self.device == "cpu":
+            problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
         if len(self.grid) != 3 or min(self.grid) < 1:
             problems.append(f"--grid must be 3 positive integers, got {self.grid}")
         if self.threads < 1 or self.timeout <= 0:
@@ -70,6 +76,11 @@ class TrainConfig:
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPES[self.dtype]
+
+    @property
+    def device_type(self) -> str:
+        """Where the ranks' tensors live: --device, else cuda for NCCL and the CPU for gloo."""
+        return self.device or ("cuda" if self.backend == "nccl" else "cpu")
 
     @property
     def world_size(self) -> int:

@@ -42,21 +42,29 @@ class Trainer:
         self.targets = _targets(data, self.model, comm, device)
         self.optimizer = build_optimizer(self.model.parameters(), config)
 
+    def step(self, epoch: int) -> torch.Tensor:
+        """One forward/backward pass with dropout and one optimizer step; the loss stays on the device
+        (nothing in the step waits for the device)."""
+        timer = self.comm.timer
+        self.optimizer.zero_grad()
+        logits = self.model.forward(epoch, training=True)
+        loss = cross_entropy(logits, self.targets, timer)
+        del logits
+        loss.backward()
+        with timer.phase("dense"):
+            self.optimizer.step()
+        return loss.detach()
+
     def train_epoch(self, epoch: int) -> EpochRecord:
-        """One forward/backward pass with dropout and one optimizer step."""
+        """`step`, then the figures to print: the loss and the phase times (one wait for the device)."""
         timer = self.comm.timer
         timer.reset()
         self.comm.sent.reset()
         start = time.perf_counter()
-        self.optimizer.zero_grad()
-        logits = self.model.forward(epoch, training=True)
-        loss = cross_entropy(logits, self.targets, timer)
-        loss.backward()
-        with timer.phase("dense"):
-            self.optimizer.step()
+        loss = self.step(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        record = EpochRecord(epoch=epoch, loss=float(loss.detach()), seconds=seconds, **phases)
+        record = EpochRecord(epoch=epoch, loss=float(loss), seconds=seconds, **phases)
         record.comm_bytes = self.comm_bytes()
         return record
 

@@ -49,6 +49,8 @@ class Targets:
             raise GtoolError("the store has no labelled training node (split code 0)")
         local = labels - classes
         self.local_target = torch.where((local >= 0) & (local < real_classes), local, -1)
+        self.target_rows = torch.nonzero(self.local_target >= 0).squeeze(1)
+        self.target_columns = self.local_target[self.target_rows]
 
     def masked_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Logits with padding class columns at -inf."""
@@ -88,8 +90,7 @@ class _CrossEntropy(torch.autograd.Function):
         softmax, weight = ctx.saved_tensors
         targets = ctx.targets
         with ctx.timer.phase("dense"):
-            rows = torch.nonzero(targets.local_target >= 0).squeeze(1)
-            softmax[rows, targets.local_target[rows]] -= 1.0
+            softmax[targets.target_rows, targets.target_columns] -= 1.0
             return softmax * (weight * grad).unsqueeze(1), None, None
 
 

@@ -11,8 +11,9 @@ from gtool.grid import layer_roles, layer_widths
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm
+from gtool.trainer.dropout import NO_DROPOUT, MaskSpec, dropout, relu_dropout
 from gtool.trainer.layers import BlockedAdjacency, aggregate, transform
-from gtool.trainer.randomness import dropout_scale, initial_weight
+from gtool.trainer.randomness import initial_weight
 from gtool.trainer.sharding import ShardedBlock
 
 
@@ -159,22 +160,39 @@ class ParallelGCN:
         """F_0[band b, feature band c] of layer 0: the stored or the learned features."""
         return self.learned_features.full() if self.learned_features is not None else self.features
 
+    def mask(self, layer: int, epoch: int) -> MaskSpec:
+        """The dropout mask of layer `layer`'s input in `epoch`."""
+        config = self.config
+        return MaskSpec.of(config.seed, layer, epoch, config.dropout, self.plans[layer].in_dim)
+
     def forward(self, epoch: int, training: bool) -> torch.Tensor:
-        """Logits block [rows band a, class band b] of the last layer (dropout only when `training`)."""
+        """Logits block [rows band a, class band b] of the last layer (dropout only when `training`).
+
+        What each layer keeps for backward: the aggregate H (for dW) and, after every layer but the last,
+        one byte per element of the next input (positive and kept); masks are recomputed, never stored.
+        A layer's input is released once aggregated, its aggregate once transformed (unless saved).
+        """
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
+        dropping = training and config.dropout > 0
         x = self.input_block()
+        if dropping:
+            with timer.phase("dense"):
+                x = dropout(x, self.mask(0, epoch), self.plans[0].input_block)
+        last = len(self.plans) - 1
         for plan, adjacency, weight in zip(self.plans, self.adjacency, self.weights, strict=True):
             a, b, c = plan.roles
-            if training and config.dropout > 0:
-                with timer.phase("dense"):
-                    rate, block = config.dropout, plan.input_block
-                    x = x * dropout_scale(
-                        config.seed, plan.layer, epoch, block, plan.in_dim, rate, x.dtype, x.device
-                    )
             owns_input_grad = plan.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)
+            del x
             x = transform(hidden, weight.full(), axes[b], axes[c], timer)
-            if plan.layer < len(self.plans) - 1:
-                with timer.phase("dense"):
+            del hidden
+            if plan.layer == last:
+                break
+            following = self.plans[plan.layer + 1]
+            with timer.phase("dense"):
+                if not training:
                     x = torch.relu(x)
+                else:
+                    spec = self.mask(following.layer, epoch) if dropping else NO_DROPOUT
+                    x = relu_dropout(x, spec, following.input_block)
         return x

@@ -1,7 +1,6 @@
-"""Every random number of training, derived from (seed, layer, epoch, global coordinates), never the rank.
-
-Ranks that hold the same block therefore draw the same numbers, and because masks are drawn per fixed
-global chunk of rows (not per shard), a run gives the same result on every grid shape.
+"""Every random number of training, derived from the seed and (layer, epoch, global coordinates), never
+the rank: ranks that hold the same block draw the same numbers, and every grid shape trains alike.
+Dropout masks are in `gtool.trainer.dropout`.
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ import math
 
 import torch
 
-MASK_CHUNK_ROWS = 512
 _MASK64 = (1 << 64) - 1
 
 
@@ -30,34 +28,3 @@ def initial_weight(seed: int, layer: int, fan_in: int, fan_out: int, dtype: torc
     limit = math.sqrt(6.0 / (fan_in + fan_out))
     weight = torch.rand(fan_in, fan_out, generator=generator, dtype=torch.float64) * (2 * limit) - limit
     return weight.to(dtype)
-
-
-def dropout_scale(
-    seed: int,
-    layer: int,
-    epoch: int,
-    block: tuple[int, int, int, int],
-    width: int,
-    rate: float,
-    dtype: torch.dtype,
-    device: torch.device,
-) -> torch.Tensor:
-    """Dropout multipliers (0 or 1 / (1 - rate)) of a block of a layer input `width` columns wide.
-
-    `block` is (first row, rows, first column, columns) in global, padded coordinates; columns at or past
-    `width` are padding and get 0. Row chunk k (rows [k * MASK_CHUNK_ROWS, ...)) is drawn whole, `width`
-    columns, from a generator seeded by (seed, layer, epoch, k); the block takes its part of each chunk.
-    """
-    row0, num_rows, col0, num_cols = block
-    real_cols = max(0, min(num_cols, width - col0))
-    scale = torch.zeros(num_rows, num_cols, dtype=dtype, device=device)
-    keep_value = 1.0 / (1.0 - rate)
-    generator = torch.Generator(device=device)
-    for chunk in range(row0 // MASK_CHUNK_ROWS, -(-(row0 + num_rows) // MASK_CHUNK_ROWS)):
-        start = chunk * MASK_CHUNK_ROWS
-        lo, hi = max(row0, start), min(row0 + num_rows, start + MASK_CHUNK_ROWS)
-        generator.manual_seed(derive_seed(seed, 2, layer, epoch, chunk))
-        draws = torch.rand(MASK_CHUNK_ROWS, width, generator=generator, device=device)
-        keep = draws[lo - start : hi - start, col0 : col0 + real_cols] >= rate
-        scale[lo - row0 : hi - row0, :real_cols].masked_fill_(keep, keep_value)
-    return scale

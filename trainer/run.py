@@ -25,12 +25,14 @@ STARTUP_TIMEOUT = timedelta(minutes=30)
 
 
 def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
-    """cuda:LOCAL_RANK for NCCL, else the CPU."""
-    if config.backend != "nccl":
+    """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
+    are, so that several ranks can share one GPU (collectives then go through the host)."""
+    if config.device_type == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise GtoolError("--backend nccl needs CUDA GPUs, and torch sees none")
-    device = torch.device("cuda", env.local_rank)
+        raise GtoolError(f"--device cuda (--backend {config.backend}) needs CUDA GPUs, and torch sees none")
+    index = env.local_rank if config.backend == "nccl" else env.local_rank % torch.cuda.device_count()
+    device = torch.device("cuda", index)
     torch.cuda.set_device(device)
     return device
 
@@ -78,7 +80,8 @@ def train(config: TrainConfig) -> None:
     if env is None or (env.world_size == 1 and config.world_size > 1):
         grid = "x".join(map(str, config.grid))
         print(
-            f"gtool train: starting {config.world_size} local rank(s) for grid {grid} ({config.backend}); "
+            f"gtool train: starting {config.world_size} local rank(s) for grid {grid} "
+            f"({config.backend}, {config.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
             flush=True,

@@ -1,7 +1,9 @@
 """A plain single-process GCN on the whole graph with torch.sparse: the reference for tests and benchmarks.
 
-It shares with the parallel trainer only what defines the model (initial weights, dropout masks) and
-uses torch.optim, so it checks the trainer's own Adam as well as its parallel machinery.
+It shares with the parallel trainer only what defines the model (initial weights, dropout masks, drawn
+here by the plain-torch specification `keep_mask`) and uses torch.optim, so it checks the trainer's own
+Adam, dropout kernels and parallel machinery. With `torch_dropout` it draws its masks with F.dropout
+instead, as a plain PyTorch GCN does (the benchmarks' reference).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from gtool.grid import layer_widths
 from gtool.layout import SPLIT_CODES
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.randomness import dropout_scale, initial_weight
+from gtool.trainer.dropout import MaskSpec, keep_mask
+from gtool.trainer.randomness import initial_weight
 
 
 class _SparseMatmul(torch.autograd.Function):
@@ -89,9 +92,10 @@ class SerialGraph:
 class SerialGCN:
     """The GCN of `config` (no bias, ReLU, dropout on every layer's input) with its optimizer."""
 
-    def __init__(self, graph: SerialGraph, config: TrainConfig):
+    def __init__(self, graph: SerialGraph, config: TrainConfig, torch_dropout: bool = False):
         self.graph = graph
         self.config = config
+        self.torch_dropout = torch_dropout
         dtype = config.torch_dtype
         features = graph.features
         if config.normalize_features == "row":
@@ -119,11 +123,12 @@ class SerialGCN:
         x = self.features
         config = self.config
         for layer, (matrix, transpose) in enumerate(self.graph.matrices):
-            if training and config.dropout > 0:
+            if training and config.dropout > 0 and self.torch_dropout:
+                x = torch.nn.functional.dropout(x, config.dropout)
+            elif training and config.dropout > 0:
                 rows, width = x.shape
-                x = x * dropout_scale(
-                    config.seed, layer, epoch, (0, rows, 0, width), width, config.dropout, x.dtype, x.device
-                )
+                spec = MaskSpec.of(config.seed, layer, epoch, config.dropout, width)
+                x = x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
             x = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
             if layer < config.layers - 1:
                 x = torch.relu(x)

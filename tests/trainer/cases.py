@@ -20,7 +20,7 @@ from gtool.grid import ProcessGrid
 from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, build_grid_comm
+from gtool.trainer.distributed import AxisGroup, GridComm, build_grid_comm
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
@@ -40,6 +40,13 @@ class Case:
     config: TrainConfig
     epochs: int = 5
     reference: str = "unpermuted"
+
+
+def single_rank_comm() -> GridComm:
+    """The communicator of a 1x1x1 grid: every group is this rank alone, so nothing needs a process group."""
+    timer = PhaseTimer(CPU)
+    alone = AxisGroup(1, 0, None, timer, CPU)
+    return GridComm(ProcessGrid(1, 1, 1), 0, (alone, alone, alone), alone, timer)
 
 
 def block_of(full: torch.Tensor, rows: Band, cols: Band) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""The trainer's single-process parts: launch environments, dropout masks, row blocks, Adam, checkpoints."""
+"""The trainer's single-process parts: launch environments, row blocks, Adam, checkpoints."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from gtool.grid import ProcessGrid
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import AxisGroup, GridComm
 from gtool.trainer.launch import RankEnv, environment_rank
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
-from gtool.trainer.randomness import dropout_scale
 from gtool.trainer.serial import torch_csr
-from gtool.trainer.timing import PhaseTimer
+from tests.trainer.cases import single_rank_comm
 
 CPU = torch.device("cpu")
 
@@ -35,19 +32,6 @@ def test_plain_or_single_task_environment_launches_locally() -> None:
     assert environment_rank({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}) is None
     batch_script = {"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "n[1-2]"}
     assert environment_rank(batch_script) is None
-
-
-def test_dropout_blocks_are_cut_from_one_global_mask() -> None:
-    """Any block equals the same part of the whole layer input's mask (so every grid draws the same)."""
-    width, rate = 13, 0.3
-    whole = dropout_scale(7, 1, 4, (0, 1500, 0, width), width, rate, torch.float64, CPU)
-    block = dropout_scale(7, 1, 4, (700, 600, 5, 10), width, rate, torch.float64, CPU)
-    assert torch.equal(block[:, :8], whole[700:1300, 5:13])
-    assert torch.equal(block[:, 8:], torch.zeros(600, 2, dtype=torch.float64)), "padding columns must be 0"
-    kept = (whole > 0).double().mean().item()
-    assert abs(kept - (1 - rate)) < 0.02 and torch.all((whole == 0) | (whole == 1 / (1 - rate)))
-    other_epoch = dropout_scale(7, 1, 5, (0, 1500, 0, width), width, rate, torch.float64, CPU)
-    assert not torch.equal(whole, other_epoch)
 
 
 @pytest.mark.parametrize("blocks", [1, 2, 3, 7, 40])
@@ -80,13 +64,6 @@ def test_adam_matches_torch_optim(kind: str) -> None:
         reference.step()
     for got, want in zip(ours, theirs, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-14, atol=1e-14)
-
-
-def single_rank_comm() -> GridComm:
-    """The communicator of a 1x1x1 grid: every group is this rank alone, so nothing needs a process group."""
-    timer = PhaseTimer(CPU)
-    alone = AxisGroup(1, 0, None, timer, CPU)
-    return GridComm(ProcessGrid(1, 1, 1), 0, (alone, alone, alone), alone, timer)
 
 
 def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:

@@ -1,0 +1,50 @@
+"""An epoch dispatches the same operators whatever the graph's size (no Python loop over nodes) and none
+that makes the host wait for the device (.item(), nonzero, ...)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gtool.loader import load_rank
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.loop import Trainer
+from tests.conftest import make_store
+from tests.trainer.cases import CPU, single_rank_comm
+
+WAITS_FOR_DEVICE = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
+
+
+class OperatorLog(TorchDispatchMode):
+    """Counts every aten operator dispatched while active (forward, backward and optimizer alike)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def epoch_operators(store: str) -> Counter[str]:
+    """The operators of one training step (dropout 0.5, 3 layers, 1x1x1) after a warm-up step."""
+    config = TrainConfig(store=store, hidden=8, dropout=0.5, agg_blocks=2)
+    trainer = Trainer(
+        load_rank(store, grid=(1, 1, 1), rank=0, layers=config.layers), single_rank_comm(), config, CPU
+    )
+    trainer.step(1)
+    with OperatorLog() as log:
+        trainer.step(2)
+    return log.calls
+
+
+def test_an_epoch_dispatches_the_same_operators_on_a_16x_larger_graph(tmp_path: Path) -> None:
+    shape = {"tiles": 2, "num_features": 6, "num_classes": 3}
+    small = epoch_operators(make_store("grid:8x8", tmp_path / "small.zarr", **shape))
+    large = epoch_operators(make_store("grid:32x32", tmp_path / "large.zarr", **shape))
+    assert small == large
+    assert sum(small.values()) < 200, small
+    assert not WAITS_FOR_DEVICE & set(small), "the step waits for the device"
