@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from typing import TYPE_CHECKING
 
 import typer
+from rich.console import Console
 
 from gtool.errors import GtoolError
 from gtool.store import open_store
@@ -16,6 +18,9 @@ from .plan_tables import plan_tables
 
 if TYPE_CHECKING:
     from gtool.plan.planner import PlanRequest
+
+WIDTH = 150
+"""Columns of the tables when the output is not a terminal (a file or a pipe)."""
 
 
 def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
@@ -96,8 +101,9 @@ def plan(
         typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))
         return
     console.print(note, highlight=False)
+    out = Console() if sys.stdout.isatty() else Console(width=WIDTH)
     for table in plan_tables(store, opened.num_nodes, result, top):
-        console.print(table)
+        out.print(table)
 
 
 def plan_request(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import typer
 from rich.markup import escape
 
@@ -11,23 +14,16 @@ from gtool.store import Store, open_store
 
 from .common import console, reports_errors
 
+if TYPE_CHECKING:
+    from gtool.plan.planner import PlanRequest
+
 
 def auto_grid(
-    store: Store,
-    ranks: int | None,
-    layers: int,
-    hidden: int,
-    dtype: str,
-    dropout: float,
-    learnable_features: bool,
-    agg_blocks: int,
-    profile: str | None,
+    store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
 ) -> str:
-    """`--grid auto`: the world size of torchrun/srun, or --ranks locally, and gtool plan's best grid."""
+    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks."""
     from gtool.plan.auto import choose_grid
     from gtool.trainer.launch import environment_rank
-
-    from .plan import plan_request
 
     env = environment_rank()
     if env is not None and env.world_size > 1:
@@ -36,8 +32,7 @@ def auto_grid(
         ranks = env.world_size
     if ranks is None:
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
-    request = plan_request(ranks, layers, hidden, dtype, dropout, learnable_features, agg_blocks, None)
-    grid, why = choose_grid(store, request, profile)
+    grid, why = choose_grid(store, request(ranks), profile)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
     return "x".join(map(str, grid.dims))

@@ -7,21 +7,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import warnings
-from datetime import timedelta
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
-from gtool.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.plan.tensorbytes import LiveTensorBytes
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, build_grid_comm
+from gtool.trainer.distributed import GridComm
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
-from gtool.trainer.timing import PhaseTimer
+from tests.trainer.cases import grid_comm, joined_world
 
 CPU = torch.device("cpu")
 
@@ -42,21 +38,10 @@ def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
 def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig]], track_memory: bool, out: str) -> None:
     """Entry point of every rank: train one epoch of each case its grid has room for; save the figures
     as OUT/NAME-rank-R.json."""
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
-    try:
+    with joined_world(env):
         for name, config in cases:
-            comm = build_grid_comm(ProcessGrid(*config.grid), 120, PhaseTimer(CPU), CPU)
+            comm = grid_comm(config.grid)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))
             gc.collect()
-    finally:
-        dist.destroy_process_group()
