@@ -13,6 +13,7 @@ from gtool.geometry import parse_dims
 from gtool.store import Store, open_store
 
 from .common import console, reports_errors
+from .plan import plan_request
 
 if TYPE_CHECKING:
     from gtool.plan.planner import PlanRequest
@@ -90,9 +91,8 @@ def train(
 
     opened = open_store(store)
     if grid == "auto":
-        dims = auto_grid(
-            opened, ranks, layers, hidden, dtype, dropout, learnable_features, agg_blocks, plan_profile
-        )
+        model = (layers, hidden, dtype, dropout, learnable_features, agg_blocks, None)
+        dims = auto_grid(opened, ranks, plan_profile, lambda p: plan_request(p, *model))
     else:
         if ranks is not None:
             raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
