@@ -8,9 +8,9 @@ Stores: rmat:SCALE:8 (16x16 tiles, 128 features, 32 classes) built once into ben
 run is `gtool train STORE --grid G --hidden H` with the default model otherwise (3 layers, dropout 0.5),
 one torch thread per rank, --epochs E; the measured figure is the mean epoch time after the first
 (warm-up), from its --log. The prediction is gtool.plan's for the same store, grid, model and profile.
-`--report` gathers every saved run: R^2 of measured against predicted (1 - SS_res / SS_tot around the
-identity line, and the squared correlation), and per (scale, hidden) whether the grid predicted fastest
-is the measured fastest or within 5% of it.
+`--report` gathers every saved run, predicts it afresh with --profile, and prints R^2 of measured
+against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation), and per
+(scale, hidden) whether the grid predicted fastest is the measured fastest or within 5% of it.
 """
 
 from __future__ import annotations
@@ -95,8 +95,11 @@ def r_squared(measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float
     return 1 - residual / total, float(np.corrcoef(measured, predicted)[0, 1] ** 2)
 
 
-def report(files: list[Path]) -> None:
+def report(files: list[Path], profile: str) -> None:
+    """The table and fit of every saved run, predictions made afresh with `profile`."""
     rows = [row for f in files for row in json.loads(f.read_text())["rows"]]
+    for r in rows:
+        r["predicted"] = predicted_seconds(str(store_path(r["scale"])), r["grid"], r["hidden"], profile)
     print(f"{'store':12s} {'hidden':>6s} {'grid':>6s} {'measured s':>10s} {'predicted s':>11s} {'ratio':>6s}")
     for r in rows:
         m, p = r["measured"]["seconds"], r["predicted"]["epoch_seconds"]
@@ -140,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.report:
-        report(sorted(RESULTS.glob("bench_plan-rmat*.json")))
+        report(sorted(RESULTS.glob("bench_plan-rmat*.json")), args.profile)
         return
     if not Path(args.profile).exists():
         sys.exit(

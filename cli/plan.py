@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import typer
@@ -71,6 +72,9 @@ def plan(
     exact_nnz: bool = typer.Option(
         False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
     ),
+    ranks_per_node: int = typer.Option(
+        None, help="Ranks computing side by side on one machine (CPU profiles; default: all ranks)."
+    ),
     top: int = typer.Option(0, help="Show only the N best grids (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
@@ -94,6 +98,10 @@ def plan(
     request = plan_request(
         ranks, layers, hidden, dtype, dropout, learnable_features, agg_blocks, memory_per_rank, exact_nnz
     )
+    if ranks_per_node is not None:
+        if ranks_per_node < 1:
+            raise GtoolError(f"--ranks-per-node must be >= 1, got {ranks_per_node}")
+        request = replace(request, ranks_per_node=ranks_per_node)
     cost_profile, note = load_profile(profile)
     opened = open_store(store)
     result = make_plan(opened, request, cost_profile)

@@ -50,6 +50,8 @@ GEMM_SHAPES = (
 ELEMENTWISE_SIZES = (1 << 16, 1 << 20, 1 << 23)
 MESSAGE_BYTES = tuple(1 << k for k in range(10, 25, 2))
 REPEATS = 3
+CONCURRENCY_SCALE = 16
+CONCURRENCY_REPEATS = 5
 
 Report = Callable[[str], None]
 
@@ -73,10 +75,11 @@ def best_seconds(call: Callable[[], object], device: torch.device, repeats: int 
 
 
 def rmat_matrix(scale: int, degree: int, device: torch.device, seed: int = 7) -> torch.Tensor:
-    """A 2^scale square R-MAT matrix with about `degree` nonzeros per row, rows and columns permuted
-    at random (as gtool shard's double permutation leaves a graph), as float32 torch CSR."""
+    """A 2^scale square symmetric R-MAT matrix with about `degree` nonzeros per row, rows and columns
+    permuted at random (as gtool shard leaves an undirected graph), as float32 torch CSR."""
     n = 1 << scale
-    src, dst = rmat_block(scale, seed, 0, degree * n)
+    src, dst = rmat_block(scale, seed, 0, degree * n // 2)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
     rng = np.random.default_rng(seed)
     rows, cols = rng.permutation(n)[src], rng.permutation(n)[dst]
     csr = sp.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(n, n))
@@ -232,6 +235,44 @@ def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type:
     dist.destroy_process_group()
 
 
+def _compute_workload(device: torch.device) -> Callable[[], object]:
+    """A fixed mix of the epoch's kinds of work (SpMM, GEMM, a pass) for the concurrency benchmark."""
+    matrix = rmat_matrix(CONCURRENCY_SCALE, 16, device)
+    dense = torch.rand(matrix.shape[1], 64, device=device)
+    weight = torch.rand(64, 64, device=device)
+
+    def work() -> None:
+        product = torch.mm(matrix, dense) @ weight
+        torch.relu(product)
+
+    return work
+
+
+def _concurrent_rank(env: RankEnv, out: str) -> None:
+    """One of k processes running the workload at the same time: its best time, written to OUT.R."""
+    torch.set_num_threads(1)
+    work = _compute_workload(torch.device("cpu"))
+    work()
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.5:
+        work()
+    Path(f"{out}.{env.rank}").write_text(str(best_seconds(work, torch.device("cpu"), CONCURRENCY_REPEATS)))
+
+
+def calibrate_concurrency(max_group: int) -> dict[int, float]:
+    """How much slower one CPU rank computes while k ranks share the machine (k = 2, 4, ...): the median
+    over the k processes of their time, over one process's time alone. 1 for k = 1."""
+    alone = best_seconds(_compute_workload(torch.device("cpu")), torch.device("cpu"), CONCURRENCY_REPEATS)
+    slowdown = {1: 1.0}
+    with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
+        for k in (g for g in (2, 4, 8, 16, 32) if g <= max_group):
+            out = str(Path(scratch) / f"k{k}")
+            launch_local(k, _concurrent_rank, out)
+            times = [float(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
+            slowdown[k] = max(1.0, float(np.median(times)) / alone)
+    return slowdown
+
+
 def calibrate_collectives(
     backend: str, device: torch.device, max_group: int
 ) -> tuple[dict[int, CollectiveCost], dict[str, list]]:
@@ -268,6 +309,10 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
     dropout, dropout_points = calibrate_dropout(device)
     report(f"all-reduce over {backend} in groups of up to {max_group} processes")
     collectives, collective_points = calibrate_collectives(backend, device, max_group)
+    concurrency = {1: 1.0}
+    if device.type == "cpu":
+        report(f"computing in up to {max_group} processes at once")
+        concurrency = calibrate_concurrency(max_group)
     made_on = {
         "host": platform.node(),
         "date": datetime.date.today().isoformat(),
@@ -275,7 +320,7 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
     }
     profile = DeviceProfile(
-        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, made_on
+        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, concurrency, made_on
     )
     measurements = {
         "spmm": spmm_points,

@@ -12,6 +12,8 @@ Per layer l (shapes of gtool.plan.shapes, nnz[r, l] the rank's shard nonzeros):
 
 Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
 computation, plus the communication: epoch = sum over layers of max over ranks (SpMM + dense) + comm.
+On the CPU, ranks that share a machine share its cores, caches and memory bandwidth: their computation
+is multiplied by the profile's measured slowdown for that many ranks side by side.
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ def epoch_time(
     profile: DeviceProfile,
     m: ModelSettings,
     parameters: int,
+    ranks_per_node: int,
 ) -> EpochTime:
-    """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer]."""
+    """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
+    `ranks_per_node` ranks computing side by side on each machine (the profile's slowdown for that)."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)
     dense = np.zeros(nnz.shape)
@@ -93,4 +97,5 @@ def epoch_time(
     dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
     dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
     comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
-    return EpochTime(spmm, dense, float(comm))
+    slowdown = profile.slowdown(ranks_per_node)
+    return EpochTime(spmm * slowdown, dense * slowdown, float(comm))

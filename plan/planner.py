@@ -34,6 +34,12 @@ class PlanRequest:
     settings: ModelSettings = field(default_factory=ModelSettings)
     memory_per_rank: int | None = None
     exact_nnz: bool = False
+    ranks_per_node: int | None = None
+    """Ranks computing side by side on one machine (None: all of them, as local processes)."""
+
+    @property
+    def node_ranks(self) -> int:
+        return min(self.ranks, self.ranks_per_node or self.ranks)
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ def estimate_grid(
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
     collectives = epoch_collectives(shapes, m.learnable_features)
     memory = estimate_memory(shapes, shards, m, classes)
-    time = epoch_time(shapes, nnz, collectives, profile, m, parameter_elements(shapes, m))
+    time = epoch_time(shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks)
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
     return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits)

@@ -10,6 +10,7 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
                   gtool.plan.collectives); sizes that were not measured use the nearest one measured
+    concurrency   CPU only: compute slowdown of each rank while k ranks share the machine
 
 A profile made on one machine is read anywhere: it describes the machine it was made on.
 """
@@ -106,6 +107,7 @@ class DeviceProfile:
     elementwise: ElementwiseCost
     dropout: DropoutCost
     collectives: dict[int, CollectiveCost]
+    concurrency: dict[int, float] = field(default_factory=lambda: {1: 1.0})
     made_on: dict[str, Any] = field(default_factory=dict)
 
     def collective(self, group_size: int) -> CollectiveCost:
@@ -115,6 +117,12 @@ class DeviceProfile:
         nearest = min(self.collectives, key=lambda g: (abs(np.log(g / group_size)), -g))
         return self.collectives[nearest]
 
+    def slowdown(self, ranks_per_node: int) -> float:
+        """How much slower each rank computes while `ranks_per_node` ranks share a machine (measured k
+        nearest below, 1 for GPUs)."""
+        measured = [k for k in self.concurrency if k <= ranks_per_node] or [1]
+        return self.concurrency.get(max(measured), 1.0)
+
     def collective_seconds(self, wire_bytes: float, group_size: int) -> float:
         cost = self.collective(group_size)
         return cost.latency + wire_bytes * cost.seconds_per_byte
@@ -122,6 +130,7 @@ class DeviceProfile:
     def to_json(self) -> dict[str, Any]:
         content = asdict(self)
         content["collectives"] = {str(g): asdict(c) for g, c in sorted(self.collectives.items())}
+        content["concurrency"] = {str(k): v for k, v in sorted(self.concurrency.items())}
         return {"format": FORMAT, "version": VERSION, **content}
 
     def describe(self) -> str:
@@ -160,6 +169,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             elementwise=ElementwiseCost(**content["elementwise"]),
             dropout=DropoutCost(**content["dropout"]),
             collectives={int(g): CollectiveCost(**c) for g, c in content["collectives"].items()},
+            concurrency={int(k): float(v) for k, v in content.get("concurrency", {"1": 1.0}).items()},
             made_on=dict(content.get("made_on", {})),
         )
     except (KeyError, TypeError, ValueError) as exc:
