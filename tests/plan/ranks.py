@@ -44,4 +44,5 @@ def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig]], track_memo
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))
-            gc.collect()
+            if track_memory:
+                gc.collect()
