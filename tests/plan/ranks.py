@@ -15,9 +15,9 @@ from gtool.loader import load_rank
 from gtool.plan.tensorbytes import LiveTensorBytes
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm
-from gtool.trainer.launch import RankEnv
+from gtool.trainer.launch import RankEnv, joined_world
 from gtool.trainer.loop import Trainer
-from tests.trainer.cases import grid_comm, joined_world
+from tests.trainer.cases import grid_comm
 
 CPU = torch.device("cpu")
 
