@@ -25,29 +25,17 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from gtool.grid import ProcessGrid, layer_widths
-from gtool.loader import load_rank
-from gtool.plan.bandnnz import ShardNnzTable
 from gtool.plan.profile import (
     CollectiveCost,
     DeviceProfile,
     DropoutCost,
     ElementwiseCost,
-    EpochFit,
     GemmCost,
     SpmmCost,
 )
-from gtool.plan.shapes import factorizations
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.pipeline import shard
 from gtool.preprocess.sources.generators import rmat_block
-from gtool.store import open_store
-from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
 from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, joined_world, launch_local
-from gtool.trainer.loop import Trainer
-from gtool.trainer.timing import PhaseTimer
+from gtool.trainer.launch import RankEnv, launch_local
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -62,11 +50,8 @@ GEMM_SHAPES = (
 ELEMENTWISE_SIZES = (1 << 16, 1 << 20, 1 << 23)
 MESSAGE_BYTES = tuple(1 << k for k in range(10, 25, 2))
 REPEATS = 3
-FIT_SCALE = 14
-FIT_HIDDEN = (32, 128)
-FIT_EPOCHS = 4
-FIT_MAX_RANKS = 2
-CPU = torch.device("cpu")
+CONCURRENCY_SCALE = 16
+CONCURRENCY_REPEATS = 5
 
 Report = Callable[[str], None]
 
@@ -250,64 +235,42 @@ def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type:
     dist.destroy_process_group()
 
 
-def _epoch_rank(env: RankEnv, config: TrainConfig, epochs: int, out: str) -> None:
-    """One rank of a calibration run: train `epochs` epochs; rank 0 writes the mean after the first."""
-    with joined_world(env, config.backend, config.threads):
-        comm = build_grid_comm(ProcessGrid(*config.grid), config.timeout, PhaseTimer(CPU), CPU)
-        data = load_rank(config.store, grid=config.grid, rank=env.rank, layers=config.layers)
-        trainer = Trainer(data, comm, config, CPU)
-        seconds = [trainer.train_epoch(epoch).seconds for epoch in range(1, epochs + 1)]
-        if env.rank == 0:
-            Path(out).write_text(json.dumps(float(np.mean(seconds[1:]))))
+def _compute_workload(device: torch.device) -> Callable[[], object]:
+    """A fixed mix of the epoch's kinds of work (SpMM, GEMM, a pass) for the concurrency benchmark."""
+    matrix = rmat_matrix(CONCURRENCY_SCALE, 16, device)
+    dense = torch.rand(matrix.shape[1], 64, device=device)
+    weight = torch.rand(64, 64, device=device)
+
+    def work() -> None:
+        product = torch.mm(matrix, dense) @ weight
+        torch.relu(product)
+
+    return work
 
 
-def calibrate_epochs(
-    profile: DeviceProfile, max_ranks: int, report: Report
-) -> tuple[dict[int, EpochFit], list]:
-    """Fit the model to whole epochs of gtool train on this machine (CPU ranks as local processes).
+def _concurrent_rank(env: RankEnv, out: str) -> None:
+    """One of k processes running the workload at the same time: its best time, written to OUT.R."""
+    torch.set_num_threads(1)
+    work = _compute_workload(torch.device("cpu"))
+    work()
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.5:
+        work()
+    Path(f"{out}.{env.rank}").write_text(str(best_seconds(work, torch.device("cpu"), CONCURRENCY_REPEATS)))
 
-    A small R-MAT store is trained on every grid of n = 1, 2, ... ranks (n <= `max_ranks`) at two hidden
-    widths; per n, the measured epoch is fitted (non-negative least squares) as
-    compute_scale * (SpMM + dense) + comm_scale * comm of the microbenchmark model: what ranks side by
-    side on one machine cost each other (shared cores, caches, memory bandwidth, transport threads).
-    """
-    from gtool.plan.planner import PlanRequest, estimate_grid
 
-    points = []
-    fits = {}
+def calibrate_concurrency(max_group: int) -> dict[int, float]:
+    """How much slower one CPU rank computes while k ranks share the machine (k = 2, 4, ...): the median
+    over the k processes of their time, over one process's time alone. 1 for k = 1."""
+    alone = best_seconds(_compute_workload(torch.device("cpu")), torch.device("cpu"), CONCURRENCY_REPEATS)
+    slowdown = {1: 1.0}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
-        store = str(Path(scratch) / "fit.zarr")
-        shard(f"rmat:{FIT_SCALE}:8", store, ShardOptions(tiles=8, workers=1))
-        opened = open_store(store)
-        for ranks in (n for n in (1, 2, 4, 8) if n <= max_ranks):
-            rows, measured = [], []
-            for grid in factorizations(ranks):
-                for hidden in FIT_HIDDEN:
-                    report(f"fitting epochs: {grid}, hidden {hidden}")
-                    out = str(Path(scratch) / "epoch.json")
-                    config = TrainConfig(store=store, grid=grid.dims, hidden=hidden, epochs=FIT_EPOCHS)
-                    launch_local(ranks, _epoch_rank, config, FIT_EPOCHS, out)
-                    seconds = json.loads(Path(out).read_text())
-                    request = PlanRequest(ranks, hidden=hidden)
-                    widths = layer_widths(opened.num_features, hidden, opened.num_classes, request.layers)
-                    table = ShardNnzTable(opened, set(grid.dims))
-                    time = estimate_grid(grid, table, widths, request, profile, opened.num_classes).time
-                    compute = float(time.compute.max(axis=0).sum())
-                    rows.append([compute, time.comm])
-                    measured.append(seconds)
-                    points.append(
-                        {"grid": str(grid), "hidden": hidden, "seconds": seconds, "model": rows[-1]}
-                    )
-            if ranks == 1:
-                scale = float(
-                    np.dot([r[0] for r in rows], measured)
-                    / np.dot([r[0] for r in rows], [r[0] for r in rows])
-                )
-                fits[1] = EpochFit(scale, 1.0)
-            else:
-                compute_scale, comm_scale = _fit(rows, measured)
-                fits[ranks] = EpochFit(float(compute_scale), float(comm_scale))
-    return fits, points
+        for k in (g for g in (2, 4, 8, 16, 32) if g <= max_group):
+            out = str(Path(scratch) / f"k{k}")
+            launch_local(k, _concurrent_rank, out)
+            times = [float(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
+            slowdown[k] = max(1.0, float(np.median(times)) / alone)
+    return slowdown
 
 
 def calibrate_collectives(
@@ -346,10 +309,10 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
     dropout, dropout_points = calibrate_dropout(device)
     report(f"all-reduce over {backend} in groups of up to {max_group} processes")
     collectives, collective_points = calibrate_collectives(backend, device, max_group)
-    unfitted = DeviceProfile(device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives)
-    fits, epoch_points = {}, []
+    concurrency = {1: 1.0}
     if device.type == "cpu":
-        fits, epoch_points = calibrate_epochs(unfitted, min(max_group, FIT_MAX_RANKS), report)
+        report(f"computing in up to {max_group} processes at once")
+        concurrency = calibrate_concurrency(max_group)
     made_on = {
         "host": platform.node(),
         "date": datetime.date.today().isoformat(),
@@ -357,7 +320,7 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
     }
     profile = DeviceProfile(
-        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, fits, made_on
+        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, concurrency, made_on
     )
     measurements = {
         "spmm": spmm_points,
@@ -365,6 +328,5 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         "elementwise": elementwise_points,
         "dropout": dropout_points,
         "all_reduce": collective_points,
-        "epochs": epoch_points,
     }
     return profile, measurements

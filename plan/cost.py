@@ -13,8 +13,8 @@ Per layer l (shapes of gtool.plan.shapes, nnz[r, l] the rank's shard nonzeros):
 Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
 computation, plus the communication: epoch = sum over layers of max over ranks (SpMM + dense) + comm.
 On the CPU, ranks that share a machine share its cores, caches and memory bandwidth, and the collectives'
-copies and sums run on the same cores: computation and communication are scaled by the profile's fit of
-whole epochs with that many ranks side by side (none on GPUs, where each rank has its own device).
+copies and sums run on the same cores: every term is multiplied by the profile's measured slowdown for
+that many ranks side by side (1 on GPUs, where each rank has its own device).
 """
 
 from __future__ import annotations
@@ -98,5 +98,5 @@ def epoch_time(
     dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
     dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
     comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
-    fit = profile.fit(ranks_per_node)
-    return EpochTime(spmm * fit.compute_scale, dense * fit.compute_scale, float(comm) * fit.comm_scale)
+    slowdown = profile.slowdown(ranks_per_node)
+    return EpochTime(spmm * slowdown, dense * slowdown, float(comm) * slowdown)

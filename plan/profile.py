@@ -10,8 +10,7 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
                   gtool.plan.collectives); sizes that were not measured use the nearest one measured
-    epoch_fit     CPU only, per n ranks side by side on one machine: the model fitted to whole epochs
-                  of gtool train, epoch = compute_scale * (SpMM + dense) + comm_scale * comm
+    concurrency   CPU only: compute slowdown of each rank while k ranks share the machine
 
 A profile made on one machine is read anywhere: it describes the machine it was made on.
 """
@@ -97,14 +96,6 @@ class CollectiveCost:
 
 
 @dataclass(frozen=True)
-class EpochFit:
-    """Whole epochs against the model, for n ranks side by side on one machine (CPU)."""
-
-    compute_scale: float
-    comm_scale: float
-
-
-@dataclass(frozen=True)
 class DeviceProfile:
     """What one rank's device and its collectives cost (see the module docstring for the formulas)."""
 
@@ -116,7 +107,7 @@ class DeviceProfile:
     elementwise: ElementwiseCost
     dropout: DropoutCost
     collectives: dict[int, CollectiveCost]
-    epoch_fit: dict[int, EpochFit] = field(default_factory=dict)
+    concurrency: dict[int, float] = field(default_factory=lambda: {1: 1.0})
     made_on: dict[str, Any] = field(default_factory=dict)
 
     def collective(self, group_size: int) -> CollectiveCost:
@@ -126,10 +117,11 @@ class DeviceProfile:
         nearest = min(self.collectives, key=lambda g: (abs(np.log(g / group_size)), -g))
         return self.collectives[nearest]
 
-    def fit(self, ranks_per_node: int) -> EpochFit:
-        """The epoch fit of the largest n <= `ranks_per_node` measured (none: the model as it is)."""
-        measured = [n for n in self.epoch_fit if n <= ranks_per_node]
-        return self.epoch_fit[max(measured)] if measured else EpochFit(1.0, 1.0)
+    def slowdown(self, ranks_per_node: int) -> float:
+        """How much slower each rank computes while `ranks_per_node` ranks share a machine (measured k
+        nearest below, 1 for GPUs)."""
+        measured = [k for k in self.concurrency if k <= ranks_per_node] or [1]
+        return self.concurrency.get(max(measured), 1.0)
 
     def collective_seconds(self, wire_bytes: float, group_size: int) -> float:
         cost = self.collective(group_size)
@@ -138,7 +130,7 @@ class DeviceProfile:
     def to_json(self) -> dict[str, Any]:
         content = asdict(self)
         content["collectives"] = {str(g): asdict(c) for g, c in sorted(self.collectives.items())}
-        content["epoch_fit"] = {str(n): asdict(f) for n, f in sorted(self.epoch_fit.items())}
+        content["concurrency"] = {str(k): v for k, v in sorted(self.concurrency.items())}
         return {"format": FORMAT, "version": VERSION, **content}
 
     def describe(self) -> str:
@@ -177,7 +169,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             elementwise=ElementwiseCost(**content["elementwise"]),
             dropout=DropoutCost(**content["dropout"]),
             collectives={int(g): CollectiveCost(**c) for g, c in content["collectives"].items()},
-            epoch_fit={int(n): EpochFit(**f) for n, f in content.get("epoch_fit", {}).items()},
+            concurrency={int(k): float(v) for k, v in content.get("concurrency", {"1": 1.0}).items()},
             made_on=dict(content.get("made_on", {})),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -15,16 +15,11 @@ import tempfile
 import threading
 import time
 import traceback
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
@@ -131,25 +126,6 @@ def _first_failure(error: ProcessRaisedException | ProcessExitedException, error
         return RankFailed(error.error_index, str(error).strip())
     report = json.loads(written[0].read_text())
     return RankFailed(report["rank"], report["error"], report["details"].strip())
-
-
-@contextmanager
-def joined_world(env: RankEnv, backend: str = "gloo", threads: int = 1) -> Iterator[None]:
-    """This process joined to its world (`threads` torch threads) until the block ends: the worlds of
-    tests and benchmarks that run several cases in one launch."""
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    torch.set_num_threads(threads)
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
 
 
 def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:

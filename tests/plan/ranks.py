@@ -15,9 +15,9 @@ from gtool.loader import load_rank
 from gtool.plan.tensorbytes import LiveTensorBytes
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm
-from gtool.trainer.launch import RankEnv, joined_world
+from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
-from tests.trainer.cases import grid_comm
+from tests.trainer.cases import grid_comm, joined_world
 
 CPU = torch.device("cpu")
 

@@ -6,11 +6,16 @@ largest reference value of the whole quantity) and the blocks other ranks replic
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from gtool.geometry import Band
 from gtool.grid import ProcessGrid
@@ -18,7 +23,7 @@ from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm, build_grid_comm
-from gtool.trainer.launch import RankEnv, joined_world
+from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
 from gtool.trainer.serial import SerialGCN
@@ -115,6 +120,24 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     result = {"errors": errors, "replicas": _replicas(trainer, comm, loss)}
     torch.save(result, target / f"rank-{comm.rank}.pt")
+
+
+@contextmanager
+def joined_world(env: RankEnv) -> Iterator[None]:
+    """This process joined to the test world (gloo, one torch thread) until the block ends."""
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://{env.master_addr}:{env.master_port}",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=120),
+    )
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def grid_comm(grid: tuple[int, int, int]) -> GridComm | None:
