@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gtool.cli.info import info
+from gtool.cli.plan import plan
 from gtool.cli.shard import shard
 from gtool.cli.stats import stats
 from gtool.cli.train import train
@@ -40,3 +41,4 @@ app.command("info")(info)
 app.command("stats")(stats)
 app.command("train")(train)
 app.command("verify")(verify)
+app.command("plan")(plan)

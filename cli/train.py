@@ -2,20 +2,54 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import typer
 from rich.markup import escape
 
 from gtool.errors import GtoolError
 from gtool.geometry import parse_dims
-from gtool.store import open_store
+from gtool.store import Store, open_store
 
 from .common import console, reports_errors
+from .plan import plan_request
+
+if TYPE_CHECKING:
+    from gtool.plan.planner import PlanRequest
+
+
+def auto_grid(
+    store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
+) -> str:
+    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks."""
+    from gtool.plan.auto import choose_grid
+    from gtool.trainer.launch import environment_rank
+
+    env = environment_rank()
+    if env is not None and env.world_size > 1:
+        if ranks is not None and ranks != env.world_size:
+            raise GtoolError(f"--ranks {ranks} but {env.launcher} started {env.world_size} ranks")
+        ranks = env.world_size
+    if ranks is None:
+        raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
+    grid, why = choose_grid(store, request(ranks), profile)
+    if env is None or env.rank == 0:
+        console.print(why, highlight=False, soft_wrap=True)
+    return "x".join(map(str, grid.dims))
 
 
 @reports_errors
 def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
-    grid: str = typer.Option("1x1x1", help="Process grid GXxGYxGZ; its product is the number of ranks."),
+    grid: str = typer.Option(
+        "1x1x1",
+        help="Process grid GXxGYxGZ (its product is the number of ranks), or auto: gtool plan's best.",
+    ),
+    ranks: int = typer.Option(
+        None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
+    ),
+    plan_profile: str = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate)."),
     layers: int = typer.Option(3, help="GCN layers."),
     hidden: int = typer.Option(128, help="Width of the hidden layers."),
     dropout: float = typer.Option(0.5, help="Dropout rate on every layer's input."),
@@ -55,10 +89,18 @@ def train(
     from gtool.trainer.launch import RankFailed
     from gtool.trainer.run import train as run_training
 
+    opened = open_store(store)
+    if grid == "auto":
+        model = (layers, hidden, dtype, dropout, learnable_features, agg_blocks, None)
+        dims = auto_grid(opened, ranks, plan_profile, lambda p: plan_request(p, *model))
+    else:
+        if ranks is not None:
+            raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
+        dims = grid
     try:
         config = TrainConfig(
             store=store,
-            grid=parse_dims(grid, 3, "--grid"),
+            grid=parse_dims(dims, 3, "--grid"),
             layers=layers,
             hidden=hidden,
             dropout=dropout,
@@ -84,7 +126,6 @@ def train(
         )
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    open_store(store)
     try:
         run_training(config)
     except RankFailed as error:

@@ -2,11 +2,13 @@
 
 Every collective goes through an `AxisGroup`: the ranks that share all coordinates but one. A group of
 one rank needs no communication, so its collectives return at once without touching torch.distributed.
+Each collective that does communicate adds its operand's bytes to the rank's `CommBytes`, by group and
+kind, which `gtool train --log` records per epoch (and `gtool plan` predicts).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
@@ -18,6 +20,41 @@ from gtool.trainer.timing import PhaseTimer
 
 _all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+GROUPS = ("x", "y", "z", "all")
+"""Group names: the three grid axes, and every rank of the grid."""
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
+
+
+class CommBytes:
+    """Bytes of the collectives this rank took part in since the last `reset`, by group and kind.
+
+    A collective counts the bytes of its whole operand: the reduced tensor of an all-reduce, the gathered
+    tensor of an all-gather, the tensor scattered by a reduce-scatter (the same on every rank of the group).
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.counts = {group: dict.fromkeys(COLLECTIVES, 0) for group in GROUPS}
+
+    def add(self, group: str, kind: str, tensor: torch.Tensor) -> None:
+        self.counts[group][kind] += tensor.numel() * tensor.element_size()
+
+    def as_list(self) -> list[int]:
+        """The counts flattened in (group, kind) order (see `from_list`)."""
+        return [self.counts[group][kind] for group in GROUPS for kind in COLLECTIVES]
+
+    @staticmethod
+    def from_list(values: list[int]) -> dict[str, dict[str, int]]:
+        """Counts flattened by `as_list` back as {group: {kind: bytes}}."""
+        width = len(COLLECTIVES)
+        return {
+            group: dict(zip(COLLECTIVES, values[g * width : (g + 1) * width], strict=True))
+            for g, group in enumerate(GROUPS)
+        }
 
 
 class Pending:
@@ -42,18 +79,27 @@ class AxisGroup:
     group: dist.ProcessGroup | None
     timer: PhaseTimer
     device: torch.device
+    name: str = "all"
+    sent: CommBytes | None = None
+
+    def _count(self, kind: str, tensor: torch.Tensor) -> None:
+        if self.sent is not None:
+            self.sent.add(self.name, kind, tensor)
 
     def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM) -> torch.Tensor:
         """Reduce `tensor` in place over the group and return it."""
         if self.group is not None:
+            self._count("all_reduce", tensor)
             with self.timer.phase("comm"):
                 dist.all_reduce(tensor, op=op, group=self.group)
         return tensor
 
     def all_reduce_async(self, tensor: torch.Tensor) -> Pending:
         """Start summing `tensor` in place over the group."""
-        work = dist.all_reduce(tensor, group=self.group, async_op=True) if self.group is not None else None
-        return Pending(work, self.timer)
+        if self.group is None:
+            return Pending(None, self.timer)
+        self._count("all_reduce", tensor)
+        return Pending(dist.all_reduce(tensor, group=self.group, async_op=True), self.timer)
 
     def barrier(self) -> None:
         """Return once every rank of the group has called it."""
@@ -68,6 +114,7 @@ class AxisGroup:
         if self.group is None:
             return shard
         out = shard.new_empty(shard.numel() * self.size)
+        self._count("all_gather", out)
         with self.timer.phase("comm"):
             _all_gather_single(out, shard.contiguous(), group=self.group)
         return out
@@ -77,6 +124,7 @@ class AxisGroup:
         if self.group is None:
             return full
         out = full.new_empty(full.numel() // self.size)
+        self._count("reduce_scatter", full)
         with self.timer.phase("comm"):
             _reduce_scatter_single(out, full.contiguous(), group=self.group)
         return out
@@ -91,6 +139,7 @@ class GridComm:
     axes: tuple[AxisGroup, AxisGroup, AxisGroup]
     everyone: AxisGroup
     timer: PhaseTimer
+    sent: CommBytes = field(default_factory=CommBytes)
 
     @property
     def coords(self) -> tuple[int, int, int]:
@@ -110,6 +159,7 @@ def build_grid_comm(
     if world_size < grid.size:
         raise ValueError(f"a {grid} grid needs {grid.size} processes, the world has {world_size}")
     limit = timedelta(seconds=timeout)
+    sent = CommBytes()
     inside = world_rank < grid.size
     coords = grid.coords(world_rank) if inside else (0, 0, 0)
     axes = []
@@ -123,9 +173,9 @@ def build_grid_comm(
                 group = dist.new_group(members, timeout=limit)
                 if world_rank in members:
                     mine = group
-        axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device))
+        axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device, GROUPS[axis], sent))
     everyone_group = dist.new_group(list(range(grid.size)), timeout=limit) if grid.size > 1 else None
     if not inside:
         return None
-    everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device)
-    return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer)
+    everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device, "all", sent)
+    return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer, sent)

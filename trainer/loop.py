@@ -11,7 +11,7 @@ import torch
 from gtool.loader.rank_data import RankData
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm
+from gtool.trainer.distributed import CommBytes, GridComm
 from gtool.trainer.loss import Targets, accuracies, cross_entropy
 from gtool.trainer.model import ParallelGCN
 from gtool.trainer.optim import build_optimizer
@@ -59,11 +59,20 @@ class Trainer:
         """`step`, then the figures to print: the loss and the phase times (one wait for the device)."""
         timer = self.comm.timer
         timer.reset()
+        self.comm.sent.reset()
         start = time.perf_counter()
         loss = self.step(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        return EpochRecord(epoch=epoch, loss=float(loss), seconds=seconds, **phases)
+        record = EpochRecord(epoch=epoch, loss=float(loss), seconds=seconds, **phases)
+        record.comm_bytes = self.comm_bytes()
+        return record
+
+    def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
+        """Every rank's collective bytes since the epoch began, by group and kind (gathered from all)."""
+        mine = torch.tensor(self.comm.sent.as_list(), dtype=torch.int64, device=self.comm.everyone.device)
+        gathered = self.comm.everyone.all_gather(mine).view(self.comm.grid.size, -1)
+        return [CommBytes.from_list(values) for values in gathered.tolist()]
 
     def logits(self) -> torch.Tensor:
         """This rank's logits block without dropout."""

@@ -26,6 +26,8 @@ class EpochRecord:
     comm: float
     accuracy: dict[str, float] | None = None
     eval_seconds: float = 0.0
+    comm_bytes: list[dict[str, dict[str, int]]] | None = None
+    """Per rank, the bytes of its collectives in the training step by group and kind (CommBytes)."""
 
     def line(self) -> str:
         text = f"epoch {self.epoch:4d}  loss {self.loss:.4f}"

@@ -8,6 +8,8 @@ replicate, for a bitwise check.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -123,8 +125,9 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
     torch.save(result, target / f"rank-{comm.rank}.pt")
 
 
-def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
-    """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+@contextmanager
+def joined_world(env: RankEnv) -> Iterator[None]:
+    """This process joined to the test world (gloo, one torch thread) until the block ends."""
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     torch.set_num_threads(1)
     dist.init_process_group(
@@ -135,9 +138,20 @@ def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
         timeout=timedelta(seconds=120),
     )
     try:
-        for case in cases:
-            comm = build_grid_comm(ProcessGrid(*case.config.grid), 120, PhaseTimer(CPU), CPU)
-            if comm is not None:
-                run_case(case, comm, Path(out))
+        yield
     finally:
         dist.destroy_process_group()
+
+
+def grid_comm(grid: tuple[int, int, int]) -> GridComm | None:
+    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it)."""
+    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU)
+
+
+def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
+    """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+    with joined_world(env):
+        for case in cases:
+            comm = grid_comm(case.config.grid)
+            if comm is not None:
+                run_case(case, comm, Path(out))

@@ -1,0 +1,146 @@
+"""`gtool plan STORE --ranks P [...]` and `gtool plan --calibrate -o profile.json`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+
+from gtool.errors import GtoolError
+from gtool.store import open_store
+
+from .common import console, reports_errors
+from .plan_tables import plan_tables
+
+if TYPE_CHECKING:
+    from gtool.plan.planner import PlanRequest
+
+WIDTH = 150
+"""Columns of the tables when the output is not a terminal (a file or a pipe)."""
+
+
+def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
+    from gtool.plan.calibrate import calibrate
+    from gtool.plan.profile import save_profile
+
+    if not output:
+        raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")
+    if device not in ("cpu", "cuda"):
+        raise GtoolError(f"--device must be cpu or cuda, got {device!r}")
+    started = time.perf_counter()
+    with console.status("calibrating") as status:
+        try:
+            profile, measurements = calibrate(device, threads, max_group, lambda what: status.update(what))
+        except ValueError as exc:
+            raise GtoolError(str(exc)) from None
+    save_profile(profile, output)
+    with open(output) as handle:
+        content = json.load(handle)
+    content["measurements"] = measurements
+    with open(output, "w") as handle:
+        json.dump(content, handle, indent=1)
+    groups = ", ".join(str(g) for g in sorted(profile.collectives)) or "none"
+    console.print(
+        f"gtool plan: wrote {output} ({profile.describe()}; all-reduce groups {groups}) "
+        f"in {time.perf_counter() - started:.0f} s"
+    )
+
+
+@reports_errors
+def plan(
+    store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
+    ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
+    layers: int = typer.Option(3, help="GCN layers."),
+    hidden: int = typer.Option(128, help="Width of the hidden layers."),
+    dtype: str = typer.Option("float32", help="float32 or float64."),
+    dropout: float = typer.Option(0.5, help="Dropout rate (0: none)."),
+    learnable_features: bool = typer.Option(
+        False, "--learnable-features", help="Input features trained as embeddings (sharded)."
+    ),
+    agg_blocks: int = typer.Option(1, help="Row blocks per SpMM (as gtool train --agg-blocks)."),
+    profile: str = typer.Option(
+        None, help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
+    ),
+    memory_per_rank: str = typer.Option(
+        None, help="Memory one rank may use, e.g. 80GB: marks grids over it."
+    ),
+    exact_nnz: bool = typer.Option(
+        False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
+    ),
+    ranks_per_node: int = typer.Option(
+        None, help="Ranks computing side by side on one machine (CPU profiles; default: all ranks)."
+    ),
+    top: int = typer.Option(0, help="Show only the N best grids (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
+    calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
+    device: str = typer.Option("cpu", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."),
+    threads: int = typer.Option(1, help="With --calibrate: torch threads per rank."),
+    max_group: int = typer.Option(8, help="With --calibrate: largest all-reduce group (local processes)."),
+    output: str = typer.Option(None, "--output", "-o", help="With --calibrate: the profile file to write."),
+) -> None:
+    """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.
+
+    Costs come from a device profile measured by `gtool plan --calibrate` (formulas: docs/plan.md).
+    """
+    if calibrate:
+        _calibrate(output, device, threads, max_group)
+        return
+    from gtool.plan.planner import make_plan
+    from gtool.plan.profile import load_profile
+
+    if store is None or ranks is None:
+        raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
+    request = plan_request(
+        ranks, layers, hidden, dtype, dropout, learnable_features, agg_blocks, memory_per_rank, exact_nnz
+    )
+    if ranks_per_node is not None:
+        if ranks_per_node < 1:
+            raise GtoolError(f"--ranks-per-node must be >= 1, got {ranks_per_node}")
+        request = replace(request, ranks_per_node=ranks_per_node)
+    cost_profile, note = load_profile(profile)
+    opened = open_store(store)
+    result = make_plan(opened, request, cost_profile)
+    if as_json:
+        typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))
+        return
+    console.print(note, highlight=False)
+    out = Console() if sys.stdout.isatty() else Console(width=WIDTH)
+    for table in plan_tables(store, opened.num_nodes, result, top):
+        out.print(table)
+
+
+def plan_request(
+    ranks: int,
+    layers: int,
+    hidden: int,
+    dtype: str,
+    dropout: float,
+    learnable_features: bool,
+    agg_blocks: int,
+    memory_per_rank: str | None,
+    exact_nnz: bool = False,
+) -> PlanRequest:
+    """The options as a PlanRequest, with clear errors for bad ones."""
+    from gtool.plan.memory import ModelSettings
+    from gtool.plan.planner import PlanRequest
+    from gtool.preprocess.budget import parse_bytes
+    from gtool.trainer.config import DTYPES
+
+    if ranks < 1 or layers < 1 or hidden < 1 or agg_blocks < 1:
+        raise GtoolError("--ranks, --layers, --hidden and --agg-blocks must be >= 1")
+    if dtype not in DTYPES:
+        raise GtoolError(f"--dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise GtoolError(f"--dropout must be in [0, 1), got {dropout}")
+    try:
+        limit = parse_bytes(memory_per_rank) if memory_per_rank else None
+    except ValueError as exc:
+        raise GtoolError(f"--memory-per-rank: {exc}") from None
+    itemsize = DTYPES[dtype].itemsize
+    settings = ModelSettings(itemsize, dropout, learnable_features, agg_blocks)
+    return PlanRequest(ranks, layers, hidden, settings, limit, exact_nnz)

@@ -1,0 +1,83 @@
+"""Rich tables of a `gtool plan` result: every grid ranked, and the best one with the reason."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.table import Table
+
+from .common import human_bytes
+
+if TYPE_CHECKING:
+    from gtool.plan.planner import Plan
+
+
+def grid_table(title: str, plan: Plan, top: int) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("grid", style="bold", no_wrap=True)
+    for name in (
+        "epoch s",
+        "SpMM s",
+        "dense s",
+        "comm s",
+        "x / y / z sent per rank",
+        "peak/rank",
+        "nnz max/mean",
+    ):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("fits")
+    shown = plan.grids[:top] if top > 0 else plan.grids
+    for place, g in enumerate(shown, start=1):
+        t = g.time
+        wire = " / ".join(human_bytes(b) for b in g.wire_bytes().values())
+        style = "green" if plan.best is not None and g is plan.best else ("dim" if not g.fits else None)
+        table.add_row(
+            str(place),
+            str(g.grid),
+            f"{t.total:.3f}",
+            f"{t.spmm.max(axis=0).sum():.3f}",
+            f"{t.dense.max(axis=0).sum():.3f}",
+            f"{t.comm:.3f}",
+            wire,
+            human_bytes(g.peak_memory),
+            f"{g.nnz_imbalance:.3f}",
+            "yes" if g.fits else "no",
+            style=style,
+        )
+    return table
+
+
+def memory_table(plan: Plan) -> Table:
+    """Where the best grid's largest rank spends its memory."""
+    best = plan.best
+    worst = int(best.memory.peak.argmax())
+    table = Table(
+        title=f"peak memory of {best.grid}, rank {worst}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("part", style="bold")
+    table.add_column("bytes", justify="right")
+    for part, nbytes in best.memory.parts(worst).items():
+        table.add_row(part, human_bytes(nbytes))
+    return table
+
+
+def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]:
+    r = plan.request
+    widths = " -> ".join(map(str, plan.widths))
+    title = f"gtool plan {store}: {num_nodes:,} nodes, {r.ranks} ranks, widths {widths}"
+    if plan.nnz_estimated:
+        title += " (nnz of tiles crossed by band edges split by area; --exact-nnz counts them)"
+    summary = Table(show_header=False, box=None, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    summary.add_row("best", str(plan.best.grid) if plan.best else "none fits")
+    summary.add_row("why", plan.reason)
+    tables = [grid_table(title, plan, top), summary]
+    if plan.best is not None:
+        tables.append(memory_table(plan))
+    return tables

@@ -1,0 +1,332 @@
+"""`gtool plan --calibrate`: short microbenchmarks of the operations an epoch is made of, on this machine.
+
+SpMM on double-permuted R-MAT matrices (gtool's own generator) at several sizes, widths and degrees;
+dense products of the trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; and
+all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
+CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
+the fitted costs (gtool.plan.profile) keep the measurements they came from.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse as sp
+import torch
+import torch.distributed as dist
+
+from gtool.plan.profile import (
+    CollectiveCost,
+    DeviceProfile,
+    DropoutCost,
+    ElementwiseCost,
+    GemmCost,
+    SpmmCost,
+)
+from gtool.preprocess.sources.generators import rmat_block
+from gtool.trainer.dropout import MaskSpec, relu_dropout
+from gtool.trainer.launch import RankEnv, launch_local
+
+SPMM_SCALES = (12, 14, 16, 18)
+SPMM_WIDTHS = (16, 64, 128)
+SPMM_DEGREES = (4, 16)
+GEMM_SHAPES = (
+    (1 << 14, 16, 16),
+    (1 << 17, 32, 32),
+    (1 << 17, 128, 32),
+    (1 << 17, 32, 128),
+    (1 << 17, 128, 128),
+)
+ELEMENTWISE_SIZES = (1 << 16, 1 << 20, 1 << 23)
+MESSAGE_BYTES = tuple(1 << k for k in range(10, 25, 2))
+REPEATS = 3
+CONCURRENCY_SCALE = 16
+CONCURRENCY_REPEATS = 5
+
+Report = Callable[[str], None]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def best_seconds(call: Callable[[], object], device: torch.device, repeats: int = REPEATS) -> float:
+    """The fastest of `repeats` timed calls after one untimed warm-up."""
+    call()
+    _sync(device)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def rmat_matrix(scale: int, degree: int, device: torch.device, seed: int = 7) -> torch.Tensor:
+    """A 2^scale square symmetric R-MAT matrix with about `degree` nonzeros per row, rows and columns
+    permuted at random (as gtool shard leaves an undirected graph), as float32 torch CSR."""
+    n = 1 << scale
+    src, dst = rmat_block(scale, seed, 0, degree * n // 2)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.permutation(n)[src], rng.permutation(n)[dst]
+    csr = sp.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(n, n))
+    csr.sum_duplicates()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.sparse_csr_tensor(
+            torch.from_numpy(csr.indptr.astype(np.int64)),
+            torch.from_numpy(csr.indices.astype(np.int64)),
+            torch.from_numpy(csr.data),
+            size=csr.shape,
+        ).to(device)
+
+
+def _spmm_seconds(matrix: torch.Tensor, width: int, device: torch.device) -> float:
+    dense = torch.rand(matrix.shape[1], width, device=device)
+    out = torch.empty(matrix.shape[0], width, device=device)
+    return best_seconds(lambda: torch.mm(matrix, dense, out=out), device)
+
+
+def calibrate_spmm(device: torch.device, report: Report) -> tuple[SpmmCost, list[dict]]:
+    """SpMM cost: per-call and per-row costs fitted over every point (with one per-nonzero cost per size),
+    then per (width, size) the per-nonzero cost left once those are taken off, averaged over degrees."""
+    points = []
+    for scale in SPMM_SCALES:
+        report(f"SpMM 2^{scale} rows")
+        matrices = {d: rmat_matrix(scale, d, device) for d in SPMM_DEGREES}
+        for width in SPMM_WIDTHS:
+            for degree, matrix in matrices.items():
+                seconds = _spmm_seconds(matrix, width, device)
+                nnz = int(matrix.values().shape[0])
+                points.append(
+                    {"rows": 1 << scale, "nnz": nnz, "width": width, "degree": degree, "seconds": seconds}
+                )
+    rows = [[1.0, p["rows"] * p["width"]] + _scale_columns(p) for p in points]
+    fitted = _fit(rows, [p["seconds"] for p in points])
+    call, row_cost = float(fitted[0]), float(fitted[1])
+    table = np.zeros((len(SPMM_WIDTHS), len(SPMM_SCALES)))
+    for p in points:
+        w, s = SPMM_WIDTHS.index(p["width"]), SPMM_SCALES.index(int(np.log2(p["rows"])))
+        left = max(p["seconds"] - call - p["rows"] * p["width"] * row_cost, 0.0) / (p["nnz"] * p["width"])
+        table[w, s] += left / len(SPMM_DEGREES)
+    dense_bytes = [float((1 << s) * 4) for s in SPMM_SCALES]
+    cost = SpmmCost(
+        widths=list(SPMM_WIDTHS),
+        dense_bytes=dense_bytes,
+        seconds_per_nnz_col=table.tolist(),
+        seconds_per_row_col=row_cost,
+        seconds_per_call=call,
+    )
+    return _per_width_dense_bytes(cost), points
+
+
+def _scale_columns(point: dict) -> list[float]:
+    """nnz * width in the column of the point's size (per-nonzero cost shared by widths and degrees)."""
+    columns = [0.0] * len(SPMM_SCALES)
+    columns[SPMM_SCALES.index(int(np.log2(point["rows"])))] = point["nnz"] * point["width"]
+    return columns
+
+
+def _per_width_dense_bytes(cost: SpmmCost) -> SpmmCost:
+    """The table indexed by dense-operand bytes (cols x width x 4) rather than cols, per width.
+
+    Each width's row of the table is resampled onto one common axis of bytes so that interpolation can
+    be done in (width, bytes)."""
+    axis = sorted({c * w for c in cost.dense_bytes for w in cost.widths})
+    table = [
+        np.interp(np.log(axis), np.log([c * w for c in cost.dense_bytes]), row).tolist()
+        for w, row in zip(cost.widths, cost.seconds_per_nnz_col, strict=True)
+    ]
+    return SpmmCost(
+        cost.widths, [float(a) for a in axis], table, cost.seconds_per_row_col, cost.seconds_per_call
+    )
+
+
+def _fit(rows: list[list[float]], seconds: list[float]) -> np.ndarray:
+    """Non-negative least squares of relative errors: seconds ~ rows @ coefficients."""
+    system = np.array(rows, dtype=float) / np.array(seconds)[:, None]
+    return scipy.optimize.nnls(system, np.ones(len(seconds)))[0]
+
+
+def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
+    points = []
+    for m, k, n in GEMM_SHAPES:
+        for left, right in (((m, k), (k, n)), ((k, m), (m, n))):
+            a, b = torch.rand(*left, device=device), torch.rand(*right, device=device)
+            seconds = best_seconds(lambda a=a, b=b: a @ b, device)
+            points.append({"m": left[0], "k": left[1], "n": right[1], "seconds": seconds})
+    rows = [
+        [2 * p["m"] * p["k"] * p["n"], 4 * (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]), 1]
+        for p in points
+    ]
+    flop, byte, call = _fit(rows, [p["seconds"] for p in points])
+    return GemmCost(float(flop), float(byte), float(call)), points
+
+
+def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[dict]]:
+    points = []
+    for size in ELEMENTWISE_SIZES:
+        x = torch.rand(size, device=device)
+        for name, op in (("relu", torch.relu), ("mul", lambda t: t * t)):
+            points.append(
+                {"op": name, "elements": size, "seconds": best_seconds(lambda op=op, x=x: op(x), device)}
+            )
+    byte, call = _fit([[8 * p["elements"], 1] for p in points], [p["seconds"] for p in points])
+    return ElementwiseCost(float(byte), float(call)), points
+
+
+def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
+    """The trainer's own fused ReLU + dropout (gtool.trainer.dropout) on blocks of a few shapes."""
+    points = []
+    spec = MaskSpec.of(0, 1, 1, 0.5, 1 << 20)
+    for rows, width in ((1 << 12, 16), (1 << 12, 128), (1 << 16, 16), (1 << 16, 128), (1 << 18, 64)):
+        x = torch.randn(rows, width, device=device)
+        seconds = best_seconds(lambda x=x: relu_dropout(x, spec, (0, x.shape[0], 0, x.shape[1])), device)
+        points.append({"rows": rows, "width": width, "seconds": seconds})
+    fitted = _fit([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
+    return DropoutCost(float(fitted[0]), float(fitted[1])), points
+
+
+def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type: str, out: str) -> None:
+    """One process of the collective benchmark: time all-reduces in each group of the first g ranks."""
+    device = torch.device("cuda", env.local_rank) if device_type == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://{env.master_addr}:{env.master_port}",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=120),
+    )
+    results: dict[str, list] = {}
+    for size in groups:
+        group = dist.new_group(list(range(size)))
+        if env.rank >= size:
+            continue
+        points = []
+        for nbytes in MESSAGE_BYTES:
+            tensor = torch.ones(nbytes // 4, device=device)
+
+            def reduce(tensor=tensor, group=group) -> None:
+                dist.barrier(group=group)
+                dist.all_reduce(tensor, group=group)
+
+            barrier = best_seconds(lambda group=group: dist.barrier(group=group), device)
+            points.append([nbytes, max(best_seconds(reduce, device) - barrier, 1e-7)])
+        results[str(size)] = points
+    dist.barrier()
+    if env.rank == 0:
+        Path(out).write_text(json.dumps(results))
+    dist.destroy_process_group()
+
+
+def _compute_workload(device: torch.device) -> Callable[[], object]:
+    """A fixed mix of the epoch's kinds of work (SpMM, GEMM, a pass) for the concurrency benchmark."""
+    matrix = rmat_matrix(CONCURRENCY_SCALE, 16, device)
+    dense = torch.rand(matrix.shape[1], 64, device=device)
+    weight = torch.rand(64, 64, device=device)
+
+    def work() -> None:
+        product = torch.mm(matrix, dense) @ weight
+        torch.relu(product)
+
+    return work
+
+
+def _concurrent_rank(env: RankEnv, out: str) -> None:
+    """One of k processes running the workload at the same time: its best time, written to OUT.R."""
+    torch.set_num_threads(1)
+    work = _compute_workload(torch.device("cpu"))
+    work()
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.5:
+        work()
+    Path(f"{out}.{env.rank}").write_text(str(best_seconds(work, torch.device("cpu"), CONCURRENCY_REPEATS)))
+
+
+def calibrate_concurrency(max_group: int) -> dict[int, float]:
+    """How much slower one CPU rank computes while k ranks share the machine (k = 2, 4, ...): the median
+    over the k processes of their time, over one process's time alone. 1 for k = 1."""
+    alone = best_seconds(_compute_workload(torch.device("cpu")), torch.device("cpu"), CONCURRENCY_REPEATS)
+    slowdown = {1: 1.0}
+    with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
+        for k in (g for g in (2, 4, 8, 16, 32) if g <= max_group):
+            out = str(Path(scratch) / f"k{k}")
+            launch_local(k, _concurrent_rank, out)
+            times = [float(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
+            slowdown[k] = max(1.0, float(np.median(times)) / alone)
+    return slowdown
+
+
+def calibrate_collectives(
+    backend: str, device: torch.device, max_group: int
+) -> tuple[dict[int, CollectiveCost], dict[str, list]]:
+    """All-reduce latency and per-wire-byte cost for groups of 2, 4, ... up to `max_group` processes."""
+    groups = [g for g in (2, 4, 8, 16, 32) if g <= max_group]
+    if not groups:
+        return {}, {}
+    with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
+        out = str(Path(scratch) / "collectives.json")
+        launch_local(max(groups), _collective_rank, groups, backend, device.type, out)
+        measured = json.loads(Path(out).read_text())
+    costs = {}
+    for size, points in measured.items():
+        g = int(size)
+        wire = [2 * (g - 1) / g * nbytes for nbytes, _ in points]
+        latency, per_byte = _fit([[1, w] for w in wire], [s for _, s in points])
+        costs[g] = CollectiveCost(float(latency), float(per_byte))
+    return costs, measured
+
+
+def calibrate(device_name: str, threads: int, max_group: int, report: Report) -> tuple[DeviceProfile, dict]:
+    """Measure this machine: a profile, and the raw measurements it was fitted on."""
+    if device_name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no CUDA GPU here")
+    device = torch.device("cuda", 0) if device_name == "cuda" else torch.device("cpu")
+    backend = "nccl" if device_name == "cuda" else "gloo"
+    if device_name == "cuda":
+        max_group = min(max_group, torch.cuda.device_count())
+    torch.set_num_threads(threads)
+    spmm, spmm_points = calibrate_spmm(device, report)
+    report("dense products, element-wise passes, dropout masks")
+    gemm, gemm_points = calibrate_gemm(device)
+    elementwise, elementwise_points = calibrate_elementwise(device)
+    dropout, dropout_points = calibrate_dropout(device)
+    report(f"all-reduce over {backend} in groups of up to {max_group} processes")
+    collectives, collective_points = calibrate_collectives(backend, device, max_group)
+    concurrency = {1: 1.0}
+    if device.type == "cpu":
+        report(f"computing in up to {max_group} processes at once")
+        concurrency = calibrate_concurrency(max_group)
+    made_on = {
+        "host": platform.node(),
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
+    }
+    profile = DeviceProfile(
+        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, concurrency, made_on
+    )
+    measurements = {
+        "spmm": spmm_points,
+        "gemm": gemm_points,
+        "elementwise": elementwise_points,
+        "dropout": dropout_points,
+        "all_reduce": collective_points,
+    }
+    return profile, measurements

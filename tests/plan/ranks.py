@@ -1,0 +1,48 @@
+"""What each rank of the plan tests' spawned worlds does: train one epoch per case and write down what
+it measured (collective bytes from the trainer's own counters, as --log records them, and optionally
+live tensor bytes from LiveTensorBytes)."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from pathlib import Path
+
+import torch
+
+from gtool.loader import load_rank
+from gtool.plan.tensorbytes import LiveTensorBytes
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import GridComm
+from gtool.trainer.launch import RankEnv
+from gtool.trainer.loop import Trainer
+from tests.trainer.cases import grid_comm, joined_world
+
+CPU = torch.device("cpu")
+
+
+def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
+    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.layers)
+    trainer = Trainer(data, comm, config, CPU)
+    del data
+    memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()
+    with memory:
+        record = trainer.train_epoch(1)
+    result = {"comm_bytes": record.comm_bytes[comm.rank]}
+    if track_memory:
+        result["peak"] = memory.peak
+    return result
+
+
+def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig]], track_memory: bool, out: str) -> None:
+    """Entry point of every rank: train one epoch of each case its grid has room for; save the figures
+    as OUT/NAME-rank-R.json."""
+    with joined_world(env):
+        for name, config in cases:
+            comm = grid_comm(config.grid)
+            if comm is not None:
+                result = _measure(config, comm, track_memory)
+                (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))
+            if track_memory:
+                gc.collect()

@@ -1,0 +1,92 @@
+"""`gtool plan` and `gtool train --grid auto` run the way a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gtool.cli.main import app
+from gtool.grid import ProcessGrid, layer_widths
+from gtool.plan.collectives import bytes_by_group, epoch_collectives
+from gtool.plan.shapes import layer_shapes
+from tests.conftest import make_store
+
+GTOOL = [sys.executable, "-m", "gtool.cli"]
+
+
+def gtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GTOOL, *args], capture_output=True, text=True, timeout=300)
+
+
+def plan(*args: str):
+    """`gtool plan ARGS` in this process (the ranks of `gtool train` need a real process)."""
+    return CliRunner().invoke(app, ["plan", *args])
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_store("rmat:9:8", tmp_path_factory.mktemp("plan-cli") / "r.zarr", tiles=4, num_features=12)
+
+
+def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:
+    done = plan(store, "--ranks", "4", "--hidden", "16", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    grids = {g["grid"]: g for g in result["grids"]}
+    assert len(grids) == 6 and result["best"] == result["grids"][0]["grid"]
+    assert "fastest predicted epoch" in result["reason"] and "shipped profile" in result["profile"]
+    times = [g["epoch_seconds"] for g in result["grids"]]
+    assert times == sorted(times)
+    widths = layer_widths(12, 16, result["widths"][-1], 3)
+    shapes = layer_shapes(ProcessGrid(2, 2, 1), 512, widths)
+    assert grids["2x2x1"]["comm_bytes"] == bytes_by_group(epoch_collectives(shapes, False), 4)
+    table = plan(store, "--ranks", "4", "--hidden", "16")
+    assert table.exit_code == 0 and "best" in table.stdout and result["best"] in table.stdout
+
+
+def test_plan_marks_grids_over_the_memory_limit(store: str) -> None:
+    result = json.loads(plan(store, "--ranks", "2", "--memory-per-rank", "1KB", "--json").stdout)
+    assert result["best"] is None and not any(g["fits"] for g in result["grids"])
+    assert result["reason"].startswith("no grid fits")
+
+
+def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
+    missing = gtool("plan", store, "--ranks", "2", "--profile", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "no such profile" in missing.stderr
+    for args, message in [
+        ((store,), "needs STORE and --ranks"),
+        (("--calibrate",), "-o FILE.json"),
+        ((store, "--ranks", "2", "--memory-per-rank", "lots"), "--memory-per-rank"),
+    ]:
+        done = plan(*args)
+        assert done.exit_code == 2 and message in done.output, done.output
+
+
+def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    args = [
+        "train",
+        store,
+        "--grid",
+        "auto",
+        "--ranks",
+        "2",
+        "--hidden",
+        "16",
+        "--epochs",
+        "2",
+        "--log",
+        str(log),
+    ]
+    done = gtool(*args)
+    assert done.returncode == 0, done.stderr
+    chosen = done.stderr.split("--grid auto chose ")[1].split(":")[0]
+    assert ProcessGrid(*map(int, chosen.split("x"))).size == 2
+    epochs = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
+    assert len(epochs[0]["comm_bytes"]) == 2
+    assert "--ranks goes with --grid auto" in gtool("train", store, "--grid", "2x1x1", "--ranks", "2").stderr

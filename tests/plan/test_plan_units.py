@@ -1,0 +1,86 @@
+"""The pieces of gtool.plan against direct counts: grids of P ranks, shard nonzeros, profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gtool.gridstats import ShardNnz, all_layer_shards, layer_balance
+from gtool.plan.bandnnz import ShardNnzTable
+from gtool.plan.calibrate import calibrate
+from gtool.plan.profile import ProfileError, load_profile, save_profile
+from gtool.plan.shapes import factorizations
+from gtool.store import open_store
+from gtool.tilescan import scan_tiles
+from tests.conftest import make_store
+
+
+@pytest.mark.parametrize("ranks, count", [(1, 1), (2, 3), (4, 6), (7, 3), (8, 10), (12, 18), (64, 28)])
+def test_factorizations_are_every_grid_of_p_ranks(ranks: int, count: int) -> None:
+    grids = factorizations(ranks)
+    assert len(grids) == count == len({g.dims for g in grids})
+    assert all(g.size == ranks for g in grids)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    # N = 143 over 5 x 5 tiles of 29: no band count below divides N or the tile grid.
+    return make_store("grid:13x11", tmp_path_factory.mktemp("units") / "g.zarr", tiles=5, num_features=6)
+
+
+@pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])
+def test_shard_nonzeros_match_a_scan_of_every_shard(store: str, dims: tuple[int, int, int]) -> None:
+    from gtool.grid import ProcessGrid
+
+    opened, grid = open_store(store), ProcessGrid(*dims)
+    shards = all_layer_shards(grid, 4, opened)
+    counter = ShardNnz(shards, opened)
+    scan_tiles(opened, [counter])
+    want = np.stack([b.rank_nnz for b in layer_balance(grid, shards, counter)], axis=1)
+    table = ShardNnzTable(opened, set(dims), exact=True)
+    got = np.array([[s.nnz for s in per_rank] for per_rank in table.rank_shards(grid, 4)])
+    np.testing.assert_array_equal(got, want)
+    estimate = ShardNnzTable(opened, set(dims))
+    approx = np.array([[s.nnz for s in per_rank] for per_rank in estimate.rank_shards(grid, 4)])
+    assert approx.sum(axis=0) == pytest.approx(want.sum(axis=0), abs=4)
+    assert estimate.estimated == (dims != (1, 1, 1))
+
+
+def test_profile_files_are_checked(tmp_path: Path) -> None:
+    shipped, note = load_profile(None)
+    assert "shipped profile" in note and shipped.collective(2).seconds_per_byte > 0
+    copy = tmp_path / "p.json"
+    save_profile(shipped, str(copy))
+    assert load_profile(str(copy))[0] == shipped
+    with pytest.raises(ProfileError, match="no such profile"):
+        load_profile(str(tmp_path / "missing.json"))
+    content = json.loads(copy.read_text())
+    del content["gemm"]
+    copy.write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match=r"p.json: malformed profile \(KeyError: 'gemm'\)"):
+        load_profile(str(copy))
+    copy.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(ProfileError, match="not a gtool plan profile"):
+        load_profile(str(copy))
+
+
+def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import gtool.plan.calibrate as module
+
+    monkeypatch.setattr(module, "SPMM_SCALES", (8, 10))
+    monkeypatch.setattr(module, "GEMM_SHAPES", ((256, 8, 8), (1024, 16, 16)))
+    monkeypatch.setattr(module, "ELEMENTWISE_SIZES", (1 << 10, 1 << 14))
+    monkeypatch.setattr(module, "MESSAGE_BYTES", (1 << 10, 1 << 14))
+    monkeypatch.setattr(module, "CONCURRENCY_SCALE", 10)
+    steps: list[str] = []
+    profile, measured = calibrate("cpu", 1, 2, steps.append)
+    assert sorted(profile.collectives) == [2] and len(measured["all_reduce"]["2"]) == 2
+    assert sorted(profile.concurrency) == [1, 2] and profile.slowdown(8) == profile.concurrency[2]
+    assert len(measured["spmm"]) == 2 * 3 * 2 and steps
+    assert np.shape(profile.spmm.seconds_per_nnz_col)[0] == 3
+    assert profile.spmm.seconds(np.array([1000]), 100, 100, 32, 4)[0] > 0
+    save_profile(profile, str(tmp_path / "p.json"))
+    assert load_profile(str(tmp_path / "p.json"))[0] == profile

@@ -1,0 +1,117 @@
+"""gtool plan's predictions against what `gtool train` does: collective bytes exactly, peak memory closely.
+
+Each test trains one epoch per grid in one spawned world (tests/plan/ranks.py); every rank reports the
+bytes its collectives moved (the trainer's own CommBytes counters, as --log records them) and its live
+tensor bytes (gtool.plan.tensorbytes.LiveTensorBytes).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gtool.grid import ProcessGrid, layer_widths
+from gtool.plan.bandnnz import ShardNnzTable
+from gtool.plan.collectives import bytes_by_group, epoch_collectives
+from gtool.plan.memory import ModelSettings, estimate_memory
+from gtool.plan.shapes import factorizations, layer_shapes
+from gtool.store import open_store
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.launch import launch_local
+from tests.conftest import make_store
+from tests.plan.ranks import measure_cases
+
+WORLD = 8
+SMALL_GRIDS = [g.dims for p in range(1, WORLD + 1) for g in factorizations(p)]
+VARIANTS = {  # name: (grid, config changes) run beside the default model
+    "learnable-2x2x2": ((2, 2, 2), {"learnable_features": True}),
+    "float64-3x2x1": ((3, 2, 1), {"dtype": "float64", "dropout": 0.0, "agg_blocks": 2}),
+    "learnable-1x4x2": ((1, 4, 2), {"learnable_features": True, "layers": 4}),
+}
+MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
+
+
+def _name(grid: tuple[int, int, int], variant: str = "default") -> str:
+    return f"{variant}-" + "x".join(map(str, grid))
+
+
+def _measured(out: Path, name: str, grid: tuple[int, int, int]) -> list[dict]:
+    files = sorted(out.glob(f"{name}-rank-*.json"), key=lambda f: int(f.stem.rsplit("-", 1)[1]))
+    assert len(files) == ProcessGrid(*grid).size, f"{name}: not every rank reported"
+    return [json.loads(f.read_text()) for f in files]
+
+
+def _run(cases: list[tuple[str, TrainConfig]], track_memory: bool, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    launch_local(WORLD, measure_cases, cases, track_memory, str(out))
+    return out
+
+
+def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
+    store = open_store(config.store)
+    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths)
+    collectives = epoch_collectives(shapes, config.learnable_features)
+    return bytes_by_group(collectives, config.torch_dtype.itemsize)
+
+
+def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
+    """Every case of the bytes test by name: the default model on every small grid, and the variants."""
+    base = TrainConfig(store=store, hidden=24)
+    cases = {_name(grid): (replace(base, grid=grid), grid) for grid in SMALL_GRIDS}
+    for variant, (grid, changes) in VARIANTS.items():
+        cases[_name(grid, variant)] = (replace(base, grid=grid, **changes), grid)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def bytes_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    root = tmp_path_factory.mktemp("plan-bytes")
+    store = make_store("rmat:14:8", root / "rmat14.zarr", tiles=4, num_features=20, num_classes=7)
+    cases = _configs(store)
+    out = _run([(name, config) for name, (config, _) in cases.items()], False, root / "runs")
+    return cases, out
+
+
+def test_grids_up_to_8_ranks_cover_every_factorization() -> None:
+    assert len(SMALL_GRIDS) == 38 and (3, 2, 1) in SMALL_GRIDS and (1, 1, 7) in SMALL_GRIDS
+
+
+@pytest.mark.parametrize("variant", ["default", *VARIANTS])
+def test_predicted_collective_bytes_equal_logged_bytes(bytes_runs: tuple, variant: str) -> None:
+    cases, out = bytes_runs
+    for name, (config, grid) in cases.items():
+        if not name.startswith(f"{variant}-"):
+            continue
+        predicted = _predicted_bytes(config, grid)
+        for rank, measured in enumerate(_measured(out, name, grid)):
+            assert measured["comm_bytes"] == predicted, f"{name} rank {rank}"
+
+
+@pytest.fixture(scope="module")
+def memory_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, Path]:
+    root = tmp_path_factory.mktemp("plan-memory")
+    store = make_store("rmat:16:8", root / "rmat16.zarr", tiles=8, num_features=64, num_classes=16)
+    config = TrainConfig(store=store, hidden=64)
+    cases = [(_name(grid), replace(config, grid=grid)) for grid in MEMORY_GRIDS]
+    return config, _run(cases, True, root / "runs")
+
+
+@pytest.mark.parametrize("grid", MEMORY_GRIDS, ids=lambda g: "x".join(map(str, g)))
+def test_predicted_peak_memory_is_within_20_percent_of_measured(memory_run: tuple, grid: tuple) -> None:
+    config, out = memory_run
+    store = open_store(config.store)
+    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    process_grid = ProcessGrid(*grid)
+    shards = ShardNnzTable(store, set(grid)).rank_shards(process_grid, config.layers)
+    settings = ModelSettings(config.torch_dtype.itemsize, config.dropout, config.learnable_features)
+    shapes = layer_shapes(process_grid, store.num_nodes, widths)
+    predicted = estimate_memory(shapes, shards, settings, store.num_classes).peak
+    for rank, measured in enumerate(_measured(out, _name(grid), grid)):
+        ratio = predicted[rank] / measured["peak"]
+        assert 0.8 <= ratio <= 1.2, (
+            f"{grid} rank {rank}: predicted {predicted[rank]}, measured {measured['peak']}"
+        )
