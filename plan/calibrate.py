@@ -200,8 +200,11 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
 
 
-def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type: str, out: str) -> None:
-    """One process of the collective benchmark: time all-reduces in each group of the first g ranks."""
+def _collective_rank(
+    env: RankEnv, groups: list[int], message_bytes: tuple[int, ...], backend: str, device_type: str, out: str
+) -> None:
+    """One process of the collective benchmark: time all-reduces of each size in each group of the first g
+    ranks (sizes are passed in: a spawned process sees the module's defaults, not a caller's)."""
     device = torch.device("cuda", env.local_rank) if device_type == "cuda" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -219,7 +222,7 @@ def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type:
         if env.rank >= size:
             continue
         points = []
-        for nbytes in MESSAGE_BYTES:
+        for nbytes in message_bytes:
             tensor = torch.ones(nbytes // 4, device=device)
 
             def reduce(tensor=tensor, group=group) -> None:
@@ -235,9 +238,9 @@ def _collective_rank(env: RankEnv, groups: list[int], backend: str, device_type:
     dist.destroy_process_group()
 
 
-def _compute_workload(device: torch.device) -> Callable[[], object]:
+def _compute_workload(device: torch.device, scale: int) -> Callable[[], object]:
     """A fixed mix of the epoch's kinds of work (SpMM, GEMM, a pass) for the concurrency benchmark."""
-    matrix = rmat_matrix(CONCURRENCY_SCALE, 16, device)
+    matrix = rmat_matrix(scale, 16, device)
     dense = torch.rand(matrix.shape[1], 64, device=device)
     weight = torch.rand(64, 64, device=device)
 
@@ -248,10 +251,10 @@ def _compute_workload(device: torch.device) -> Callable[[], object]:
     return work
 
 
-def _concurrent_rank(env: RankEnv, out: str) -> None:
+def _concurrent_rank(env: RankEnv, scale: int, out: str) -> None:
     """One of k processes running the workload at the same time: its best time, written to OUT.R."""
     torch.set_num_threads(1)
-    work = _compute_workload(torch.device("cpu"))
+    work = _compute_workload(torch.device("cpu"), scale)
     work()
     start = time.perf_counter()
     while time.perf_counter() - start < 0.5:
@@ -262,12 +265,14 @@ def _concurrent_rank(env: RankEnv, out: str) -> None:
 def calibrate_concurrency(max_group: int) -> dict[int, float]:
     """How much slower one CPU rank computes while k ranks share the machine (k = 2, 4, ...): the median
     over the k processes of their time, over one process's time alone. 1 for k = 1."""
-    alone = best_seconds(_compute_workload(torch.device("cpu")), torch.device("cpu"), CONCURRENCY_REPEATS)
+    alone = best_seconds(
+        _compute_workload(torch.device("cpu"), CONCURRENCY_SCALE), torch.device("cpu"), CONCURRENCY_REPEATS
+    )
     slowdown = {1: 1.0}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
         for k in (g for g in (2, 4, 8, 16, 32) if g <= max_group):
             out = str(Path(scratch) / f"k{k}")
-            launch_local(k, _concurrent_rank, out)
+            launch_local(k, _concurrent_rank, CONCURRENCY_SCALE, out)
             times = [float(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
             slowdown[k] = max(1.0, float(np.median(times)) / alone)
     return slowdown
@@ -282,7 +287,7 @@ def calibrate_collectives(
         return {}, {}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
         out = str(Path(scratch) / "collectives.json")
-        launch_local(max(groups), _collective_rank, groups, backend, device.type, out)
+        launch_local(max(groups), _collective_rank, groups, MESSAGE_BYTES, backend, device.type, out)
         measured = json.loads(Path(out).read_text())
     costs = {}
     for size, points in measured.items():
