@@ -16,7 +16,6 @@ from gtool.geometry import parse_dims
 from gtool.grid import ProcessGrid
 from gtool.store import Store, open_store
 from gtool.storestats import GridPlan, StartScan, collect_stats
-from gtool.tileplot import plot_tile_nnz
 
 from .common import console, reports_errors
 from .stats_tables import report_tables
@@ -56,6 +55,8 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
     """The tile heatmap of every stored matrix, as a PNG at `path`."""
     panels = {f"A{m}": store.tile_nnz(m) for m in store.matrices}
     try:
+        from gtool.tileplot import plot_tile_nnz  # matplotlib loads in ~1 s: only when plotting
+
         plot_tile_nnz(panels, path, f"tile nonzeros of {Path(location.rstrip('/')).name} ({scheme})")
     except OSError as exc:
         raise GtoolError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None

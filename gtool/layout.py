@@ -22,12 +22,13 @@ TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
 ENTRY_BYTES = 12
 """Bytes of one stored nonzero: its row, col and val."""
 
-CHUNK_CODECS = (BloscCodec(cname="zstd", clevel=1, shuffle="shuffle"), Crc32cCodec())
-"""The compressors of every array gtool writes: Blosc (Zstd level 1, byte shuffle), then a crc32c checksum of
-the compressed chunk, so that any damaged byte of a chunk fails its read. On tile rows and columns Blosc
-compresses better than plain Zstd level 3 (rows 0.10 vs 0.13 of raw, columns 0.50 vs 0.54) at 3 to 7 times
-its speed; compression was the largest single cost of `gtool shard`. Any Zarr v3 reader decodes it. Stores
-written before checksums (plain Zstd) still read."""
+CHUNK_CODECS = (BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"), Crc32cCodec())
+"""The compressors of every array gtool writes: Blosc (LZ4 level 5, byte shuffle), then a crc32c checksum of
+the compressed chunk, so that any damaged byte of a chunk fails its read. Measured on an R-MAT store
+against Blosc Zstd level 1 (the codec before): tile rows 0.13 vs 0.10 of raw, columns 0.50 vs 0.50, values
+0.90 vs 0.88, features 0.88 vs 0.85, at 2.3 to 3.4 times its encoding and 2 to 3 times its decoding speed;
+compression was the largest single cost of `gtool shard`. Any Zarr v3 reader decodes it. Stores written
+with other codecs (Blosc Zstd; plain Zstd, before checksums) still read: each array's zarr.json says."""
 
 
 def tile_group(matrix: int, i: int, j: int) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dask
-from distributed import Client, LocalCluster, as_completed
+from distributed import Client, Future, LocalCluster, as_completed
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -94,23 +94,41 @@ class StageRunner:
             disable=not show,
             transient=False,
         )
+        self.pending: list[Future] = []
 
     def __enter__(self) -> StageRunner:
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        for future in self.pending:
+            future.cancel()
         self.progress.__exit__(*exc)
 
     def run(self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any) -> Iterator[T]:
         """fn(item, *args) for every item on the cluster; results in completion order."""
+        yield from self.collect(self.submit(label, fn, items, *args))
+
+    def submit(
+        self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any, background: bool = False
+    ) -> list[Future]:
+        """Start fn(item, *args) for every item; `background` tasks run only when a worker has no other
+        task, filling the gaps of the stages submitted after them (collect them at the end)."""
         bar = self.progress.add_task(label, total=len(items))
-        futures = self.client.map(fn, items, *[[a] * len(items) for a in args], pure=False)
+        futures = self.client.map(
+            fn, items, *[[a] * len(items) for a in args], pure=False, priority=-1 if background else 0
+        )
+        for future in futures:
+            future.add_done_callback(lambda _: self.progress.advance(bar))
+        self.pending.extend(futures)
+        return futures
+
+    def collect(self, futures: list[Future]) -> Iterator[T]:
+        """Results of submitted tasks in completion order (the first failure is raised)."""
         try:
             for future in as_completed(futures):
                 result = future.result()
                 future.release()
-                self.progress.advance(bar)
                 yield result
         finally:
             for future in futures:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import zarr
+from zarr.core.metadata import ArrayV3Metadata
 
 from gtool import layout
 from gtool.preprocess import spill
+from gtool.preprocess.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.preprocess.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
 
@@ -17,12 +18,14 @@ FEATURE_CHUNK_BYTES = 8 << 20
 
 @dataclass(frozen=True)
 class FeatureRows:
-    """Rows [start, stop) of the permuted feature matrix: X'[i] = X[pc[i]]."""
+    """Rows [start, stop) of the permuted feature matrix, X'[i] = X[pc[i]]: chunk `chunk` of the array."""
 
     start: int
     stop: int
+    chunk: int
     pc: str
     store: str
+    metadata: ArrayV3Metadata
 
 
 def feature_chunk_rows(num_features: int) -> int:
@@ -30,26 +33,24 @@ def feature_chunk_rows(num_features: int) -> int:
     return max(1, FEATURE_CHUNK_BYTES // (4 * max(1, num_features)))
 
 
-def create_feature_array(store: str, num_nodes: int, num_features: int) -> list[tuple[int, int]]:
-    """Create nodes/features and return its chunk-aligned row ranges (one write task each)."""
-    rows = feature_chunk_rows(num_features)
-    create_array(
-        store=store,
-        name=layout.FEATURES,
-        shape=(num_nodes, num_features),
-        dtype="float32",
-        chunks=(max(1, min(rows, num_nodes)), max(1, num_features)),
-    )
-    return [(a, min(a + rows, num_nodes)) for a in range(0, num_nodes, rows)]
+def feature_tasks(store: str, pc: str, num_nodes: int, num_features: int) -> list[FeatureRows]:
+    """Create nodes/features and return one write task per chunk (a block of rows)."""
+    rows = max(1, min(feature_chunk_rows(num_features), num_nodes))
+    metadata = array_metadata("float32", (num_nodes, num_features), (rows, max(1, num_features)))
+    ChunkSink(store).put_array(layout.FEATURES, metadata)
+    return [
+        FeatureRows(a, min(a + rows, num_nodes), a // rows, pc, store, metadata)
+        for a in range(0, num_nodes, rows)
+    ]
 
 
 def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
-    """Gather the original rows of one permuted block (in sorted order) and write them in place."""
+    """Gather the original rows of one permuted block (in sorted order) and write them as its chunk."""
     ids = np.asarray(spill.load(task.pc)[task.start : task.stop])
     order = np.argsort(ids, kind="stable")
     block = np.empty((ids.size, features.num_features), dtype=np.float32)
     block[order] = features.read_rows(ids[order])
-    zarr.open_array(store=task.store, path=layout.FEATURES, mode="r+")[task.start : task.stop] = block
+    write_chunk(ChunkSink(task.store), layout.FEATURES, task.metadata, task.chunk, block)
     return block.nbytes
 
 

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import fsspec
 import numpy as np
 import zarr
+from distributed import Future
 from rich.console import Console
 
 from gtool import layout
@@ -31,8 +32,7 @@ from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes, ran
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
-    FeatureRows,
-    create_feature_array,
+    feature_tasks,
     write_feature_rows,
     write_node_arrays,
     write_permutations,
@@ -161,6 +161,8 @@ class ShardRun:
         ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
         ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
+        features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
+        feature_writes = self.start_features(features, pc, n)
         maps = self.map_stage(chunks + loops, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
@@ -178,8 +180,9 @@ class ShardRun:
             node_meta = self.node_metadata(node_data, labels)
             del node_degrees, labels, split
         tile_nnz = self.write_stage(runs, plan, scales, budget, transposed)
-        features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
-        self.features_stage(features, pc, n)
+        with self.timed("features"):
+            for _ in self.stages.collect(feature_writes):
+                pass
         stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
         node_meta["features"] = {"origin": features.where}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
@@ -320,8 +323,11 @@ class ShardRun:
             for done in self.stages.run("sort + dedupe", dedupe_batch, batches(tasks, sizes, cap), plan):
                 for result in done:
                     if result.row_counts is not None:
+                        counts = spill.load(result.row_counts)
                         start = result.task.i * plan.tile_size + result.row_start
-                        degrees[start : start + result.row_counts.size] += result.row_counts
+                        degrees[start : start + counts.size] += counts
+                        del counts
+                        spill.remove(result.row_counts)
                         result.row_counts = None
                     runs[result.task.matrix].append(result)
         for files in (r.files.values() for r in maps):
@@ -372,19 +378,18 @@ class ShardRun:
                 tasks.append(TileWrite(1, i, j, paths, int(tile_nnz[1][i, j]), row_scale, col_scale, rows))
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         with self.timed("write"):
-            create_matrix_groups(self.store, tile_nnz)
+            create_matrix_groups(self.store, sorted(tile_nnz))
             for _ in self.stages.run("write tiles", write_tiles, work, plan):
                 pass
         return tile_nnz
 
-    def features_stage(self, features: FeatureSource, pc: np.ndarray, n: int) -> None:
-        """Write X'[i] = X[pc[i]] in chunk-aligned row blocks, each gathered by one task."""
+    def start_features(self, features: FeatureSource, pc: np.ndarray, n: int) -> list[Future]:
+        """Start writing X'[i] = X[pc[i]] in chunk-aligned row blocks, each gathered by one task, in the
+        background: workers take these blocks whenever the edge stages leave them idle (while this
+        process plans a stage or writes node arrays, and at the tail of every stage)."""
         pc_path = self.scratch.save(pc, "perm", "pc.npy")
-        blocks = create_feature_array(self.store, n, features.num_features)
-        tasks = [FeatureRows(a, b, pc_path, self.store) for a, b in blocks]
-        with self.timed("features"):
-            for _ in self.stages.run("permute features", write_feature_rows, tasks, features):
-                pass
+        tasks = feature_tasks(self.store, pc_path, n, features.num_features)
+        return self.stages.submit("permute features", write_feature_rows, tasks, features, background=True)
 
     def write_metadata(
         self,
@@ -444,4 +449,12 @@ def stored_bytes(location: str) -> int:
     if is_url(location):
         fs, path = fsspec.core.url_to_fs(location)
         return int(fs.du(path))
-    return sum(p.stat().st_size for p in Path(location).rglob("*") if p.is_file())
+    total, folders = 0, [location]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    return total

@@ -6,17 +6,15 @@ A symmetrized graph's A1 = Pc Â Pr^T is A0 transposed: its tiles are written fr
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 import numpy as np
-from zarr.api import asynchronous as zarr_async
-from zarr.core.sync import sync
 
 from gtool import layout
 from gtool.preprocess import spill
+from gtool.preprocess.chunk_writer import AppendWriter, ChunkSink
 from gtool.preprocess.partitions import PartitionPlan
-from gtool.preprocess.tile_arrays import tile_nodes, zarr_store
+from gtool.preprocess.tile_arrays import tile_metadata
 
 
 @dataclass(frozen=True)
@@ -45,13 +43,14 @@ class DedupeTask:
 
 @dataclass
 class DedupeResult:
-    """A deduplicated run: where it is, its size, (for A0) nonzeros per row of its slab range and, when
-    A1 is written as A0 transposed, nonzeros per column slab (the row slabs of the transposed tile)."""
+    """A deduplicated run: where it is, its size, (for A0) the spill file of its nonzeros per row of its
+    slab range (one int32 per row: a file, not a message, so no worker sends the parent O(N) bytes) and,
+    when A1 is written as A0 transposed, nonzeros per column slab (the row slabs of the transposed tile)."""
 
     task: DedupeTask
     nnz: int
     row_start: int
-    row_counts: np.ndarray | None
+    row_counts: str | None
     column_slab_counts: np.ndarray | None = None
 
 
@@ -95,7 +94,9 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     counts = None
     if task.count_rows:
         row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))
-        counts = np.bincount(keys // plan.tile_size - row_start, minlength=max(0, row_stop - row_start))
+        rows = np.bincount(keys // plan.tile_size - row_start, minlength=max(0, row_stop - row_start))
+        counts = task.out.removesuffix(".npy") + ".rows.npy"
+        spill.save_to(rows.astype(np.int32), counts)
     slab_counts = None
     if task.count_column_slabs:
         slab_counts = np.bincount(keys % plan.tile_size // plan.slab_rows, minlength=plan.slabs)
@@ -147,49 +148,40 @@ def transposed_keys(runs: tuple[str, ...], lo: int, hi: int, tile_size: int) -> 
     return sorted_unique(parts)
 
 
-async def _create_all(store: str, tiles: list[TileWrite], nodes: dict) -> list[dict[str, object]]:
-    """Create the arrays of the tiles (`nodes`: their metadata) concurrently and return them by tile."""
-    created = {
-        path: array async for path, array in zarr_async.create_hierarchy(store=zarr_store(store), nodes=nodes)
-    }
-    return [{f: created[layout.tile_array(t.matrix, t.i, t.j, f)] for f in layout.TILE_FIELDS} for t in tiles]
-
-
-async def _set_all(writes: list[tuple[object, slice, np.ndarray]]) -> None:
-    await asyncio.gather(*[array.setitem(region, data) for array, region, data in writes])
-
-
-def tile_entries(tile: TileWrite, round_: int, plan: PartitionPlan) -> dict[str, np.ndarray]:
-    """(row, col, val) of the entries one round writes."""
+def tile_entries(
+    tile: TileWrite, round_: int, plan: PartitionPlan, scales: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """(row, col, val) of the entries one round writes (`scales`: the scale arrays, by spill path)."""
     keys = tile.keys(round_, plan.tile_size)
     rows, cols = np.divmod(keys, plan.tile_size)
     if tile.row_scale is None or tile.col_scale is None:
         vals = np.ones(keys.size, dtype=np.float32)
     else:
         s = plan.tile_size
-        vals = spill.load(tile.row_scale)[tile.i * s + rows] * spill.load(tile.col_scale)[tile.j * s + cols]
+        vals = scales[tile.row_scale][tile.i * s + rows] * scales[tile.col_scale][tile.j * s + cols]
     return {"row": rows.astype(np.int32), "col": cols.astype(np.int32), "val": vals.astype(np.float32)}
 
 
 def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:
-    """Create and fill the arrays of a batch of tiles; returns the bytes written.
-
-    Numpy work happens in this thread; the writes of all tiles of a round go to zarr concurrently. The
-    rounds of one tile are written in order, so no two writes ever touch the same chunk at once.
-    """
+    """Write the arrays of a batch of tiles, one tile after the other; returns the bytes written."""
     store, tiles = batch
-    opened = sync(_create_all(store, tiles, tile_nodes((t.matrix, t.i, t.j, t.nnz) for t in tiles)))
-    offsets = [0] * len(tiles)
-    for round_ in range(max(t.rounds for t in tiles)):
-        writes = []
-        for k, tile in enumerate(tiles):
-            if round_ >= tile.rounds:
-                continue
-            data = tile_entries(tile, round_, plan)
-            region = slice(offsets[k], offsets[k] + data["row"].size)
-            offsets[k] = region.stop
-            writes.extend(
-                (opened[k][f], region, data[f]) for f in layout.TILE_FIELDS if region.stop > region.start
-            )
-        sync(_set_all(writes))
+    sink = ChunkSink(store)
+    scales = {path: spill.load(path) for t in tiles for path in (t.row_scale, t.col_scale) if path}
+    for tile in tiles:
+        write_tile(sink, tile, plan, scales)
     return layout.ENTRY_BYTES * sum(t.nnz for t in tiles)
+
+
+def write_tile(sink: ChunkSink, tile: TileWrite, plan: PartitionPlan, scales: dict[str, np.ndarray]) -> None:
+    """The group and row/col/val arrays of one tile, its rounds appended in order."""
+    group = layout.tile_group(tile.matrix, tile.i, tile.j)
+    fields = {
+        f: AppendWriter(sink, f"{group}/{f}", tile_metadata(layout.TILE_DTYPES[f], tile.nnz))
+        for f in layout.TILE_FIELDS
+    }
+    for round_ in range(tile.rounds):
+        for f, values in tile_entries(tile, round_, plan, scales).items():
+            fields[f].append(values)
+    for writer in fields.values():
+        writer.close()
+    sink.put_group(group)

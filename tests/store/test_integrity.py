@@ -17,7 +17,7 @@ from zarr.codecs import ZstdCodec
 from gtool import layout
 from gtool.errors import DamagedChunkError
 from gtool.loader import load_rank
-from gtool.preprocess import tile_arrays
+from gtool.preprocess import chunk_writer
 from gtool.store import open_store
 from gtool.verify import verify_store
 from tests.conftest import make_store
@@ -135,13 +135,13 @@ def test_a_store_written_without_checksums_still_opens_verifies_and_loads(
 ) -> None:
     """The old way: zstd only, as every store was written before checksums."""
     monkeypatch.setattr(layout, "CHUNK_CODECS", (ZstdCodec(level=0, checksum=False),))
-    tile_arrays._template.cache_clear()
+    chunk_writer._template.cache_clear()
     try:
         old = open_store(
             make_store("rmat:7:4", tmp_path / "old.zarr", tiles=3, num_features=8, num_classes=4)
         )
     finally:
-        tile_arrays._template.cache_clear()
+        chunk_writer._template.cache_clear()
     assert '"crc32c"' not in (tmp_path / "old.zarr" / "perm" / "r" / "zarr.json").read_text()
     report = verify_store(old)
     assert report.ok and report.unchecksummed_arrays == report.arrays > 0
