@@ -14,7 +14,7 @@ import torch
 from gtool.loader import load_rank
 from gtool.plan.tensorbytes import LiveTensorBytes
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm
+from gtool.trainer.distributed import GridComm, GroupCache
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from tests.trainer.cases import grid_comm, joined_world
@@ -35,12 +35,13 @@ def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
     return result
 
 
-def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig]], track_memory: bool, out: str) -> None:
-    """Entry point of every rank: train one epoch of each case its grid has room for; save the figures
-    as OUT/NAME-rank-R.json."""
+def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig, bool]], out: str) -> None:
+    """Entry point of every rank: train one epoch of each case (name, config, whether to track memory)
+    its grid has room for; save the figures as OUT/NAME-rank-R.json."""
+    made: GroupCache = {}
     with joined_world(env):
-        for name, config in cases:
-            comm = grid_comm(config.grid)
+        for name, config, track_memory in cases:
+            comm = grid_comm(config.grid, made)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))

@@ -23,7 +23,7 @@ from gtool.grid import ProcessGrid
 from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import AxisGroup, GridComm, build_grid_comm
+from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
@@ -143,15 +143,17 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int]) -> GridComm | None:
-    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it)."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU)
+def grid_comm(grid: tuple[int, int, int], made: GroupCache) -> GridComm | None:
+    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
+    the groups `made` for earlier grids of the world."""
+    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+    made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid)
+            comm = grid_comm(case.config.grid, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
