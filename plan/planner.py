@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from gtool.grid import AXES, ProcessGrid, layer_widths
+from gtool.grid import ProcessGrid, layer_widths
 from gtool.plan.bandnnz import ShardNnzTable, grid_band_counts
-from gtool.plan.collectives import Collective, bytes_by_group, epoch_collectives
+from gtool.plan.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.cost import EpochTime, epoch_time
 from gtool.plan.memory import (
     MemoryEstimate,
@@ -77,10 +77,7 @@ class GridEstimate:
 
     def wire_bytes(self) -> dict[str, float]:
         """Ring wire bytes each rank sends per epoch, per grid axis."""
-        totals = dict.fromkeys(AXES, 0.0)
-        for c in self.collectives:
-            totals[AXES[c.axis]] += c.wire_bytes(self.itemsize)
-        return totals
+        return wire_bytes_by_group(self.collectives, self.itemsize)
 
     def summary(self) -> dict[str, Any]:
         worst = int(self.memory.peak.argmax())
