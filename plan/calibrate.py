@@ -30,6 +30,7 @@ import torch
 import torch.distributed as dist
 
 from gtool.plan.calibrate_epochs import calibrate_epochs
+from gtool.plan.calibrate_side import KINDS as SIDE_KINDS
 from gtool.plan.calibrate_side import calibrate_side_by_side
 from gtool.plan.profile import (
     AllocationCost,
@@ -42,7 +43,7 @@ from gtool.plan.profile import (
 )
 from gtool.preprocess.sources.generators import rmat_block
 from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, launch_local
+from gtool.trainer.launch import RankEnv, join_world, launch_local
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -251,13 +252,7 @@ def _collective_rank(
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.set_num_threads(1)
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
+    join_world(env, backend, timedelta(seconds=120))
     results: dict[str, list] = {}
     for size in groups:
         group = dist.new_group(list(range(size)))
@@ -315,7 +310,7 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         device_name, backend, threads, spmm, gemm, elementwise, dropout, allocation, collectives
     )
     groups = [g for g in GROUPS if g <= max_group]
-    side: dict[int, dict[str, float]] = {k: {"spmm": 1.0, "dense": 1.0} for k in groups}
+    side: dict[int, dict[str, float]] = {k: dict.fromkeys(SIDE_KINDS, 1.0) for k in groups}
     side_points: dict = {}
     if device.type == "cpu":
         report(f"computing in up to {max_group} processes at once")

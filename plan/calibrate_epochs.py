@@ -10,15 +10,15 @@ rank and on every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 
 --max-group), and compares every rank's phase times (the trainer's own PhaseTimer) with the model's
 prediction from the microbenchmarks alone. Per k (gtool.plan.profile.EpochFactors), over its runs:
 
-    spmm = dense (one rank)   =  measured SpMM and dense phase seconds / modelled ones
-    overhead_per_layer        =  mean of (measured epoch - measured comm - spmm * modelled SpMM
-                                          - dense * modelled dense) / layers
-    collective_latency        =  sum of (measured comm - modelled comm) / number of collectives
+    spmm = dense = allocation  =  measured SpMM and dense phase seconds / modelled ones  (one rank)
+    overhead_per_layer         =  mean of (measured epoch - measured comm - spmm * modelled SpMM
+                                           - dense * modelled dense) / layers
+    collective_latency         =  sum of (measured comm - modelled comm) / number of collectives
 
-k ranks side by side compute slower than one by the side-by-side microbenchmark's factor
-(gtool.plan.calibrate_side: out of the caches, per kind of work; 1 on GPUs, each rank with its own); what
-else they cost is their overhead_per_layer and collective_latency: the small stores time those fixed
-costs well, but not how the computation slows far beyond the caches.
+k ranks side by side compute slower than one by the side-by-side microbenchmark's factors
+(gtool.plan.calibrate_side: out of the caches, per kind of work: SpMM, dense, page faults; 1 on GPUs,
+each rank with its own); what else they cost is their overhead_per_layer and collective_latency: the
+small stores time those fixed costs well, but not how the computation slows far beyond the caches.
 
 The first WARMUP epochs of every run are left out, as a steady training run would leave them.
 """
@@ -40,12 +40,13 @@ import torch.distributed as dist
 from gtool.grid import ProcessGrid, layer_widths
 from gtool.loader import load_rank
 from gtool.plan.bandnnz import ShardNnzTable
+from gtool.plan.calibrate_side import KINDS
 from gtool.plan.planner import PlanRequest, estimate_grid
 from gtool.plan.profile import DeviceProfile, EpochFactors
 from gtool.store import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm
-from gtool.trainer.launch import RankEnv, launch_local
+from gtool.trainer.launch import RankEnv, join_world, run_local
 from gtool.trainer.loop import Trainer
 from gtool.trainer.timing import PhaseTimer
 
@@ -75,13 +76,7 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     device = _rank_device(config.device_type, env)
     torch.set_num_threads(config.threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    dist.init_process_group(
-        config.backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=300),
-    )
+    join_world(env, config.backend, timedelta(seconds=300))
     results, made = {}, {}
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
@@ -118,12 +113,13 @@ def _factors(
     measured: dict[str, list[list[list[float]]]],
     cases: dict,
     profile: DeviceProfile,
-    compute: tuple[float, float] | None,
+    compute: tuple[float, float, float] | None,
 ) -> dict:
     """EpochFactors (as a dict) of one k from every rank's steady epochs of every case.
 
-    With `compute` None (one rank), one factor for SpMM and dense: the measured SpMM and dense phase
-    seconds over the modelled ones, summed over runs; else `compute` (SpMM, dense). overhead_per_layer:
+    With `compute` None (one rank), one factor for SpMM, dense and page faults: the measured SpMM and
+    dense phase seconds over the modelled ones, summed over runs; else `compute` (SpMM, dense, page
+    faults; the calibration stores' tensors are too small to fault much). overhead_per_layer:
     the mean over runs of what those leave unexplained of the epoch outside communication (mean over
     ranks and epochs), per layer. collective_latency: the measured communication beyond the modelled one,
     per collective."""
@@ -141,27 +137,29 @@ def _factors(
     spmm_, dense_, layers_, outside_ = map(np.array, (spmm, dense, layers, outside))
     if compute is None:
         factor = computed / float((spmm_ + dense_).sum())
-        compute = (factor, factor)
+        compute = (factor, factor, factor)
     left = outside_ - compute[0] * spmm_ - compute[1] * dense_
     per_layer = max(float(np.mean(left / layers_)), 0.0)
     return {
         "spmm": compute[0],
         "dense": compute[1],
+        "allocation": compute[2],
         "collective_latency": max(comm_left / collectives, 0.0) if collectives else 0.0,
         "overhead_per_layer": float(per_layer),
     }
 
 
-def _stores(scratch: Path, report: Report) -> list[str]:
+def _stores(scratch: Path, report: Report) -> dict[str, str]:
+    """The calibration stores, built in `scratch`, by source."""
     from gtool.preprocess.options import ShardOptions
     from gtool.preprocess.pipeline import shard
 
-    stores = []
+    stores = {}
     for scale in EPOCH_SCALES:
-        report(f"building the calibration store rmat:{scale}:8")
-        path = str(scratch / f"rmat-{scale}-8.zarr")
-        shard(f"rmat:{scale}:8", path, ShardOptions(workers=1, **STORE_OPTIONS))
-        stores.append(path)
+        source = f"rmat:{scale}:8"
+        report(f"building the calibration store {source}")
+        stores[source] = str(scratch / f"rmat-{scale}-8.zarr")
+        shard(source, stores[source], ShardOptions(workers=1, **STORE_OPTIONS))
     return stores
 
 
@@ -184,7 +182,7 @@ def calibrate_epochs(
         for k in [1, *sorted(side)]:
             report(f"training epochs on {k} rank(s) side by side")
             cases = {
-                f"rmat{scale}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig(
+                f"{source}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig(
                     store=store,
                     grid=grid,
                     hidden=hidden,
@@ -193,16 +191,16 @@ def calibrate_epochs(
                     backend=backend,
                     device=device_type,
                 )
-                for scale, store in zip(EPOCH_SCALES, stores, strict=True)
+                for source, store in stores.items()
                 for hidden in EPOCH_HIDDENS
                 for grid in _grids(k)
             }
             out = str(Path(scratch) / f"k{k}")
-            launch_local(k, _epoch_rank, list(cases.items()), WARMUP, out)
+            run_local(k, _epoch_rank, list(cases.items()), WARMUP, out)
             per_rank = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
             measured = {name: [mine[name] for mine in per_rank] for name in cases}
             alone = factors[1].spmm if k > 1 else 1.0
-            compute = None if k == 1 else (alone * side[k]["spmm"], alone * side[k]["dense"])
+            compute = None if k == 1 else tuple(alone * side[k][kind] for kind in KINDS)
             fitted = _factors(measured, cases, base, compute)
             factors[k] = EpochFactors(**fitted)
             raw[str(k)] = {"runs": measured, "factors": fitted}

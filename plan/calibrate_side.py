@@ -2,7 +2,8 @@
 
 Two workloads sized beyond the caches, as the epochs of large graphs are: an SpMM (a 2^SIDE_SCALE-row
 R-MAT matrix, about 16 nonzeros per row, times a 64-wide dense block: a random gather) and a dense step (a
-2^(SIDE_SCALE+1) x 128 block times a 128 x 128 weight, then a ReLU pass: streaming through memory). k
+2^(SIDE_SCALE+1) x 128 block times a 128 x 128 weight, then a ReLU pass: streaming through memory),
+and a fresh 2^(SIDE_SCALE+10)-byte tensor filled (the page faults of a large allocation). k
 processes, each with a rank's thread count, start together after a barrier and repeat one workload for
 SIDE_SECONDS; the median repetition over the median of one process alone is the factor of that kind of
 work (shared memory bandwidth, caches and, when k ranks oversubscribe the cores, the cores themselves).
@@ -21,11 +22,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from gtool.trainer.launch import RankEnv, launch_local
+from gtool.trainer.launch import RankEnv, join_world, run_local
 
 SIDE_SCALE = 16
 SIDE_SECONDS = 1.5
-KINDS = ("spmm", "dense")
+KINDS = ("spmm", "dense", "allocation")
 
 
 def _workloads(scale: int) -> dict[str, Callable[[], object]]:
@@ -34,19 +35,17 @@ def _workloads(scale: int) -> dict[str, Callable[[], object]]:
     matrix = rmat_matrix(scale, 16, torch.device("cpu"))
     operand = torch.rand(matrix.shape[1], 64)
     block, weight = torch.rand(2 << scale, 128), torch.rand(128, 128)
-    return {"spmm": lambda: torch.mm(matrix, operand), "dense": lambda: torch.relu(block @ weight)}
+    return {
+        "spmm": lambda: torch.mm(matrix, operand),
+        "dense": lambda: torch.relu(block @ weight),
+        "allocation": lambda: torch.empty(1 << (scale + 8)).fill_(1.0),
+    }
 
 
 def _side_rank(env: RankEnv, scale: int, threads: int, seconds: float, out: str) -> None:
     """One of k processes: per workload, the median time of its repetitions while all k repeat it."""
     torch.set_num_threads(threads)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=300),
-    )
+    join_world(env, "gloo", timedelta(seconds=300))
     medians = {}
     for kind, work in _workloads(scale).items():
         work()
@@ -68,13 +67,13 @@ def _side_factors(ranks: list[dict[str, float]], alone: dict[str, float]) -> dic
 
 
 def calibrate_side_by_side(groups: list[int], threads: int) -> tuple[dict[int, dict[str, float]], dict]:
-    """Per k in `groups`, the factor of each kind of work (spmm, dense) with k CPU ranks computing at
-    once; and every process's median seconds per k."""
+    """Per k in `groups`, the factor of each kind of work (KINDS) with k CPU ranks computing at once;
+    and every process's median seconds per k."""
     measured = {}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
         for k in [1, *groups]:
             out = str(Path(scratch) / f"k{k}")
-            launch_local(k, _side_rank, SIDE_SCALE, threads, SIDE_SECONDS, out)
+            run_local(k, _side_rank, SIDE_SCALE, threads, SIDE_SECONDS, out)
             measured[str(k)] = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
     alone = measured["1"][0]
     factors = {k: _side_factors(measured[str(k)], alone) for k in groups}

@@ -10,20 +10,21 @@ Per layer l (shapes of gtool.plan.shapes, nnz[r, l] the rank's shard nonzeros):
                      and Adam (about 12 passes over the parameter parts)
     alloc   every tensor the epoch creates (gtool.plan.memory's replay): the profile's page-fault cost
             of a fresh block of its size (large blocks come fresh from the operating system every
-            epoch); the SpMM outputs' (H, dF) count as SpMM, the others as dense, in their layer
+            epoch), in their layer; the SpMM outputs' (H, dF) in SpMM, as the trainer's phase timer sees
+            them, the others in dense
     comm    every collective of gtool.plan.collectives: latency + ring wire bytes * per-byte cost
 
 Then what real epochs showed at calibration for k ranks side by side on one machine
-(gtool.plan.calibrate_epochs): SpMM runs s_k and dense work d_k times slower, every collective takes
-lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks share the machine's
-cores, caches and memory bandwidth, and the collectives' copies and sums and the transport's threads run
-on the same cores; k = 1 carries what the microbenchmarks' warm, isolated operations miss, and Python,
-autograd and the optimizer's time outside any operation.
+(gtool.plan.calibrate_epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
+collective takes lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks
+share the machine's cores, caches and memory bandwidth, and the collectives' copies and sums and the
+transport's threads run on the same cores; k = 1 carries what the microbenchmarks' warm, isolated
+operations miss, and Python, autograd and the optimizer's time outside any operation.
 
 Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
 computation, plus the communication and the overhead:
 
-    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense)
+    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense + p_k alloc)
             + sum over collectives (latency + wire bytes * per-byte cost + lambda_k) + L omega_k
 """
 
@@ -126,10 +127,10 @@ def epoch_time(
     last = shapes[-1]
     dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
     dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
-    spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
-    spmm += spmm_alloc
-    dense += dense_alloc
     f = profile.epoch_factors(ranks_per_node)
+    spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
+    spmm = spmm * f.spmm + spmm_alloc * f.allocation
+    dense = dense * f.dense + dense_alloc * f.allocation
     comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
     comm += f.collective_latency * len(collectives)
-    return EpochTime(spmm * f.spmm, dense * f.dense, float(comm), f.overhead_per_layer * len(shapes))
+    return EpochTime(spmm, dense, float(comm), f.overhead_per_layer * len(shapes))

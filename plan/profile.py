@@ -13,9 +13,9 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
                   gtool.plan.collectives); sizes that were not measured use the nearest one measured
     epochs        per number k of ranks computing side by side on one machine, what real training
-                  epochs showed at calibration (gtool.plan.calibrate_epochs): factors on SpMM and
-                  dense work, seconds added to every collective and to every layer; a k not measured
-                  uses the largest one measured below it
+                  epochs showed at calibration (gtool.plan.calibrate_epochs): factors on SpMM, dense
+                  work and page faults, seconds added to every collective and to every layer; a k not
+                  measured uses the largest one measured below it
 
 A profile made on one machine is read anywhere: it describes the machine it was made on.
 """
@@ -119,12 +119,13 @@ class CollectiveCost:
 @dataclass(frozen=True)
 class EpochFactors:
     """What real epochs of k ranks side by side cost beyond the microbenchmarks' model (k = 1 included:
-    a trainer's operations are not the microbenchmarks' warm, isolated ones): SpMM and dense work are
-    `spmm` and `dense` times slower, every collective takes `collective_latency` seconds longer, and
-    every layer `overhead_per_layer` seconds more."""
+    a trainer's operations are not the microbenchmarks' warm, isolated ones): SpMM, dense work and fresh
+    tensors' page faults are `spmm`, `dense` and `allocation` times slower, every collective takes
+    `collective_latency` seconds longer, and every layer `overhead_per_layer` seconds more."""
 
     spmm: float = 1.0
     dense: float = 1.0
+    allocation: float = 1.0
     collective_latency: float = 0.0
     overhead_per_layer: float = 0.0
 

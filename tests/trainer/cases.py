@@ -24,7 +24,7 @@ from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm
-from gtool.trainer.launch import RankEnv
+from gtool.trainer.launch import RankEnv, join_world
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
 from gtool.trainer.serial import SerialGCN
@@ -130,13 +130,7 @@ def joined_world(env: RankEnv) -> Iterator[None]:
     """This process joined to the test world (gloo, one torch thread) until the block ends."""
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
+    join_world(env, "gloo", timedelta(seconds=120))
     try:
         yield
     finally:
