@@ -114,27 +114,28 @@ def rank_table(grid: dict[str, Any]) -> Table:
     return table
 
 
-def allreduce_table(grid: dict[str, Any]) -> Table:
+def collectives_table(grid: dict[str, Any]) -> Table:
     widths = " -> ".join(map(str, grid["widths"]))
     table = new_table(
-        f"all-reduces per epoch, widths {widths} (ring: each rank sends 2(g-1)/g x the message)",
-        "layer", "pass", "operand", "group", "shape", "message", "per rank",
+        f"collectives per epoch, widths {widths} (ring: each rank sends 2(g-1)/g x an all-reduce's operand, "
+        "(g-1)/g x an all-gather's or reduce-scatter's)",
+        "layer", "phase", "operand", "kind", "group", "operand bytes", "sent per rank",
     )  # fmt: skip
-    for c in grid["allreduce"]["collectives"]:
+    for c in grid["collectives"]["list"]:
         table.add_row(
             str(c["layer"]),
-            c["direction"],
+            c["phase"],
             c["operand"],
+            c["kind"].replace("_", "-"),
             f"{c['group']} ({c['group_size']})",
-            f"{c['shape'][0]:,} x {c['shape'][1]:,}",
-            human_bytes(c["message_bytes"]),
-            human_bytes(c["rank_bytes"]),
+            human_bytes(c["bytes"]),
+            human_bytes(c["wire_bytes"]),
         )
-    totals = grid["allreduce"]["rank_bytes_by_group"]
+    totals = grid["collectives"]["wire_bytes_by_group"]
     table.add_section()
     for axis, sent in totals.items():
-        table.add_row("epoch", "", "", f"{axis}-groups", "", "", human_bytes(sent))
-    table.add_row("epoch", "", "", "all", "", "", human_bytes(sum(totals.values())))
+        table.add_row("epoch", "", "", "", f"{axis}-groups", "", human_bytes(sent))
+    table.add_row("epoch", "", "", "", "all", "", human_bytes(sum(totals.values())))
     return table
 
 
@@ -165,7 +166,7 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
     tables = [store_table(report), tile_table(report), band_table(report)]
     if "grid" in report:
         grid = report["grid"]
-        tables += [layer_table(grid), rank_table(grid), allreduce_table(grid)]
+        tables += [layer_table(grid), rank_table(grid), collectives_table(grid)]
     if "compare" in report:
         tables.append(compare_table(report))
     return tables

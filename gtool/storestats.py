@@ -10,13 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gtool.allreduce import bytes_by_group, epoch_collectives
 from gtool.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
 from gtool.grid import LayerShard, ProcessGrid, layer_widths
 from gtool.gridstats import ShardNnz, all_layer_shards, layer_balance, rank_reads
+from gtool.plan.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
+from gtool.plan.shapes import layer_shapes
 from gtool.store import Store
 from gtool.tilescan import Progress, TileVisitor, scan_nnz, scan_tiles
 from gtool.tilestats import TouchedLines, matrix_tile_stats
+
+VALUE_BYTES = 4
+"""float32 activations, gradients and weights, as `gtool train` uses by default."""
 
 StartScan = Callable[[str, int], Progress | None]
 """Given a description and the nonzeros a scan will read, returns its per-tile progress callback (or None)."""
@@ -74,9 +78,11 @@ def run_scan(store: Store, visitors: list[TileVisitor], what: str, start_scan: S
 def grid_report(
     store: Store, plan: GridPlan, shards: list[tuple[LayerShard, ...]], shard_nnz: ShardNnz
 ) -> dict[str, Any]:
-    """Per-layer rank balance, per-rank reads and the epoch's all-reduce volume for a grid."""
+    """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
+    them, gtool.plan.collectives) for a grid."""
     widths = layer_widths(store.num_features, plan.hidden, store.num_classes, plan.layers)
-    collectives = epoch_collectives(plan.grid, store.num_nodes, widths)
+    shapes = layer_shapes(plan.grid, store.num_nodes, widths)
+    collectives = epoch_collectives(shapes, learnable_features=False)
     return {
         "dims": list(plan.grid.dims),
         "layers": plan.layers,
@@ -84,8 +90,9 @@ def grid_report(
         "widths": widths,
         "layer_balance": [b.summary() for b in layer_balance(plan.grid, shards, shard_nnz)],
         "ranks": [r.summary() for r in rank_reads(plan.grid, plan.layers, store)],
-        "allreduce": {
-            "collectives": [c.summary() for c in collectives],
-            "rank_bytes_by_group": bytes_by_group(collectives),
+        "collectives": {
+            "list": [c.summary(VALUE_BYTES) for c in collectives],
+            "wire_bytes_by_group": wire_bytes_by_group(collectives, VALUE_BYTES),
+            "bytes_by_group": bytes_by_group(collectives, VALUE_BYTES),
         },
     }

@@ -1,10 +1,13 @@
 """`gtool plan --calibrate`: short microbenchmarks of the operations an epoch is made of, on this machine.
 
 SpMM on double-permuted R-MAT matrices (gtool's own generator) at several sizes, widths and degrees;
-dense products of the trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; and
+dense products of the trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; fresh
+tensors of growing size (the allocator's page faults); and
 all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
 CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
-the fitted costs (gtool.plan.profile) keep the measurements they came from.
+the fitted costs (gtool.plan.profile) keep the measurements they came from. Then short real training
+epochs on small stores, alone and side by side, measure what those microbenchmarks miss
+(gtool.plan.calibrate_epochs).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,7 +29,11 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from gtool.plan.calibrate_epochs import calibrate_epochs
+from gtool.plan.calibrate_side import KINDS as SIDE_KINDS
+from gtool.plan.calibrate_side import calibrate_side_by_side
 from gtool.plan.profile import (
+    AllocationCost,
     CollectiveCost,
     DeviceProfile,
     DropoutCost,
@@ -35,7 +43,7 @@ from gtool.plan.profile import (
 )
 from gtool.preprocess.sources.generators import rmat_block
 from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, launch_local
+from gtool.trainer.launch import RankEnv, join_world, launch_local
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -48,10 +56,11 @@ GEMM_SHAPES = (
     (1 << 17, 128, 128),
 )
 ELEMENTWISE_SIZES = (1 << 16, 1 << 20, 1 << 23)
-MESSAGE_BYTES = tuple(1 << k for k in range(10, 25, 2))
+MESSAGE_BYTES = tuple(1 << k for k in range(10, 27, 2))
+REDUCE_RUN_BYTES = 1 << 26
+ALLOCATION_BYTES = tuple(1 << k for k in range(20, 28))
 REPEATS = 3
-CONCURRENCY_SCALE = 16
-CONCURRENCY_REPEATS = 5
+GROUPS = (2, 4, 8, 16, 32)
 
 Report = Callable[[str], None]
 
@@ -200,6 +209,40 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
 
 
+def calibrate_allocation(device: torch.device) -> tuple[AllocationCost, list[dict]]:
+    """Per size, the seconds per byte that creating, filling and freeing a tensor takes beyond filling
+    one that exists (the page faults of memory fresh from the operating system), in steady state: the
+    allocator has seen the size before, as in every epoch after the first."""
+    points = []
+    for nbytes in ALLOCATION_BYTES:
+        existing = torch.empty(nbytes // 4, device=device)
+        fill = best_seconds(lambda existing=existing: existing.fill_(1.0), device)
+        del existing
+        fresh = best_seconds(lambda nbytes=nbytes: torch.empty(nbytes // 4, device=device).fill_(1.0), device)
+        points.append({"bytes": nbytes, "fill": fill, "fresh": fresh})
+    per_byte = [max(p["fresh"] - p["fill"], 0.0) / p["bytes"] for p in points]
+    return AllocationCost([float(p["bytes"]) for p in points], per_byte), points
+
+
+def _all_reduce_seconds(tensor: torch.Tensor, group: dist.ProcessGroup, device: torch.device) -> float:
+    """Seconds per all-reduce of `tensor` in `group`: runs of back-to-back calls (enough to move about
+    REDUCE_RUN_BYTES, 4 to 64 of them) started together after a barrier; the median run, after one
+    untimed call. Every rank of the group makes the same calls."""
+    nbytes = tensor.numel() * tensor.element_size()
+    calls = min(64, max(4, REDUCE_RUN_BYTES // nbytes))
+    dist.all_reduce(tensor, group=group)
+    runs = []
+    for _ in range(REPEATS):
+        dist.barrier(group=group)
+        _sync(device)
+        start = time.perf_counter()
+        for _ in range(calls):
+            dist.all_reduce(tensor, group=group)
+        _sync(device)
+        runs.append((time.perf_counter() - start) / calls)
+    return float(np.median(runs))
+
+
 def _collective_rank(
     env: RankEnv, groups: list[int], message_bytes: tuple[int, ...], backend: str, device_type: str, out: str
 ) -> None:
@@ -209,13 +252,7 @@ def _collective_rank(
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.set_num_threads(1)
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
+    join_world(env, backend, timedelta(seconds=120))
     results: dict[str, list] = {}
     for size in groups:
         group = dist.new_group(list(range(size)))
@@ -224,13 +261,7 @@ def _collective_rank(
         points = []
         for nbytes in message_bytes:
             tensor = torch.ones(nbytes // 4, device=device)
-
-            def reduce(tensor=tensor, group=group) -> None:
-                dist.barrier(group=group)
-                dist.all_reduce(tensor, group=group)
-
-            barrier = best_seconds(lambda group=group: dist.barrier(group=group), device)
-            points.append([nbytes, max(best_seconds(reduce, device) - barrier, 1e-7)])
+            points.append([nbytes, _all_reduce_seconds(tensor, group, device)])
         results[str(size)] = points
     dist.barrier()
     if env.rank == 0:
@@ -238,51 +269,11 @@ def _collective_rank(
     dist.destroy_process_group()
 
 
-def _compute_workload(device: torch.device, scale: int) -> Callable[[], object]:
-    """A fixed mix of the epoch's kinds of work (SpMM, GEMM, a pass) for the concurrency benchmark."""
-    matrix = rmat_matrix(scale, 16, device)
-    dense = torch.rand(matrix.shape[1], 64, device=device)
-    weight = torch.rand(64, 64, device=device)
-
-    def work() -> None:
-        product = torch.mm(matrix, dense) @ weight
-        torch.relu(product)
-
-    return work
-
-
-def _concurrent_rank(env: RankEnv, scale: int, out: str) -> None:
-    """One of k processes running the workload at the same time: its best time, written to OUT.R."""
-    torch.set_num_threads(1)
-    work = _compute_workload(torch.device("cpu"), scale)
-    work()
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.5:
-        work()
-    Path(f"{out}.{env.rank}").write_text(str(best_seconds(work, torch.device("cpu"), CONCURRENCY_REPEATS)))
-
-
-def calibrate_concurrency(max_group: int) -> dict[int, float]:
-    """How much slower one CPU rank computes while k ranks share the machine (k = 2, 4, ...): the median
-    over the k processes of their time, over one process's time alone. 1 for k = 1."""
-    alone = best_seconds(
-        _compute_workload(torch.device("cpu"), CONCURRENCY_SCALE), torch.device("cpu"), CONCURRENCY_REPEATS
-    )
-    slowdown = {1: 1.0}
-    with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
-        for k in (g for g in (2, 4, 8, 16, 32) if g <= max_group):
-            out = str(Path(scratch) / f"k{k}")
-            launch_local(k, _concurrent_rank, CONCURRENCY_SCALE, out)
-            times = [float(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
-            slowdown[k] = max(1.0, float(np.median(times)) / alone)
-    return slowdown
-
-
 def calibrate_collectives(
     backend: str, device: torch.device, max_group: int
 ) -> tuple[dict[int, CollectiveCost], dict[str, list]]:
     """All-reduce latency and per-wire-byte cost for groups of 2, 4, ... up to `max_group` processes."""
-    groups = [g for g in (2, 4, 8, 16, 32) if g <= max_group]
+    groups = [g for g in GROUPS if g <= max_group]
     if not groups:
         return {}, {}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
@@ -312,26 +303,34 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
     gemm, gemm_points = calibrate_gemm(device)
     elementwise, elementwise_points = calibrate_elementwise(device)
     dropout, dropout_points = calibrate_dropout(device)
+    allocation, allocation_points = calibrate_allocation(device)
     report(f"all-reduce over {backend} in groups of up to {max_group} processes")
     collectives, collective_points = calibrate_collectives(backend, device, max_group)
-    concurrency = {1: 1.0}
+    profile = DeviceProfile(
+        device_name, backend, threads, spmm, gemm, elementwise, dropout, allocation, collectives
+    )
+    groups = [g for g in GROUPS if g <= max_group]
+    side: dict[int, dict[str, float]] = {k: dict.fromkeys(SIDE_KINDS, 1.0) for k in groups}
+    side_points: dict = {}
     if device.type == "cpu":
         report(f"computing in up to {max_group} processes at once")
-        concurrency = calibrate_concurrency(max_group)
+        side, side_points = calibrate_side_by_side(groups, threads)
+    epochs, epoch_points = calibrate_epochs(profile, backend, device.type, threads, side, report)
     made_on = {
         "host": platform.node(),
         "date": datetime.date.today().isoformat(),
         "torch": torch.__version__,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
     }
-    profile = DeviceProfile(
-        device_name, backend, threads, spmm, gemm, elementwise, dropout, collectives, concurrency, made_on
-    )
+    profile = replace(profile, epochs=epochs, made_on=made_on)
     measurements = {
         "spmm": spmm_points,
         "gemm": gemm_points,
         "elementwise": elementwise_points,
         "dropout": dropout_points,
+        "allocation": allocation_points,
         "all_reduce": collective_points,
+        "side_by_side": side_points,
+        "epochs": epoch_points,
     }
     return profile, measurements

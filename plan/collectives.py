@@ -119,3 +119,11 @@ def bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str
     for c in collectives:
         totals[AXES[c.axis]][c.kind] += c.operand_bytes(itemsize)
     return totals
+
+
+def wire_bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, float]:
+    """Ring wire bytes each rank sends per epoch in its x-, y- and z-group."""
+    totals = dict.fromkeys(AXES, 0.0)
+    for c in collectives:
+        totals[AXES[c.axis]] += c.wire_bytes(itemsize)
+    return totals

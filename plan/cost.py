@@ -8,13 +8,24 @@ Per layer l (shapes of gtool.plan.shapes, nnz[r, l] the rank's shard nonzeros):
                      dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
                      gradient (an element-wise pass); the loss (about 12 passes over the logits block)
                      and Adam (about 12 passes over the parameter parts)
+    alloc   every tensor the epoch creates (gtool.plan.memory's replay): the profile's page-fault cost
+            of a fresh block of its size (large blocks come fresh from the operating system every
+            epoch), in their layer; the SpMM outputs' (H, dF) in SpMM, as the trainer's phase timer sees
+            them, the others in dense
     comm    every collective of gtool.plan.collectives: latency + ring wire bytes * per-byte cost
 
+Then what real epochs showed at calibration for k ranks side by side on one machine
+(gtool.plan.calibrate_epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
+collective takes lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks
+share the machine's cores, caches and memory bandwidth, and the collectives' copies and sums and the
+transport's threads run on the same cores; k = 1 carries what the microbenchmarks' warm, isolated
+operations miss, and Python, autograd and the optimizer's time outside any operation.
+
 Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
-computation, plus the communication: epoch = sum over layers of max over ranks (SpMM + dense) + comm.
-On the CPU, ranks that share a machine share its cores, caches and memory bandwidth, and the collectives'
-copies and sums run on the same cores: every term is multiplied by the profile's measured slowdown for
-that many ranks side by side (1 on GPUs, where each rank has its own device).
+computation, plus the communication and the overhead:
+
+    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense + p_k alloc)
+            + sum over collectives (latency + wire bytes * per-byte cost + lambda_k) + L omega_k
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ class EpochTime:
     spmm: np.ndarray
     dense: np.ndarray
     comm: float
+    overhead: float = 0.0
 
     @property
     def compute(self) -> np.ndarray:
@@ -46,8 +58,8 @@ class EpochTime:
 
     @property
     def total(self) -> float:
-        """The epoch: per layer the slowest rank's computation, plus all communication."""
-        return float(self.compute.max(axis=0).sum()) + self.comm
+        """The epoch: per layer the slowest rank's computation, plus all communication and overhead."""
+        return float(self.compute.max(axis=0).sum()) + self.comm + self.overhead
 
     @property
     def slowest_rank(self) -> int:
@@ -71,6 +83,22 @@ def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelSettings, la
     return seconds
 
 
+def _allocation_seconds(
+    allocated: list[tuple[str, int]], layers: int, profile: DeviceProfile
+) -> tuple[np.ndarray, np.ndarray]:
+    """Page-fault seconds per layer of the epoch's fresh tensors: (SpMM outputs, the others).
+
+    Tensors are named "<what> <layer>" by gtool.plan.memory ("grad Q -1" is layer 0's input gradient);
+    the loss's tensors belong to the last layer."""
+    spmm, dense = np.zeros(layers), np.zeros(layers)
+    for name, nbytes in allocated:
+        what, _, tail = name.rpartition(" ")
+        layer = min(max(int(tail), 0), layers - 1) if tail.lstrip("-").isdigit() else layers - 1
+        target = spmm if what in ("H", "dF") else dense
+        target[layer] += profile.allocation.seconds(nbytes)
+    return spmm, dense
+
+
 def epoch_time(
     shapes: list[LayerShape],
     nnz: np.ndarray,
@@ -79,9 +107,11 @@ def epoch_time(
     m: ModelSettings,
     parameters: int,
     ranks_per_node: int,
+    allocated: list[tuple[str, int]],
 ) -> EpochTime:
     """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
-    `ranks_per_node` ranks computing side by side on each machine (the profile's slowdown for that)."""
+    `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
+    `allocated` the tensors one epoch creates (name, bytes), as gtool.plan.memory replays them."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)
     dense = np.zeros(nnz.shape)
@@ -97,6 +127,10 @@ def epoch_time(
     last = shapes[-1]
     dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
     dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
+    f = profile.epoch_factors(ranks_per_node)
+    spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
+    spmm = spmm * f.spmm + spmm_alloc * f.allocation
+    dense = dense * f.dense + dense_alloc * f.allocation
     comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
-    slowdown = profile.slowdown(ranks_per_node)
-    return EpochTime(spmm * slowdown, dense * slowdown, float(comm) * slowdown)
+    comm += f.collective_latency * len(collectives)
+    return EpochTime(spmm, dense, float(comm), f.overhead_per_layer * len(shapes))

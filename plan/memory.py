@@ -35,17 +35,20 @@ class ModelSettings:
 
 
 class Timeline:
-    """Tensors allocated and freed in order; `peak` is the largest total reached."""
+    """Tensors allocated and freed in order; `peak` is the largest total reached, `allocated` every
+    allocation in order (name, bytes)."""
 
     def __init__(self) -> None:
         self.live: dict[str, int] = {}
         self.total = 0
         self.peak = 0
+        self.allocated: list[tuple[str, int]] = []
 
     def alloc(self, name: str, nbytes: int) -> None:
         self.live[name] = nbytes
         self.total += nbytes
         self.peak = max(self.peak, self.total)
+        self.allocated.append((name, nbytes))
 
     def free(self, *names: str) -> None:
         for name in names:
@@ -117,15 +120,20 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings) -> None:
         t.free("padded dF 0", "grad Q -1", "dF 0")
 
 
-def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
-    """The largest total of the tensors an epoch creates beyond the static ones (bytes)."""
+def epoch_timeline(shapes: list[LayerShape], m: ModelSettings, classes: int) -> Timeline:
+    """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
     t = Timeline()
     for s in shapes:
         _forward_layer(t, s, m, s is shapes[-1])
     _loss(t, shapes[-1], m, classes)
     for s in reversed(shapes):
         _backward_layer(t, s, m)
-    return t.peak
+    return t
+
+
+def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
+    """The largest total of the tensors an epoch creates beyond the static ones (bytes)."""
+    return epoch_timeline(shapes, m, classes).peak
 
 
 def parameter_elements(shapes: list[LayerShape], m: ModelSettings) -> int:

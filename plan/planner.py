@@ -13,11 +13,17 @@ from typing import Any
 
 import numpy as np
 
-from gtool.grid import AXES, ProcessGrid, layer_widths
+from gtool.grid import ProcessGrid, layer_widths
 from gtool.plan.bandnnz import ShardNnzTable, grid_band_counts
-from gtool.plan.collectives import Collective, bytes_by_group, epoch_collectives
+from gtool.plan.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.cost import EpochTime, epoch_time
-from gtool.plan.memory import MemoryEstimate, ModelSettings, estimate_memory, parameter_elements
+from gtool.plan.memory import (
+    MemoryEstimate,
+    ModelSettings,
+    epoch_timeline,
+    estimate_memory,
+    parameter_elements,
+)
 from gtool.plan.profile import DeviceProfile
 from gtool.plan.shapes import LayerShape, factorizations, layer_shapes
 from gtool.store import Store
@@ -71,10 +77,7 @@ class GridEstimate:
 
     def wire_bytes(self) -> dict[str, float]:
         """Ring wire bytes each rank sends per epoch, per grid axis."""
-        totals = dict.fromkeys(AXES, 0.0)
-        for c in self.collectives:
-            totals[AXES[c.axis]] += c.wire_bytes(self.itemsize)
-        return totals
+        return wire_bytes_by_group(self.collectives, self.itemsize)
 
     def summary(self) -> dict[str, Any]:
         worst = int(self.memory.peak.argmax())
@@ -86,6 +89,7 @@ class GridEstimate:
             "spmm_seconds": float(self.time.spmm.max(axis=0).sum()),
             "dense_seconds": float(self.time.dense.max(axis=0).sum()),
             "comm_seconds": self.time.comm,
+            "overhead_seconds": self.time.overhead,
             "slowest_rank": self.time.slowest_rank,
             "rank_layer_nnz": self.nnz.tolist(),
             "nnz_max_over_mean": self.nnz_imbalance,
@@ -144,7 +148,10 @@ def estimate_grid(
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
     collectives = epoch_collectives(shapes, m.learnable_features)
     memory = estimate_memory(shapes, shards, m, classes)
-    time = epoch_time(shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks)
+    allocated = epoch_timeline(shapes, m, classes).allocated
+    time = epoch_time(
+        shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks, allocated
+    )
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
     return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits)
@@ -162,7 +169,8 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     best = fitting[0]
     t = best.time
     split = (
-        f"SpMM {t.spmm.max(axis=0).sum():.3g} s, dense {t.dense.max(axis=0).sum():.3g} s, comm {t.comm:.3g} s"
+        f"SpMM {t.spmm.max(axis=0).sum():.3g} s, dense {t.dense.max(axis=0).sum():.3g} s, "
+        f"comm {t.comm:.3g} s, overhead {t.overhead:.3g} s"
     )
     text = f"fastest predicted epoch, {t.total:.3g} s ({split}), of {len(fitting)} grid(s)"
     text += f" that fit {request.memory_per_rank / 2**30:.2f} GiB per rank" if request.memory_per_rank else ""

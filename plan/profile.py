@@ -8,9 +8,14 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     gemm          seconds = flops * f + bytes * m + c      (bytes: the three operands)
     elementwise   seconds = bytes * e + c                 (one pass reading and writing a block)
     dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
+    allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
+                  over sizes, the largest size measured up to `bytes`, 0 below the smallest)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
                   gtool.plan.collectives); sizes that were not measured use the nearest one measured
-    concurrency   CPU only: compute slowdown of each rank while k ranks share the machine
+    epochs        per number k of ranks computing side by side on one machine, what real training
+                  epochs showed at calibration (gtool.plan.calibrate_epochs): factors on SpMM, dense
+                  work and page faults, seconds added to every collective and to every layer; a k not
+                  measured uses the largest one measured below it
 
 A profile made on one machine is read anywhere: it describes the machine it was made on.
 """
@@ -28,7 +33,7 @@ import numpy as np
 from gtool.errors import GtoolError
 
 FORMAT = "gtool-plan-profile"
-VERSION = 1
+VERSION = 2
 DEFAULT_PROFILE = "default-profile.json"
 
 
@@ -90,9 +95,39 @@ class DropoutCost:
 
 
 @dataclass(frozen=True)
+class AllocationCost:
+    """Seconds per byte of a fresh tensor beyond writing it (the allocator's page faults), per size:
+    allocators hand large blocks straight from the operating system, whose pages fault on first touch,
+    and reuse small ones."""
+
+    sizes: list[float]
+    seconds_per_byte: list[float]
+
+    def seconds(self, nbytes: float) -> float:
+        """The extra seconds of allocating `nbytes`: the cost per byte of the largest size measured up
+        to it (0 below the smallest size measured)."""
+        measured = [i for i, size in enumerate(self.sizes) if size <= nbytes]
+        return nbytes * self.seconds_per_byte[max(measured)] if measured else 0.0
+
+
+@dataclass(frozen=True)
 class CollectiveCost:
     latency: float
     seconds_per_byte: float
+
+
+@dataclass(frozen=True)
+class EpochFactors:
+    """What real epochs of k ranks side by side cost beyond the microbenchmarks' model (k = 1 included:
+    a trainer's operations are not the microbenchmarks' warm, isolated ones): SpMM, dense work and fresh
+    tensors' page faults are `spmm`, `dense` and `allocation` times slower, every collective takes
+    `collective_latency` seconds longer, and every layer `overhead_per_layer` seconds more."""
+
+    spmm: float = 1.0
+    dense: float = 1.0
+    allocation: float = 1.0
+    collective_latency: float = 0.0
+    overhead_per_layer: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -106,8 +141,9 @@ class DeviceProfile:
     gemm: GemmCost
     elementwise: ElementwiseCost
     dropout: DropoutCost
+    allocation: AllocationCost
     collectives: dict[int, CollectiveCost]
-    concurrency: dict[int, float] = field(default_factory=lambda: {1: 1.0})
+    epochs: dict[int, EpochFactors] = field(default_factory=dict)
     made_on: dict[str, Any] = field(default_factory=dict)
 
     def collective(self, group_size: int) -> CollectiveCost:
@@ -117,11 +153,11 @@ class DeviceProfile:
         nearest = min(self.collectives, key=lambda g: (abs(np.log(g / group_size)), -g))
         return self.collectives[nearest]
 
-    def slowdown(self, ranks_per_node: int) -> float:
-        """How much slower each rank computes while `ranks_per_node` ranks share a machine (measured k
-        nearest below, 1 for GPUs)."""
-        measured = [k for k in self.concurrency if k <= ranks_per_node] or [1]
-        return self.concurrency.get(max(measured), 1.0)
+    def epoch_factors(self, ranks_per_node: int) -> EpochFactors:
+        """The real-epoch factors of `ranks_per_node` ranks side by side (the largest k measured up to
+        it; none measured: the microbenchmarks' model as it is)."""
+        measured = [k for k in self.epochs if k <= ranks_per_node]
+        return self.epochs[max(measured)] if measured else EpochFactors()
 
     def collective_seconds(self, wire_bytes: float, group_size: int) -> float:
         cost = self.collective(group_size)
@@ -130,7 +166,7 @@ class DeviceProfile:
     def to_json(self) -> dict[str, Any]:
         content = asdict(self)
         content["collectives"] = {str(g): asdict(c) for g, c in sorted(self.collectives.items())}
-        content["concurrency"] = {str(k): v for k, v in sorted(self.concurrency.items())}
+        content["epochs"] = {str(k): asdict(f) for k, f in sorted(self.epochs.items())}
         return {"format": FORMAT, "version": VERSION, **content}
 
     def describe(self) -> str:
@@ -168,8 +204,9 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             gemm=GemmCost(**content["gemm"]),
             elementwise=ElementwiseCost(**content["elementwise"]),
             dropout=DropoutCost(**content["dropout"]),
+            allocation=AllocationCost(**content["allocation"]),
             collectives={int(g): CollectiveCost(**c) for g, c in content["collectives"].items()},
-            concurrency={int(k): float(v) for k, v in content.get("concurrency", {"1": 1.0}).items()},
+            epochs={int(k): EpochFactors(**f) for k, f in content["epochs"].items()},
             made_on=dict(content.get("made_on", {})),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -146,19 +146,32 @@ class GridComm:
         return self.grid.coords(self.rank)
 
 
+GroupCache = dict[tuple[int, ...], object]
+"""Process groups made so far in a world, by their ranks (new_group's result, a non-member's too)."""
+
+
 def build_grid_comm(
-    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device
+    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
 ) -> GridComm | None:
     """Create the grid's process groups over world ranks 0..grid.size-1 (every world rank must call this).
 
     World ranks beyond the grid (a test running several grids in one world) take part in creating the
-    groups and get None.
+    groups and get None. With `made`, groups of the same ranks are made once and shared by every grid
+    built with that cache (every world rank must build the same grids in the same order).
     """
     world_rank = dist.get_rank()
     world_size = dist.get_world_size()
     if world_size < grid.size:
         raise ValueError(f"a {grid} grid needs {grid.size} processes, the world has {world_size}")
     limit = timedelta(seconds=timeout)
+    made = {} if made is None else made
+
+    def new_group(members: list[int]):
+        key = tuple(members)
+        if key not in made:
+            made[key] = dist.new_group(members, timeout=limit)
+        return made[key]
+
     sent = CommBytes()
     inside = world_rank < grid.size
     coords = grid.coords(world_rank) if inside else (0, 0, 0)
@@ -170,11 +183,11 @@ def build_grid_comm(
                 if grid.coords(first)[axis] != 0:
                     continue
                 members = group_ranks(grid, first, axis)
-                group = dist.new_group(members, timeout=limit)
+                group = new_group(members)
                 if world_rank in members:
                     mine = group
         axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device, GROUPS[axis], sent))
-    everyone_group = dist.new_group(list(range(grid.size)), timeout=limit) if grid.size > 1 else None
+    everyone_group = new_group(list(range(grid.size))) if grid.size > 1 else None
     if not inside:
         return None
     everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device, "all", sent)

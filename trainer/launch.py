@@ -17,9 +17,11 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
@@ -75,6 +77,17 @@ def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
         rank, size = int(env["SLURM_PROCID"]), int(env["SLURM_STEP_NUM_TASKS"])
         return RankEnv(rank, size, int(env.get("SLURM_LOCALID", 0)), addr, port, "srun")
     return None
+
+
+def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
+    """Join this process to the run's default process group (rank 0 listens at env's address)."""
+    dist.init_process_group(
+        backend,
+        init_method=f"tcp://{env.master_addr}:{env.master_port}",
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timeout,
+    )
 
 
 def free_port() -> int:
@@ -150,3 +163,12 @@ def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
                     process.terminate()
             for process in context.processes:
                 process.join(timeout=10)
+
+
+def run_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
+    """`launch_local`, except that a world of one rank runs in this process (a spawned one would only
+    add its start-up)."""
+    if world_size == 1:
+        main(RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local"), *args)
+        return
+    launch_local(world_size, main, *args)

@@ -15,7 +15,7 @@ from gtool.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm
-from gtool.trainer.launch import RankEnv, environment_rank, free_port, launch_local, rank_failure
+from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
@@ -46,13 +46,7 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     torch.set_num_threads(config.threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     device = rank_device(config, env)
-    dist.init_process_group(
-        config.backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=STARTUP_TIMEOUT,
-    )
+    join_world(env, config.backend, STARTUP_TIMEOUT)
     grid = ProcessGrid(*config.grid)
     timer = PhaseTimer(device)
     comm = build_grid_comm(grid, config.timeout, timer, device)

@@ -13,8 +13,9 @@ import torch
 
 from gtool.loader import load_rank
 from gtool.plan.tensorbytes import LiveTensorBytes
+from gtool.store import Store, TileData
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm
+from gtool.trainer.distributed import GridComm, GroupCache
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
 from tests.trainer.cases import grid_comm, joined_world
@@ -35,12 +36,29 @@ def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
     return result
 
 
-def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig]], track_memory: bool, out: str) -> None:
-    """Entry point of every rank: train one epoch of each case its grid has room for; save the figures
-    as OUT/NAME-rank-R.json."""
+def _remember_tiles() -> None:
+    """Make this process read each stored tile once: the cases load the same store on grid after grid,
+    and what is measured (collective bytes, live tensor bytes) does not depend on how tiles are read."""
+    read = Store.read_tile
+    tiles: dict[tuple, TileData] = {}
+
+    def read_once(store: Store, matrix: int, i: int, j: int) -> TileData:
+        key = (store.location, matrix, i, j)
+        if key not in tiles:
+            tiles[key] = read(store, matrix, i, j)
+        return tiles[key]
+
+    Store.read_tile = read_once
+
+
+def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig, bool]], out: str) -> None:
+    """Entry point of every rank: train one epoch of each case (name, config, whether to track memory)
+    its grid has room for; save the figures as OUT/NAME-rank-R.json."""
+    _remember_tiles()
+    made: GroupCache = {}
     with joined_world(env):
-        for name, config in cases:
-            comm = grid_comm(config.grid)
+        for name, config, track_memory in cases:
+            comm = grid_comm(config.grid, made)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))

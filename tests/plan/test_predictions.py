@@ -1,6 +1,6 @@
 """gtool plan's predictions against what `gtool train` does: collective bytes exactly, peak memory closely.
 
-Each test trains one epoch per grid in one spawned world (tests/plan/ranks.py); every rank reports the
+The tests train one epoch per grid, all in one spawned world (tests/plan/ranks.py); every rank reports the
 bytes its collectives moved (the trainer's own CommBytes counters, as --log records them) and its live
 tensor bytes (gtool.plan.tensorbytes.LiveTensorBytes).
 """
@@ -44,9 +44,10 @@ def _measured(out: Path, name: str, grid: tuple[int, int, int]) -> list[dict]:
     return [json.loads(f.read_text()) for f in files]
 
 
-def _run(cases: list[tuple[str, TrainConfig]], track_memory: bool, out: Path) -> Path:
+def _measured_cases(cases: list[tuple[str, TrainConfig, bool]], out: Path) -> Path:
+    """Every case trained for one epoch in one world of WORLD ranks (groups shared between grids)."""
     out.mkdir(parents=True, exist_ok=True)
-    launch_local(WORLD, measure_cases, cases, track_memory, str(out))
+    launch_local(WORLD, measure_cases, cases, str(out))
     return out
 
 
@@ -68,12 +69,18 @@ def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
 
 
 @pytest.fixture(scope="module")
-def bytes_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
-    root = tmp_path_factory.mktemp("plan-bytes")
-    store = make_store("rmat:14:8", root / "rmat14.zarr", tiles=4, num_features=20, num_classes=7)
-    cases = _configs(store)
-    out = _run([(name, config) for name, (config, _) in cases.items()], False, root / "runs")
-    return cases, out
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, TrainConfig, Path]:
+    """The bytes cases (rmat:14:8, every grid up to 8 ranks and the variants) and the memory cases
+    (rmat:16:8 on MEMORY_GRIDS, live tensor bytes tracked; first, in fresh processes), all in one
+    spawned world."""
+    root = tmp_path_factory.mktemp("plan-runs")
+    small = make_store("rmat:14:8", root / "rmat14.zarr", tiles=4, num_features=20, num_classes=7)
+    large = make_store("rmat:16:8", root / "rmat16.zarr", tiles=8, num_features=64, num_classes=16)
+    byte_cases = _configs(small)
+    memory = TrainConfig(store=large, hidden=64)
+    cases = [(_name(grid, "memory"), replace(memory, grid=grid), True) for grid in MEMORY_GRIDS]
+    cases += [(name, config, False) for name, (config, _) in byte_cases.items()]
+    return byte_cases, memory, _measured_cases(cases, root / "runs")
 
 
 def test_grids_up_to_8_ranks_cover_every_factorization() -> None:
@@ -81,8 +88,8 @@ def test_grids_up_to_8_ranks_cover_every_factorization() -> None:
 
 
 @pytest.mark.parametrize("variant", ["default", *VARIANTS])
-def test_predicted_collective_bytes_equal_logged_bytes(bytes_runs: tuple, variant: str) -> None:
-    cases, out = bytes_runs
+def test_predicted_collective_bytes_equal_logged_bytes(runs: tuple, variant: str) -> None:
+    cases, _, out = runs
     for name, (config, grid) in cases.items():
         if not name.startswith(f"{variant}-"):
             continue
@@ -91,18 +98,9 @@ def test_predicted_collective_bytes_equal_logged_bytes(bytes_runs: tuple, varian
             assert measured["comm_bytes"] == predicted, f"{name} rank {rank}"
 
 
-@pytest.fixture(scope="module")
-def memory_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, Path]:
-    root = tmp_path_factory.mktemp("plan-memory")
-    store = make_store("rmat:16:8", root / "rmat16.zarr", tiles=8, num_features=64, num_classes=16)
-    config = TrainConfig(store=store, hidden=64)
-    cases = [(_name(grid), replace(config, grid=grid)) for grid in MEMORY_GRIDS]
-    return config, _run(cases, True, root / "runs")
-
-
 @pytest.mark.parametrize("grid", MEMORY_GRIDS, ids=lambda g: "x".join(map(str, g)))
-def test_predicted_peak_memory_is_within_20_percent_of_measured(memory_run: tuple, grid: tuple) -> None:
-    config, out = memory_run
+def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, grid: tuple) -> None:
+    _, config, out = runs
     store = open_store(config.store)
     widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
     process_grid = ProcessGrid(*grid)
@@ -110,7 +108,7 @@ def test_predicted_peak_memory_is_within_20_percent_of_measured(memory_run: tupl
     settings = ModelSettings(config.torch_dtype.itemsize, config.dropout, config.learnable_features)
     shapes = layer_shapes(process_grid, store.num_nodes, widths)
     predicted = estimate_memory(shapes, shards, settings, store.num_classes).peak
-    for rank, measured in enumerate(_measured(out, _name(grid), grid)):
+    for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):
         ratio = predicted[rank] / measured["peak"]
         assert 0.8 <= ratio <= 1.2, (
             f"{grid} rank {rank}: predicted {predicted[rank]}, measured {measured['peak']}"

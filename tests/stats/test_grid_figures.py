@@ -65,34 +65,49 @@ def test_layer_balance_summary(stats_store: StatsStore, dims: tuple[int, int, in
         assert balance["max_over_mean"] == pytest.approx(nnz.max() / nnz.mean())
 
 
-def expected_allreduce_bytes(dims: tuple[int, int, int], n: int, widths: list[int]) -> dict[str, float]:
-    """Per rank and epoch, by group: forward H over b and Q over c; backward dH over b, dW over a, and
-    dF over a except at layer 0; ring all-reduce 2 (g - 1) / g * M, float32."""
+def expected_wire_bytes(dims: tuple[int, ...], n: int, widths: list[int]) -> tuple[dict[str, float], int]:
+    """Per rank and epoch, by group, the bytes gtool train's collectives send (ring: an all-reduce
+    2 (g - 1) / g of its operand, an all-gather or reduce-scatter (g - 1) / g; float32), and how many
+    collectives there are. Per layer: W all-gathered and dW reduce-scattered over a (W's part padded to
+    G_a equal parts); H over b and Q over c forward; dH over b and dF over a backward except at layer 0;
+    the loss's row max, sum of exponentials and target logit over b and the loss over a of the last layer.
+    Groups of one rank send nothing and are not counted."""
     totals = {"x": 0.0, "y": 0.0, "z": 0.0}
+    count = 0
 
-    def add(axis: int, rows: int, cols: int) -> None:
+    def add(axis: int, elements: int, reduce: bool = True) -> None:
+        nonlocal count
         g = dims[axis]
-        totals["xyz"[axis]] += 2 * (g - 1) / g * rows * cols * 4
+        if g > 1:
+            totals["xyz"[axis]] += (2 if reduce else 1) * (g - 1) / g * elements * 4
+            count += 1
 
     for layer in range(len(widths) - 1):
         a, b, c = LAYER_AXES[layer % 3]
         rows_a, rows_b = band_range(0, dims[a], n).size, band_range(0, dims[b], n).size
         d_in, d_out = -(-widths[layer] // dims[c]), -(-widths[layer + 1] // dims[b])
-        add(b, rows_a, d_in)
-        add(c, rows_a, d_out)
-        add(b, rows_a, d_in)
-        add(a, d_in, d_out)
+        weight = dims[a] * -(-d_in * d_out // dims[a])
+        add(a, weight, reduce=False)
+        add(b, rows_a * d_in)
+        add(c, rows_a * d_out)
         if layer > 0:
-            add(a, rows_b, d_in)
-    return totals
+            add(b, rows_a * d_in)
+        add(a, weight, reduce=False)
+        if layer > 0:
+            add(a, rows_b * d_in)
+    a, b, _ = LAYER_AXES[(len(widths) - 2) % 3]
+    for _ in range(3):
+        add(b, band_range(0, dims[a], n).size)
+    add(a, 1)
+    return totals, count
 
 
 @pytest.mark.parametrize("layers", [1, 2, 4])
-def test_allreduce_volume(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
+def test_collective_volume(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
     store = stats_store.store
     grid = collect_stats(store, GridPlan(ProcessGrid(*dims), layers, HIDDEN))["grid"]
     widths = [store.num_features] + [HIDDEN] * (layers - 1) + [store.num_classes]
     assert grid["widths"] == widths
-    want = expected_allreduce_bytes(dims, store.num_nodes, widths)
-    assert grid["allreduce"]["rank_bytes_by_group"] == pytest.approx(want)
-    assert len(grid["allreduce"]["collectives"]) == 5 * layers - 1
+    want, count = expected_wire_bytes(dims, store.num_nodes, widths)
+    assert grid["collectives"]["wire_bytes_by_group"] == pytest.approx(want)
+    assert len(grid["collectives"]["list"]) == count

@@ -39,7 +39,7 @@ def test_json_is_the_collected_report(double_store: StatsStore) -> None:
 def test_tables(double_store: StatsStore) -> None:
     code, out = run(double_store.path, "--grid", "2x3x2", "--compare")
     assert code == 0
-    for title in ("tile nonzeros", "bands", "grid 2x3x2, 3 layers", "per rank", "all-reduces per epoch"):
+    for title in ("tile nonzeros", "bands", "grid 2x3x2, 3 layers", "per rank", "collectives per epoch"):
         assert title in out
     assert "double *" in out and "balanced" in out
 

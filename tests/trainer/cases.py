@@ -23,8 +23,8 @@ from gtool.grid import ProcessGrid
 from gtool.layout import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import AxisGroup, GridComm, build_grid_comm
-from gtool.trainer.launch import RankEnv
+from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm
+from gtool.trainer.launch import RankEnv, join_world
 from gtool.trainer.loop import Trainer
 from gtool.trainer.model import padded_slice
 from gtool.trainer.serial import SerialGCN
@@ -130,28 +130,24 @@ def joined_world(env: RankEnv) -> Iterator[None]:
     """This process joined to the test world (gloo, one torch thread) until the block ends."""
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=120),
-    )
+    join_world(env, "gloo", timedelta(seconds=120))
     try:
         yield
     finally:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int]) -> GridComm | None:
-    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it)."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU)
+def grid_comm(grid: tuple[int, int, int], made: GroupCache) -> GridComm | None:
+    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
+    the groups `made` for earlier grids of the world."""
+    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+    made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid)
+            comm = grid_comm(case.config.grid, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
