@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -94,16 +94,22 @@ class StageRunner:
             disable=not show,
             transient=False,
         )
-        self.pending: list[Future] = []
+        self.pending: set[Future] = set()
 
     def __enter__(self) -> StageRunner:
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for future in self.pending:
-            future.cancel()
+        self.cancel(self.pending)
         self.progress.__exit__(*exc)
+
+    def cancel(self, futures: Iterable[Future]) -> None:
+        """Cancel the unfinished ones among `futures` in one call to the scheduler (a call per future
+        costs milliseconds of this process's time, hundreds of them per run)."""
+        unfinished = [f for f in futures if not f.done()]
+        if unfinished:
+            self.client.cancel(unfinished)
 
     def run(self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any) -> Iterator[T]:
         """fn(item, *args) for every item on the cluster; results in completion order."""
@@ -120,7 +126,7 @@ class StageRunner:
         )
         for future in futures:
             future.add_done_callback(lambda _: self.progress.advance(bar))
-        self.pending.extend(futures)
+        self.pending.update(futures)
         return futures
 
     def collect(self, futures: list[Future]) -> Iterator[T]:
@@ -129,7 +135,8 @@ class StageRunner:
             for future in as_completed(futures):
                 result = future.result()
                 future.release()
+                self.pending.discard(future)
                 yield result
         finally:
-            for future in futures:
-                future.cancel()
+            self.cancel(futures)
+            self.pending.difference_update(futures)
