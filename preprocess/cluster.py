@@ -106,7 +106,7 @@ class StageRunner:
 
     def cancel(self, futures: Iterable[Future]) -> None:
         """Cancel the unfinished ones among `futures` in one call to the scheduler (a call per future
-        costs milliseconds of this process's time, hundreds of them per run)."""
+        costs ~0.5 ms of this process's time, even for a finished one)."""
         unfinished = [f for f in futures if not f.done()]
         if unfinished:
             self.client.cancel(unfinished)
@@ -135,7 +135,6 @@ class StageRunner:
             for future in as_completed(futures):
                 result = future.result()
                 future.release()
-                self.pending.discard(future)
                 yield result
         finally:
             self.cancel(futures)

@@ -18,11 +18,10 @@ FEATURE_CHUNK_BYTES = 8 << 20
 
 @dataclass(frozen=True)
 class FeatureRows:
-    """Rows [start, stop) of the permuted feature matrix, X'[i] = X[pc[i]]: chunk `chunk` of the array."""
+    """Rows [start, stop) of the permuted feature matrix, X'[i] = X[pc[i]]: one chunk of the array."""
 
     start: int
     stop: int
-    chunk: int
     pc: str
     store: str
     metadata: ArrayV3Metadata
@@ -38,10 +37,7 @@ def feature_tasks(store: str, pc: str, num_nodes: int, num_features: int) -> lis
     rows = max(1, min(feature_chunk_rows(num_features), num_nodes))
     metadata = array_metadata("float32", (num_nodes, num_features), (rows, max(1, num_features)))
     ChunkSink(store).put_array(layout.FEATURES, metadata)
-    return [
-        FeatureRows(a, min(a + rows, num_nodes), a // rows, pc, store, metadata)
-        for a in range(0, num_nodes, rows)
-    ]
+    return [FeatureRows(a, min(a + rows, num_nodes), pc, store, metadata) for a in range(0, num_nodes, rows)]
 
 
 def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
@@ -50,7 +46,8 @@ def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
     order = np.argsort(ids, kind="stable")
     block = np.empty((ids.size, features.num_features), dtype=np.float32)
     block[order] = features.read_rows(ids[order])
-    write_chunk(ChunkSink(task.store), layout.FEATURES, task.metadata, task.chunk, block)
+    chunk = task.start // task.metadata.chunk_grid.chunk_shape[0]
+    write_chunk(ChunkSink(task.store), layout.FEATURES, task.metadata, chunk, block)
     return block.nbytes
 
 
