@@ -16,6 +16,7 @@ import json
 import shutil
 import statistics
 import sys
+from pathlib import Path
 
 from bench.common import RESULTS, measured
 
@@ -26,8 +27,15 @@ def measure(label: str, command: list[str]) -> dict:
     return {"label": label, **figures}
 
 
+def store_of(spec: str) -> Path:
+    return RESULTS / (Path(spec).name.replace(":", "-") + ".zarr")
+
+
 def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:
-    out = RESULTS / (spec.replace(":", "-") + ".zarr")
+    """`gtool shard SPEC` into a fresh output: the store of an earlier run is removed now, before the
+    command is timed (as a user shards into a new location; --overwrite would time its removal too)."""
+    out = store_of(spec)
+    shutil.rmtree(out, ignore_errors=True)
     return [
         sys.executable,
         "-m",
@@ -38,7 +46,6 @@ def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:
         f"{tiles}x{tiles}",
         "-o",
         str(out),
-        "--overwrite",
         "--quiet",
         *extra,
     ]
@@ -47,7 +54,7 @@ def gtool_shard(spec: str, tiles: int, extra: list[str]) -> list[str]:
 def nonzeros(spec: str) -> int:
     from gtool.store import open_store
 
-    return int(open_store(str(RESULTS / (spec.replace(":", "-") + ".zarr"))).meta["nnz"]["0"])
+    return int(open_store(str(store_of(spec))).meta["nnz"]["0"])
 
 
 def sweep(source: str, counts: list[int], extra: list[str], rounds: int) -> list[dict]:

@@ -68,13 +68,16 @@ class ChunkSink:
     def __init__(self, store: str):
         self.root = None if is_url(store) else Path(local_path(store))
         self.store = zarr_store(store) if self.root is None else None
+        self.folders: set[Path] = set()
 
     def put(self, key: str, data: Buffer) -> None:
         if self.root is None:
             sync(self.store.set(key, data))
             return
         path = self.root / key
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent not in self.folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.folders.add(path.parent)
         with open(path, "wb") as file:
             file.write(data.as_buffer_like())
 

@@ -111,6 +111,15 @@ class StageRunner:
         if unfinished:
             self.client.cancel(unfinished)
 
+    def on_every_worker(self, fn: Callable[[], Any]) -> None:
+        """Start fn() once on every worker, ahead of every task submitted later (its result unused; a
+        failure shows again where the tasks that need it run)."""
+        for worker in self.client.scheduler_info()["workers"]:
+            future = self.client.submit(
+                fn, pure=False, workers=[worker], allow_other_workers=False, priority=100
+            )
+            self.pending.add(future)
+
     def run(self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any) -> Iterator[T]:
         """fn(item, *args) for every item on the cluster; results in completion order."""
         yield from self.collect(self.submit(label, fn, items, *args))

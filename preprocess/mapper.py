@@ -64,38 +64,26 @@ class MapResult:
     counts: dict[int, np.ndarray]
 
 
-def oriented_entries(block: EdgeBlock, directed: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Matrix entries (row, col) of a block without self-loops: both directions when symmetrizing,
-    (dst, src) when directed (row = the node that aggregates its incoming edges)."""
-    if directed:
-        rows, cols = block.dst, block.src
-    else:
-        rows, cols = np.concatenate([block.src, block.dst]), np.concatenate([block.dst, block.src])
-    keep = rows != cols
-    return rows[keep], cols[keep]
-
-
 def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
-    """Read chunk `index`, validate ids, orient it, and spill each matrix's entries sorted by partition."""
+    """Read chunk `index`, validate ids, orient it, and spill each matrix's entries sorted by partition.
+
+    Entries (row, col) of a chunk without self-loops: both directions when symmetrizing, (dst, src) when
+    directed (row = the node that aggregates its incoming edges); a SelfLoops chunk keeps its (v, v)."""
+    from gtool.preprocess.compiled.shuffle import bucket_entries
+
     index, chunk = item
     block = chunk.read()
     check_edge_ids(block, job.plan.num_nodes)
-    if isinstance(chunk, SelfLoops):
-        rows, cols = block.src, block.dst
-    else:
-        rows, cols = oriented_entries(block, job.directed)
+    loops = isinstance(chunk, SelfLoops)
+    rows, cols = (block.src, block.dst) if loops or not job.directed else (block.dst, block.src)
     files, counts = {}, {}
     for m in job.matrices:
-        pos_r = spill.load(m.row_inverse)[rows]
-        pos_c = spill.load(m.col_inverse)[cols]
-        part = job.plan.partition_ids(pos_r, pos_c)
-        order = np.argsort(part, kind="stable")
-        keys = job.plan.local_keys(pos_r, pos_c)[order]
-        del pos_r, pos_c
-        counts[m.matrix] = np.bincount(part, minlength=job.plan.count).astype(np.int32)
+        row_inverse, col_inverse = spill.load(m.row_inverse), spill.load(m.col_inverse)
+        mirror = not (loops or job.directed)
+        keys, counts[m.matrix] = bucket_entries(rows, cols, row_inverse, col_inverse, job.plan, mirror, loops)
         files[m.matrix] = f"{job.spill_root}/map/m{m.matrix}/c{index}.npy"
         spill.save_to(keys, files[m.matrix])
-    edges = 0 if isinstance(chunk, SelfLoops) else len(block)
+    edges = 0 if loops else len(block)
     return MapResult(index=index, edges=edges, files=files, counts=counts)
 
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from gtool.geometry import ceil_div, tile_range, tile_size
 
 MAX_SLABS = 64
-RADIX_LIMIT = 1 << 16
+PARTITION_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -30,8 +28,9 @@ class PartitionPlan:
 
     @property
     def slabs(self) -> int:
-        """Row slabs per tile: as many as keep partition ids in 16 bits (radix-sortable), at most 64."""
-        return max(1, min(MAX_SLABS, self.tile_size, (RADIX_LIMIT - 1) // (self.tiles * self.tiles)))
+        """Row slabs per tile: at most 64, and fewer than 2^16 partitions in all (each map task reports
+        an entry count per partition)."""
+        return max(1, min(MAX_SLABS, self.tile_size, (PARTITION_LIMIT - 1) // (self.tiles * self.tiles)))
 
     @property
     def slab_rows(self) -> int:
@@ -40,23 +39,6 @@ class PartitionPlan:
     @property
     def count(self) -> int:
         return self.tiles * self.tiles * self.slabs
-
-    @property
-    def id_dtype(self) -> type:
-        return np.uint16 if self.count < RADIX_LIMIT else np.int64
-
-    def partition_ids(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Partition of each entry at global position (rows, cols)."""
-        s = self.tile_size
-        ti, lr = np.divmod(rows, s)
-        tj = cols // s
-        part = (ti * self.tiles + tj) * self.slabs + lr // self.slab_rows
-        return part.astype(self.id_dtype, copy=False)
-
-    def local_keys(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Tile-local key r * S + c (sorting keys sorts entries by (row, col) within a tile)."""
-        s = self.tile_size
-        return (rows % s).astype(np.int64) * s + (cols % s)
 
     def tile_partitions(self, i: int, j: int) -> range:
         """Partition ids of tile (i, j), in row order."""

@@ -25,7 +25,7 @@ from rich.console import Console
 
 from gtool import layout
 from gtool.errors import GtoolError, InputError
-from gtool.preprocess import spill
+from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers
 from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes, random_split
@@ -94,6 +94,7 @@ def shard(
             dask_engine(options.scheduler, workers, limit) as engine,
             StageRunner(engine.client, console, options.progress) as stages,
         ):
+            stages.on_every_worker(compiled.warm)
             summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
         staged.publish()
     except BaseException:

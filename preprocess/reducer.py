@@ -54,20 +54,6 @@ class DedupeResult:
     column_slab_counts: np.ndarray | None = None
 
 
-def sorted_unique(parts: list[np.ndarray]) -> np.ndarray:
-    """Sorted distinct keys of several arrays, sorting in place to keep one copy in memory."""
-    if not parts:
-        return np.zeros(0, dtype=np.int64)
-    keys = np.concatenate(parts)
-    keys.sort()
-    if keys.size > 1:
-        keep = np.empty(keys.size, dtype=bool)
-        keep[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-        keys = keys[keep]
-    return keys
-
-
 def batches(items: list, sizes: list[int], cap: int) -> list[list]:
     """Consecutive items grouped so each group holds at most `cap` entries (an item alone may exceed it)."""
     groups: list[list] = [[]]
@@ -88,18 +74,21 @@ def dedupe_batch(tasks: list[DedupeTask], plan: PartitionPlan) -> list[DedupeRes
 
 def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     """Run one dedupe task; A0 runs also count nonzeros per row (the degrees of A + I)."""
-    keys = sorted_unique([spill.load(s.path)[s.start : s.stop] for s in task.slices if s.stop > s.start])
-    spill.save_to(keys, task.out)
+    from gtool.preprocess.compiled.shuffle import unique_counted
+
+    parts = [spill.load(s.path)[s.start : s.stop] for s in task.slices if s.stop > s.start]
+    keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    keys.sort()
     row_start = plan.slab_row_start(task.first)
+    row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))
+    num_rows = max(0, row_stop - row_start) if task.count_rows else 0
+    keys, rows, slabs = unique_counted(keys, plan, row_start, num_rows, task.count_column_slabs)
+    spill.save_to(keys, task.out)
     counts = None
     if task.count_rows:
-        row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))
-        rows = np.bincount(keys // plan.tile_size - row_start, minlength=max(0, row_stop - row_start))
         counts = task.out.removesuffix(".npy") + ".rows.npy"
-        spill.save_to(rows.astype(np.int32), counts)
-    slab_counts = None
-    if task.count_column_slabs:
-        slab_counts = np.bincount(keys % plan.tile_size // plan.slab_rows, minlength=plan.slabs)
+        spill.save_to(rows, counts)
+    slab_counts = slabs if task.count_column_slabs else None
     return DedupeResult(task, int(keys.size), row_start, counts, slab_counts)
 
 
@@ -125,41 +114,29 @@ class TileWrite:
     def rounds(self) -> int:
         return len(self.transposed_rows) if self.transposed_rows else len(self.runs)
 
-    def keys(self, round_: int, tile_size: int) -> np.ndarray:
-        """Sorted tile-local keys row * S + col written in one round."""
+    def entries(self, round_: int, tile_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Tile-local (row, col), int32 and sorted, of the entries written in one round."""
+        from gtool.preprocess.compiled.tiles import split_keys, transpose_runs
+
         if not self.transposed_rows:
-            return spill.load(self.runs[round_], mmap=False)
+            return split_keys(spill.load(self.runs[round_]), tile_size)
         lo, hi = self.transposed_rows[round_]
-        return transposed_keys(self.runs, lo, hi, tile_size)
-
-
-def transposed_keys(runs: tuple[str, ...], lo: int, hi: int, tile_size: int) -> np.ndarray:
-    """Keys c * S + r, sorted, of the entries (r, c) of the runs whose column c is in [lo, hi)."""
-    parts = []
-    for run in runs:
-        keys = spill.load(run)
-        cols = keys % tile_size
-        if lo > 0 or hi < tile_size:
-            inside = (cols >= lo) & (cols < hi)
-            keys, cols = keys[inside], cols[inside]
-        cols *= tile_size
-        cols += keys // tile_size
-        parts.append(cols)
-    return sorted_unique(parts)
+        return transpose_runs([spill.load(run) for run in self.runs], lo, hi, tile_size)
 
 
 def tile_entries(
     tile: TileWrite, round_: int, plan: PartitionPlan, scales: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """(row, col, val) of the entries one round writes (`scales`: the scale arrays, by spill path)."""
-    keys = tile.keys(round_, plan.tile_size)
-    rows, cols = np.divmod(keys, plan.tile_size)
+    from gtool.preprocess.compiled.tiles import weights
+
+    rows, cols = tile.entries(round_, plan.tile_size)
     if tile.row_scale is None or tile.col_scale is None:
-        vals = np.ones(keys.size, dtype=np.float32)
+        vals = np.ones(rows.size, dtype=np.float32)
     else:
         s = plan.tile_size
-        vals = scales[tile.row_scale][tile.i * s + rows] * scales[tile.col_scale][tile.j * s + cols]
-    return {"row": rows.astype(np.int32), "col": cols.astype(np.int32), "val": vals.astype(np.float32)}
+        vals = weights(rows, cols, scales[tile.row_scale], scales[tile.col_scale], tile.i * s, tile.j * s)
+    return {"row": rows, "col": cols, "val": vals}
 
 
 def write_tiles(batch: tuple[str, list[TileWrite]], plan: PartitionPlan) -> int:

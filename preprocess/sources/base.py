@@ -101,7 +101,7 @@ class GraphSource(ABC):
 def check_edge_ids(block: EdgeBlock, num_nodes: int | None) -> None:
     """Fail on negative ids or ids >= the declared node count, naming the first offending edge."""
     for name, ids in (("source", block.src), ("destination", block.dst)):
-        if ids.size == 0:
+        if ids.size == 0 or (ids.min() >= 0 and (num_nodes is None or ids.max() < num_nodes)):
             continue
         bad = np.flatnonzero(ids < 0)
         if bad.size:
