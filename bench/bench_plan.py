@@ -180,6 +180,7 @@ def main() -> None:
     parser.add_argument(
         "--profile", default=str(RESULTS / "profile.json"), help="gtool plan --calibrate output"
     )
+    parser.add_argument("--append", action="store_true", help="add the rounds to a case's saved ones")
     parser.add_argument("--report", action="store_true", help="print the table and fit of every saved case")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -195,6 +196,9 @@ def main() -> None:
         for hidden in (int(h) for h in args.hiddens.split(",")):
             rows = run_case(scale, hidden, args.epochs, args.rounds)
             summary = RESULTS / f"bench_plan-rmat{scale}-h{hidden}.json"
+            if args.append and summary.exists():
+                saved = {r["grid"]: r["runs"] for r in json.loads(summary.read_text())["rows"]}
+                rows = [{**r, "runs": saved.get(r["grid"], []) + r["runs"]} for r in rows]
             summary.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
 
 
