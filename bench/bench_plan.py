@@ -8,9 +8,10 @@ Stores: rmat:SCALE:8 (16x16 tiles, 128 features, 32 classes) built once into ben
 is one (scale, hidden); its grids (1x1x1 and every grid of 2 ranks) take turns over --rounds rounds,
 each round running every grid once, starting one grid further on, so that a slow spell of the machine
 hits all grids alike. Every run is `gtool train STORE --grid G --hidden H` with the default model
-otherwise (3 layers, dropout 0.5), one torch thread per rank, --epochs E; its first epoch (warm-up) is
-left out. A grid's measured figure is the median of its steady epochs over all rounds. The prediction is
-gtool.plan's for the same store, grid, model and profile.
+otherwise (3 layers, dropout 0.5), one torch thread per rank, --epochs E; its first WARMUP epochs are
+left out, as `gtool plan --calibrate` leaves them out. A grid's measured figure is the median of its
+steady epochs over all rounds. The prediction is gtool.plan's for the same store, grid, model and
+profile.
 
 `--report` gathers every saved case, predicts it afresh with --profile, and prints R^2 of measured
 against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation), per case
@@ -37,7 +38,7 @@ RESULTS = BENCH_RESULTS / "plan"
 GRIDS = ("1x1x1", "2x1x1", "1x2x1", "1x1x2")
 WITHIN = 0.05
 PHASES = ("seconds", "spmm", "dense", "comm")
-WARMUP = 1
+WARMUP = 2
 
 
 def store_path(scale: int) -> Path:
@@ -175,7 +176,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--scales", default="15,16,17,18,19", help="comma-separated R-MAT scales")
     parser.add_argument("--hiddens", default="32,128", help="comma-separated hidden widths")
-    parser.add_argument("--epochs", type=int, default=4, help="epochs per run (the first is left out)")
+    parser.add_argument(
+        "--epochs", type=int, default=4, help="epochs per run (the first WARMUP are left out)"
+    )
     parser.add_argument("--rounds", type=int, default=4, help="runs of every grid per case, taking turns")
     parser.add_argument(
         "--profile", default=str(RESULTS / "profile.json"), help="gtool plan --calibrate output"
