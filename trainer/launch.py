@@ -143,7 +143,7 @@ def _first_failure(error: ProcessRaisedException | ProcessExitedException, error
 
 
 @contextmanager
-def _numba_share(world_size: int) -> Iterator[None]:
+def numba_share(world_size: int) -> Iterator[None]:
     """While ranks are spawned: numba's thread pool (NUMBA_NUM_THREADS, read when a rank imports numba)
     sized to one rank's share of this machine's cores, unless the environment sets it. A pool as large
     as the machine in every rank keeps threads busy on the cores the other ranks compute on: two ranks
@@ -163,7 +163,7 @@ def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
     """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
-        with _numba_share(world_size):
+        with numba_share(world_size):
             context = mp.start_processes(
                 _local_rank,
                 args=(world_size, port, error_dir, main, args),
