@@ -1,23 +1,29 @@
 """Plan benchmark: `gtool plan`'s predicted epoch time against `gtool train`'s measured one, grid by grid.
 
-    python -m bench.bench_plan --scales 15,16 --hiddens 32,128                # runs, saved per scale
     python -m gtool.cli plan --calibrate -o bench/results/plan/profile.json     # on an idle machine
+    python -m bench.bench_plan --scales 15 --hiddens 32,128                   # runs, saved per case
     python -m bench.bench_plan --report                                       # the table and the fit
 
-Stores: rmat:SCALE:8 (16x16 tiles, 128 features, 32 classes) built once into bench/results/plan/. Every
-run is `gtool train STORE --grid G --hidden H` with the default model otherwise (3 layers, dropout 0.5),
-one torch thread per rank, --epochs E; the measured figure is the mean epoch time after the first
-(warm-up), from its --log. The prediction is gtool.plan's for the same store, grid, model and profile.
-`--report` gathers every saved run, predicts it afresh with --profile, and prints R^2 of measured
-against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation), and per
-(scale, hidden) whether the grid predicted fastest is the measured fastest or within 5% of it.
+Stores: rmat:SCALE:8 (16x16 tiles, 128 features, 32 classes) built once into bench/results/plan/. A case
+is one (scale, hidden); its grids (1x1x1 and every grid of 2 ranks) take turns over --rounds rounds,
+each round running every grid once, starting one grid further on, so that a slow spell of the machine
+hits all grids alike. Every run is `gtool train STORE --grid G --hidden H` with the default model
+otherwise (3 layers, dropout 0.5), one torch thread per rank, --epochs E; its first WARMUP epochs are
+left out, as `gtool plan --calibrate` leaves them out. A grid's measured figure is the median of its
+steady epochs over all rounds. The prediction is gtool.plan's for the same store, grid, model and
+profile.
+
+`--report` gathers every saved case, predicts it afresh with --profile, and prints R^2 of measured
+against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation), per case
+whether the grid predicted fastest is the measured fastest or within 5% of it, and the benchmark's own
+agreement: the best grid of the even rounds measured by the odd ones, and the other way round (no model
+can agree with the measurements more often than they agree with themselves).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,13 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import REPO, build_store
+from bench.common import REPO, build_store, steal_seconds
 from bench.common import RESULTS as BENCH_RESULTS
 
 RESULTS = BENCH_RESULTS / "plan"
 GRIDS = ("1x1x1", "2x1x1", "1x2x1", "1x1x2")
 WITHIN = 0.05
 PHASES = ("seconds", "spmm", "dense", "comm")
+WARMUP = 2
 
 
 def store_path(scale: int) -> Path:
@@ -57,33 +64,35 @@ def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     return {key: summary[key] for key in keys}
 
 
-def measured_seconds(store: str, grid: str, hidden: int, epochs: int) -> dict:
-    """`gtool train` on `grid`: mean epoch and phase times after the first epoch, from its --log."""
+def train_epochs(store: str, grid: str, hidden: int, epochs: int) -> dict:
+    """`gtool train` on `grid`: every epoch's phase times (from its --log) and the CPU steal of the run."""
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "log.jsonl"
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid, "--hidden", str(hidden)]
         command += ["--epochs", str(epochs), "--eval-every", str(epochs), "--threads", "1", "--log", str(log)]
+        stolen = steal_seconds()
         subprocess.run(command, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        stolen = steal_seconds() - stolen
         records = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
-    steady = records[1:] if len(records) > 1 else records
-    means = {name: statistics.mean(r[name] for r in steady) for name in PHASES}
-    return {**means, "epochs": [{name: r[name] for name in PHASES} for r in records]}
+    return {"epochs": [{name: r[name] for name in PHASES} for r in records], "steal_s": stolen}
 
 
-def run_scale(scale: int, hiddens: list[int], epochs: int) -> list[dict]:
-    store = store_path(scale)
-    build_store(
-        store, f"rmat:{scale}:8", ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"]
-    )
-    rows = []
-    for hidden in hiddens:
-        for grid in GRIDS:
-            measured = measured_seconds(str(store), grid, hidden, epochs)
-            rows.append({"scale": scale, "hidden": hidden, "grid": grid, "measured": measured})
-            print(
-                f"rmat:{scale}:8 hidden {hidden:3d} {grid}: measured {measured['seconds']:.3f} s", flush=True
-            )
-    return rows
+def run_case(scale: int, hidden: int, epochs: int, rounds: int) -> list[dict]:
+    """Every grid of one case, taking turns over `rounds` rounds: per grid its runs in round order."""
+    store = str(store_path(scale))
+    runs: dict[str, list[dict]] = {grid: [] for grid in GRIDS}
+    for turn in range(rounds):
+        for grid in GRIDS[turn % len(GRIDS) :] + GRIDS[: turn % len(GRIDS)]:
+            run = train_epochs(store, grid, hidden, epochs)
+            runs[grid].append(run)
+            steady = np.median([e["seconds"] for e in run["epochs"][WARMUP:]])
+            print(f"rmat:{scale}:8 hidden {hidden:3d} round {turn} {grid}: {steady:.3f} s", flush=True)
+    return [{"scale": scale, "hidden": hidden, "grid": grid, "runs": runs[grid]} for grid in GRIDS]
+
+
+def steady_seconds(row: dict, rounds: slice = slice(None)) -> float:
+    """The median steady epoch time of a grid over its runs in `rounds`."""
+    return float(np.median([e["seconds"] for run in row["runs"][rounds] for e in run["epochs"][WARMUP:]]))
 
 
 def r_squared(measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
@@ -93,39 +102,73 @@ def r_squared(measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float
     return 1 - residual / total, float(np.corrcoef(measured, predicted)[0, 1] ** 2)
 
 
+def excess(case: list[dict], chosen: dict, times: dict[str, float]) -> float:
+    """How much slower `chosen` measured (by `times`, per grid) than the case's fastest grid."""
+    return times[chosen["grid"]] / min(times[r["grid"]] for r in case) - 1
+
+
+def agreement(case: list[dict]) -> float:
+    """The benchmark against itself: of the two ways round (even rounds' best grid judged by the odd
+    rounds' times, and odd by even), the share within WITHIN of the best."""
+    halves = [{r["grid"]: steady_seconds(r, slice(start, None, 2)) for r in case} for start in (0, 1)]
+    agree = 0.0
+    for mine, other in ((0, 1), (1, 0)):
+        best = min(case, key=lambda r: halves[mine][r["grid"]])
+        agree += 0.5 * (excess(case, best, halves[other]) <= WITHIN)
+    return agree
+
+
 def report(files: list[Path], profile: str) -> None:
-    """The table and fit of every saved run, predictions made afresh with `profile`."""
+    """The table and fit of every saved case, predictions made afresh with `profile`."""
     rows = [row for f in files for row in json.loads(f.read_text())["rows"]]
     for r in rows:
+        r["measured"] = steady_seconds(r)
         r["predicted"] = predicted_seconds(str(store_path(r["scale"])), r["grid"], r["hidden"], profile)
-    print(f"{'store':12s} {'hidden':>6s} {'grid':>6s} {'measured s':>10s} {'predicted s':>11s} {'ratio':>6s}")
+    print(
+        f"{'store':12s} {'hidden':>6s} {'grid':>6s} {'runs':>4s} {'measured s':>10s} {'predicted s':>11s}",
+        end="",
+    )
+    print(f" {'ratio':>6s} {'spread':>6s}")
     for r in rows:
-        m, p = r["measured"]["seconds"], r["predicted"]["epoch_seconds"]
-        print(f"rmat:{r['scale']}:8  {r['hidden']:6d} {r['grid']:>6s} {m:10.3f} {p:11.3f} {p / m:6.2f}")
-    measured = np.array([r["measured"]["seconds"] for r in rows])
+        m, p = r["measured"], r["predicted"]["epoch_seconds"]
+        per_run = [steady_seconds(r, slice(i, i + 1)) for i in range(len(r["runs"]))]
+        spread = (max(per_run) - min(per_run)) / m
+        print(
+            f"rmat:{r['scale']}:8  {r['hidden']:6d} {r['grid']:>6s} {len(r['runs']):4d} {m:10.3f} {p:11.3f}",
+            end="",
+        )
+        print(f" {p / m:6.2f} {spread:6.2f}")
+    measured = np.array([r["measured"] for r in rows])
     predicted = np.array([r["predicted"]["epoch_seconds"] for r in rows])
     identity, correlation = r_squared(measured, predicted)
     log_identity, _ = r_squared(np.log(measured), np.log(predicted))
     print(
-        f"\n{len(rows)} runs: R^2 {identity:.3f} (identity line), {correlation:.3f} (squared correlation), "
+        f"\n{len(rows)} grids: R^2 {identity:.3f} (identity line), {correlation:.3f} (squared correlation), "
         f"{log_identity:.3f} (identity, log times)"
     )
     cases: dict[tuple, list[dict]] = {}
     for r in rows:
         cases.setdefault((r["scale"], r["hidden"]), []).append(r)
-    hits = 0
+    hits, agreed = 0, 0.0
     print(
-        f"\n{'store':12s} {'hidden':>6s} {'predicted best':>14s} {'measured best':>13s} {'its excess':>10s}"
+        f"\n{'store':12s} {'hidden':>6s} {'predicted best':>14s} {'measured best':>13s} {'its excess':>10s}",
+        end="",
     )
+    print(f" {'self-agreement':>14s}")
     for (scale, hidden), case in sorted(cases.items()):
+        times = {r["grid"]: r["measured"] for r in case}
         chosen = min(case, key=lambda r: r["predicted"]["epoch_seconds"])
-        fastest = min(case, key=lambda r: r["measured"]["seconds"])
-        excess = chosen["measured"]["seconds"] / fastest["measured"]["seconds"] - 1
-        hits += excess <= WITHIN
+        fastest = min(case, key=lambda r: r["measured"])
+        over = excess(case, chosen, times)
+        hits += over <= WITHIN
+        agreed += agreement(case)
         print(
-            f"rmat:{scale}:8  {hidden:6d} {chosen['grid']:>14s} {fastest['grid']:>13s} {100 * excess:9.1f}%"
+            f"rmat:{scale}:8  {hidden:6d} {chosen['grid']:>14s} {fastest['grid']:>13s} {100 * over:9.1f}%",
+            end="",
         )
+        print(f" {agreement(case):14.1f}")
     print(f"predicted best is the measured best or within {100 * WITHIN:.0f}%: {hits} of {len(cases)} cases")
+    print(f"the benchmark agrees with itself (even rounds against odd): {agreed:.1f} of {len(cases)} cases")
 
 
 def main() -> None:
@@ -133,21 +176,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--scales", default="15,16,17,18,19", help="comma-separated R-MAT scales")
     parser.add_argument("--hiddens", default="32,128", help="comma-separated hidden widths")
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument(
+        "--epochs", type=int, default=4, help="epochs per run (the first WARMUP are left out)"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="runs of every grid per case, taking turns")
     parser.add_argument(
         "--profile", default=str(RESULTS / "profile.json"), help="gtool plan --calibrate output"
     )
-    parser.add_argument("--report", action="store_true", help="print the table and fit of every saved run")
+    parser.add_argument("--append", action="store_true", help="add the rounds to a case's saved ones")
+    parser.add_argument("--report", action="store_true", help="print the table and fit of every saved case")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.report:
-        report(sorted(RESULTS.glob("bench_plan-rmat*.json")), args.profile)
+        report(sorted(RESULTS.glob("bench_plan-rmat*-h*.json")), args.profile)
         return
-    hiddens = [int(h) for h in args.hiddens.split(",")]
     for scale in (int(s) for s in args.scales.split(",")):
-        rows = run_scale(scale, hiddens, args.epochs)
-        summary = RESULTS / f"bench_plan-rmat{scale}.json"
-        summary.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+        build_store(
+            store_path(scale),
+            f"rmat:{scale}:8",
+            ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"],
+        )
+        for hidden in (int(h) for h in args.hiddens.split(",")):
+            rows = run_case(scale, hidden, args.epochs, args.rounds)
+            summary = RESULTS / f"bench_plan-rmat{scale}-h{hidden}.json"
+            if args.append and summary.exists():
+                saved = {r["grid"]: r["runs"] for r in json.loads(summary.read_text())["rows"]}
+                rows = [{**r, "runs": saved.get(r["grid"], []) + r["runs"]} for r in rows]
+            summary.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,17 @@
     adjacency = store.to_scipy()                 # back in original node order
     report = gtool.verify_store(store)           # checksums and invariants, as `gtool verify`
 
-Per-rank loading for 3D-parallel training: gtool.loader.load_rank.
+Per-rank loading for 3D-parallel training: gtool.loader.load_rank. Importing gtool before torch puts large
+CPU tensors on transparent huge pages (gtool.hugepages).
 """
 
 from gtool.errors import DamagedChunkError, GtoolError, InputError, StoreError
+from gtool.hugepages import enable_huge_pages
 from gtool.store import Store, TileData, open_store
 from gtool.verify import VerifyReport, verify_store
 from gtool.version import __version__
+
+enable_huge_pages()
 
 __all__ = [
     "DamagedChunkError",

@@ -6,8 +6,7 @@ collectives   every collective of a training step, with its group and operand si
 memory        peak memory per rank: resident data plus the epoch's high-water mark
 profile       device profiles (JSON): what SpMM, GEMM, passes and collectives cost
 calibrate     the microbenchmarks that measure a profile (`gtool plan --calibrate`)
-calibrate_side    how much slower k ranks compute side by side (a microbenchmark)
-calibrate_epochs  short real training epochs: the fixed costs the microbenchmarks miss
+calibrate_epochs  short real training epochs, alone and side by side: what the microbenchmarks miss
 cost          predicted seconds per rank and layer, and of the collectives
 planner       every grid predicted and ranked, the best one and why
 auto          `gtool train --grid auto`

@@ -30,8 +30,6 @@ import torch
 import torch.distributed as dist
 
 from gtool.plan.calibrate_epochs import calibrate_epochs
-from gtool.plan.calibrate_side import KINDS as SIDE_KINDS
-from gtool.plan.calibrate_side import calibrate_side_by_side
 from gtool.plan.profile import (
     AllocationCost,
     CollectiveCost,
@@ -124,7 +122,7 @@ def calibrate_spmm(device: torch.device, report: Report) -> tuple[SpmmCost, list
                     {"rows": 1 << scale, "nnz": nnz, "width": width, "degree": degree, "seconds": seconds}
                 )
     rows = [[1.0, p["rows"] * p["width"]] + _scale_columns(p) for p in points]
-    fitted = _fit(rows, [p["seconds"] for p in points])
+    fitted = fit_relative(rows, [p["seconds"] for p in points])
     call, row_cost = float(fitted[0]), float(fitted[1])
     table = np.zeros((len(SPMM_WIDTHS), len(SPMM_SCALES)))
     for p in points:
@@ -164,7 +162,7 @@ def _per_width_dense_bytes(cost: SpmmCost) -> SpmmCost:
     )
 
 
-def _fit(rows: list[list[float]], seconds: list[float]) -> np.ndarray:
+def fit_relative(rows: list[list[float]], seconds: list[float]) -> np.ndarray:
     """Non-negative least squares of relative errors: seconds ~ rows @ coefficients."""
     system = np.array(rows, dtype=float) / np.array(seconds)[:, None]
     return scipy.optimize.nnls(system, np.ones(len(seconds)))[0]
@@ -181,7 +179,7 @@ def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
         [2 * p["m"] * p["k"] * p["n"], 4 * (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]), 1]
         for p in points
     ]
-    flop, byte, call = _fit(rows, [p["seconds"] for p in points])
+    flop, byte, call = fit_relative(rows, [p["seconds"] for p in points])
     return GemmCost(float(flop), float(byte), float(call)), points
 
 
@@ -193,7 +191,7 @@ def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[d
             points.append(
                 {"op": name, "elements": size, "seconds": best_seconds(lambda op=op, x=x: op(x), device)}
             )
-    byte, call = _fit([[8 * p["elements"], 1] for p in points], [p["seconds"] for p in points])
+    byte, call = fit_relative([[8 * p["elements"], 1] for p in points], [p["seconds"] for p in points])
     return ElementwiseCost(float(byte), float(call)), points
 
 
@@ -205,7 +203,7 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
         x = torch.randn(rows, width, device=device)
         seconds = best_seconds(lambda x=x: relu_dropout(x, spec, (0, x.shape[0], 0, x.shape[1])), device)
         points.append({"rows": rows, "width": width, "seconds": seconds})
-    fitted = _fit([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
+    fitted = fit_relative([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
 
 
@@ -284,7 +282,7 @@ def calibrate_collectives(
     for size, points in measured.items():
         g = int(size)
         wire = [2 * (g - 1) / g * nbytes for nbytes, _ in points]
-        latency, per_byte = _fit([[1, w] for w in wire], [s for _, s in points])
+        latency, per_byte = fit_relative([[1, w] for w in wire], [s for _, s in points])
         costs[g] = CollectiveCost(float(latency), float(per_byte))
     return costs, measured
 
@@ -310,12 +308,7 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         device_name, backend, threads, spmm, gemm, elementwise, dropout, allocation, collectives
     )
     groups = [g for g in GROUPS if g <= max_group]
-    side: dict[int, dict[str, float]] = {k: dict.fromkeys(SIDE_KINDS, 1.0) for k in groups}
-    side_points: dict = {}
-    if device.type == "cpu":
-        report(f"computing in up to {max_group} processes at once")
-        side, side_points = calibrate_side_by_side(groups, threads)
-    epochs, epoch_points = calibrate_epochs(profile, backend, device.type, threads, side, report)
+    epochs, epoch_points = calibrate_epochs(profile, backend, device.type, threads, groups, report)
     made_on = {
         "host": platform.node(),
         "date": datetime.date.today().isoformat(),
@@ -330,7 +323,6 @@ def calibrate(device_name: str, threads: int, max_group: int, report: Report) ->
         "dropout": dropout_points,
         "allocation": allocation_points,
         "all_reduce": collective_points,
-        "side_by_side": side_points,
         "epochs": epoch_points,
     }
     return profile, measurements

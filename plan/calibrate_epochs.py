@@ -10,15 +10,19 @@ rank and on every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 
 --max-group), and compares every rank's phase times (the trainer's own PhaseTimer) with the model's
 prediction from the microbenchmarks alone. Per k (gtool.plan.profile.EpochFactors), over its runs:
 
-    spmm = dense = allocation  =  measured SpMM and dense phase seconds / modelled ones  (one rank)
-    overhead_per_layer         =  mean of (measured epoch - measured comm - spmm * modelled SpMM
-                                           - dense * modelled dense) / layers
-    collective_latency         =  sum of (measured comm - modelled comm) / number of collectives
+    spmm, dense        the slope f of  measured phase seconds ~ f * modelled ones + c * layers,
+                       fitted over the runs (non-negative, relative errors), per phase (SpMM, dense);
+                       allocation: the same over both phases together
+    overhead_per_layer mean of (measured epoch - measured comm - spmm * modelled SpMM
+                                - dense * modelled dense) / layers
+    collective_latency sum of (measured comm - modelled comm) / number of collectives
 
-k ranks side by side compute slower than one by the side-by-side microbenchmark's factors
-(gtool.plan.calibrate_side: out of the caches, per kind of work: SpMM, dense, page faults; 1 on GPUs,
-each rank with its own); what else they cost is their overhead_per_layer and collective_latency: the
-small stores time those fixed costs well, but not how the computation slows far beyond the caches.
+The slope is what grows with the work; the fixed cost c per layer (Python, dispatch, and with k ranks the
+wake-ups around every collective) stays in the overhead, so that a small calibration store does not
+inflate the factor that large graphs are priced with. k ranks computing side by side on one machine
+are measured as they run in training: they share the cores, caches and memory bandwidth with each other
+and with the collectives' transport threads, which makes each of them several times slower per unit of
+work on a 2-core CPU (1 on GPUs, each rank with its own).
 
 The first WARMUP epochs of every run are left out, as a steady training run would leave them.
 """
@@ -40,7 +44,6 @@ import torch.distributed as dist
 from gtool.grid import ProcessGrid, layer_widths
 from gtool.loader import load_rank
 from gtool.plan.bandnnz import ShardNnzTable
-from gtool.plan.calibrate_side import KINDS
 from gtool.plan.planner import PlanRequest, estimate_grid
 from gtool.plan.profile import DeviceProfile, EpochFactors
 from gtool.store import open_store
@@ -50,7 +53,7 @@ from gtool.trainer.launch import RankEnv, join_world, run_local
 from gtool.trainer.loop import Trainer
 from gtool.trainer.timing import PhaseTimer
 
-EPOCH_SCALES = (13, 14)
+EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)
 EPOCHS = 6
 WARMUP = 2
@@ -109,43 +112,44 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
 
 
-def _factors(
-    measured: dict[str, list[list[list[float]]]],
-    cases: dict,
-    profile: DeviceProfile,
-    compute: tuple[float, float, float] | None,
-) -> dict:
-    """EpochFactors (as a dict) of one k from every rank's steady epochs of every case.
+def _slope(measured: np.ndarray, modelled: np.ndarray, layers: np.ndarray) -> float:
+    """f of measured ~ f * modelled + c * layers over runs (non-negative, relative errors): the factor on
+    the modelled seconds, apart from a fixed cost per layer (which the overhead takes up). Runs that
+    cannot tell the two apart (one run, or a slope fitted to 0) give measured over modelled seconds."""
+    from gtool.plan.calibrate import fit_relative
 
-    With `compute` None (one rank), one factor for SpMM, dense and page faults: the measured SpMM and
-    dense phase seconds over the modelled ones, summed over runs; else `compute` (SpMM, dense, page
-    faults; the calibration stores' tensors are too small to fault much). overhead_per_layer:
-    the mean over runs of what those leave unexplained of the epoch outside communication (mean over
-    ranks and epochs), per layer. collective_latency: the measured communication beyond the modelled one,
-    per collective."""
-    spmm, dense, layers, outside, computed, comm_left, collectives = [], [], [], [], 0.0, 0.0, 0
+    ratio = float(measured.sum() / modelled.sum())
+    if len(measured) < 2:
+        return ratio
+    slope = float(fit_relative(np.column_stack([modelled, layers]).tolist(), measured.tolist())[0])
+    return slope if slope > 0 else ratio
+
+
+def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile: DeviceProfile) -> dict:
+    """EpochFactors (as a dict) of one k from every rank's steady epochs of every case (the module
+    docstring has the formulas); measured figures are means over ranks and epochs, modelled SpMM and
+    dense seconds include their page faults."""
+    rows = []
     for name, config in cases.items():
         epochs = np.array(measured[name])  # rank, epoch, phase (epoch, SpMM, dense, comm)
         modelled_spmm, modelled_dense, comm, count = _modelled(config, profile)
-        spmm.append(modelled_spmm)
-        dense.append(modelled_dense)
-        layers.append(config.layers)
-        outside.append(float((epochs[:, :, 0] - epochs[:, :, 3]).mean()))
-        computed += float(epochs[:, :, 1:3].sum(axis=2).mean())
-        comm_left += float(epochs[:, :, 3].mean()) - comm
-        collectives += count
-    spmm_, dense_, layers_, outside_ = map(np.array, (spmm, dense, layers, outside))
-    if compute is None:
-        factor = computed / float((spmm_ + dense_).sum())
-        compute = (factor, factor, factor)
-    left = outside_ - compute[0] * spmm_ - compute[1] * dense_
-    per_layer = max(float(np.mean(left / layers_)), 0.0)
+        seconds, spmm, dense, comm_measured = epochs.mean(axis=(0, 1))
+        rows.append(
+            (modelled_spmm, modelled_dense, comm, count, config.layers, seconds, spmm, dense, comm_measured)
+        )
+    model_s, model_d, comm, count, layers, seconds, spmm, dense, comm_measured = map(
+        np.array, zip(*rows, strict=True)
+    )
+    factors = {"spmm": _slope(spmm, model_s, layers), "dense": _slope(dense, model_d, layers)}
+    factors["allocation"] = _slope(spmm + dense, model_s + model_d, layers)
+    left = seconds - comm_measured - factors["spmm"] * model_s - factors["dense"] * model_d
+    collectives = count.sum()
     return {
-        "spmm": compute[0],
-        "dense": compute[1],
-        "allocation": compute[2],
-        "collective_latency": max(comm_left / collectives, 0.0) if collectives else 0.0,
-        "overhead_per_layer": float(per_layer),
+        **{kind: float(value) for kind, value in factors.items()},
+        "collective_latency": max(float((comm_measured - comm).sum()) / collectives, 0.0)
+        if collectives
+        else 0.0,
+        "overhead_per_layer": max(float(np.mean(left / layers)), 0.0),
     }
 
 
@@ -168,18 +172,17 @@ def calibrate_epochs(
     backend: str,
     device_type: str,
     threads: int,
-    side: dict[int, dict[str, float]],
+    groups: list[int],
     report: Report,
 ) -> tuple[dict[int, EpochFactors], dict]:
-    """EpochFactors for 1 rank and for each k of `side` (k: the side-by-side factor of SpMM and dense
-    work, gtool.plan.calibrate_side) ranks side by side, from real epochs; and the measured phase times
-    (seconds per rank, epoch and phase: epoch, SpMM, dense, comm) with the factors fitted on them.
-    `profile` is the microbenchmarks' profile (its own epoch factors are ignored)."""
+    """EpochFactors for 1 rank and for each k of `groups` ranks side by side, from real epochs; and the
+    measured phase times (seconds per rank, epoch and phase: epoch, SpMM, dense, comm) with the factors
+    fitted on them. `profile` is the microbenchmarks' profile (its own epoch factors are ignored)."""
     base = replace(profile, epochs={})
     factors, raw = {}, {}
     with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
         stores = _stores(Path(scratch), report)
-        for k in [1, *sorted(side)]:
+        for k in [1, *sorted(groups)]:
             report(f"training epochs on {k} rank(s) side by side")
             cases = {
                 f"{source}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig(
@@ -199,9 +202,7 @@ def calibrate_epochs(
             run_local(k, _epoch_rank, list(cases.items()), WARMUP, out)
             per_rank = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
             measured = {name: [mine[name] for mine in per_rank] for name in cases}
-            alone = factors[1].spmm if k > 1 else 1.0
-            compute = None if k == 1 else tuple(alone * side[k][kind] for kind in KINDS)
-            fitted = _factors(measured, cases, base, compute)
+            fitted = _factors(measured, cases, base)
             factors[k] = EpochFactors(**fitted)
             raw[str(k)] = {"runs": measured, "factors": fitted}
     return factors, raw

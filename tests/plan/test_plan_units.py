@@ -70,15 +70,12 @@ def test_profile_files_are_checked(tmp_path: Path) -> None:
 def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store: str) -> None:
     import gtool.plan.calibrate as module
     import gtool.plan.calibrate_epochs as epochs
-    import gtool.plan.calibrate_side as side
 
     monkeypatch.setattr(module, "SPMM_SCALES", (8, 10))
     monkeypatch.setattr(module, "GEMM_SHAPES", ((256, 8, 8), (1024, 16, 16)))
     monkeypatch.setattr(module, "ELEMENTWISE_SIZES", (1 << 10, 1 << 14))
     monkeypatch.setattr(module, "MESSAGE_BYTES", (1 << 10, 1 << 14))
     monkeypatch.setattr(module, "ALLOCATION_BYTES", (1 << 16, 1 << 20))
-    monkeypatch.setattr(side, "SIDE_SCALE", 8)
-    monkeypatch.setattr(side, "SIDE_SECONDS", 0.1)
     monkeypatch.setattr(epochs, "_stores", lambda scratch, report: {"grid:13x11": store})
     monkeypatch.setattr(epochs, "EPOCH_HIDDENS", (8,))
     monkeypatch.setattr(epochs, "EPOCHS", 2)
@@ -91,7 +88,6 @@ def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert sorted(runs) == ["grid:13x11-h8-1x1x2", "grid:13x11-h8-1x2x1", "grid:13x11-h8-2x1x1"]
     assert all(len(ranks) == 2 and len(ranks[0]) == 1 for ranks in runs.values())
     assert all(f.spmm > 0 and f.dense > 0 and f.allocation > 0 for f in profile.epochs.values())
-    assert sorted(measured["side_by_side"]) == ["1", "2"]
     assert len(measured["spmm"]) == 2 * 3 * 2 and steps
     assert np.shape(profile.spmm.seconds_per_nnz_col)[0] == 3
     assert profile.spmm.seconds(np.array([1000]), 100, 100, 32, 4)[0] > 0

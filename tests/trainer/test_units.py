@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import scipy.sparse as sp
 import torch
 
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import RankEnv, environment_rank
+from gtool.trainer.launch import RankEnv, environment_rank, numba_share
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
 from gtool.trainer.serial import torch_csr
@@ -32,6 +34,21 @@ def test_plain_or_single_task_environment_launches_locally() -> None:
     assert environment_rank({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "1"}) is None
     batch_script = {"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "n[1-2]"}
     assert environment_rank(batch_script) is None
+
+
+def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    with numba_share(2):
+        assert os.environ["NUMBA_NUM_THREADS"] == "4"
+    assert "NUMBA_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "3")
+    with numba_share(16):
+        assert os.environ["NUMBA_NUM_THREADS"] == "3"
+
+
+def test_importing_gtool_asks_for_huge_pages() -> None:
+    assert os.environ["THP_MEM_ALLOC_ENABLE"] in ("0", "1")
 
 
 @pytest.mark.parametrize("blocks", [1, 2, 3, 7, 40])
