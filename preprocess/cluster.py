@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,6 +13,8 @@ import dask
 from distributed import Client, Future, LocalCluster, as_completed
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from gtool.cores import available_cores
 
 T = TypeVar("T")
 
@@ -36,7 +37,7 @@ def quiet_dask_logs() -> None:
 
 def default_workers() -> int:
     """One worker per available core."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return available_cores()
 
 
 @dataclass(frozen=True)

@@ -76,10 +76,10 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
     check_edge_ids(block, job.plan.num_nodes)
     loops = isinstance(chunk, SelfLoops)
     rows, cols = (block.src, block.dst) if loops or not job.directed else (block.dst, block.src)
+    mirror = not (loops or job.directed)
     files, counts = {}, {}
     for m in job.matrices:
         row_inverse, col_inverse = spill.load(m.row_inverse), spill.load(m.col_inverse)
-        mirror = not (loops or job.directed)
         keys, counts[m.matrix] = bucket_entries(rows, cols, row_inverse, col_inverse, job.plan, mirror, loops)
         files[m.matrix] = f"{job.spill_root}/map/m{m.matrix}/c{index}.npy"
         spill.save_to(keys, files[m.matrix])

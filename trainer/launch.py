@@ -26,6 +26,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
+from gtool.cores import available_cores
 from gtool.errors import GtoolError
 
 DEFAULT_PORT = 29500
@@ -152,7 +153,7 @@ def numba_share(world_size: int) -> Iterator[None]:
     if "NUMBA_NUM_THREADS" in os.environ:
         yield
         return
-    os.environ["NUMBA_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // world_size))
+    os.environ["NUMBA_NUM_THREADS"] = str(max(1, available_cores() // world_size))
     try:
         yield
     finally:

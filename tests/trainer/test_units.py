@@ -38,7 +38,7 @@ def test_plain_or_single_task_environment_launches_locally() -> None:
 
 def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
-    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    monkeypatch.setattr("gtool.trainer.launch.available_cores", lambda: 8)
     with numba_share(2):
         assert os.environ["NUMBA_NUM_THREADS"] == "4"
     assert "NUMBA_NUM_THREADS" not in os.environ
