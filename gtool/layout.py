@@ -31,6 +31,14 @@ compression was the largest single cost of `gtool shard`. Any Zarr v3 reader dec
 with other codecs (Blosc Zstd; plain Zstd, before checksums) still read: each array's zarr.json says."""
 
 
+CHUNK_KEYS = {"name": "default", "separator": "."}
+"""Chunk keys of every array gtool writes: Zarr v3's default encoding with "." between the parts, so a
+chunk is the file ARRAY/c.I[.J] beside the array's zarr.json, with no folder of its own (ARRAY/c/I with
+"/"). A store holds thousands of one-chunk tile arrays: the folders were a third of its file-system
+entries, and making a file-system entry is the costliest part of writing a small tile. Any Zarr v3
+reader follows the encoding its zarr.json names; stores written with "/" still read."""
+
+
 def tile_group(matrix: int, i: int, j: int) -> str:
     """Group path of tile (i, j) of a matrix."""
     return f"adj/{matrix}/{i}_{j}"

@@ -1,4 +1,4 @@
-"""Create arrays with the codecs of every array gtool writes (gtool.layout.CHUNK_CODECS)."""
+"""Create arrays with the codecs and chunk keys of every array gtool writes (gtool.layout)."""
 
 from __future__ import annotations
 
@@ -10,5 +10,5 @@ from gtool import layout
 
 
 def create_array(**kwargs: Any) -> zarr.Array:
-    """zarr.create_array with gtool's codecs: compressed and checksummed chunks."""
-    return zarr.create_array(compressors=layout.CHUNK_CODECS, **kwargs)
+    """zarr.create_array with gtool's codecs (compressed and checksummed chunks) and chunk keys."""
+    return zarr.create_array(compressors=layout.CHUNK_CODECS, chunk_key_encoding=layout.CHUNK_KEYS, **kwargs)

@@ -1,9 +1,8 @@
 """Checksummed stores: a flipped bit anywhere in a chunk is caught by reads, `gtool verify` and `gtool train`;
-stores written before checksums still open and verify."""
+stores written before checksums, or with chunk keys in folders, still open and verify."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from gtool.store import open_store
 from gtool.verify import verify_store
 from tests.conftest import make_store
 from tests.reference import assert_same_sparse, reassemble
+from tests.storefiles import CHUNK_KEY
 
 FAMILIES = {"adjacency": "adj/", "features": "nodes/features", "labels": "nodes/labels/", "perm": "perm/"}
 FLIPS = 50
@@ -38,10 +38,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("integrity") / "s.zarr"
     make_store("rmat:7:4", path, tiles=3, num_features=8, num_classes=4)
     return path
-
-
-CHUNK_KEY = re.compile(r"(.+)/c/\d+(/\d+)*")
-"""Zarr v3's default chunk key: ARRAY/c/I[/J...]."""
 
 
 def chunk_files(store: Path, families: dict[str, str] = FAMILIES) -> dict[str, list[Path]]:
@@ -149,6 +145,30 @@ def test_a_store_written_without_checksums_still_opens_verifies_and_loads(
     for m in (0, 1):
         assert_same_sparse(reassemble(old, m), reassemble(new, m), tol=0)
     assert load_rank(old, (1, 1, 1), 0, 2).features.shape[0] == old.num_nodes
+
+
+def test_chunks_lie_beside_their_array_and_a_store_with_chunk_folders_still_reads(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks are ARRAY/c.0 (no folder per array); stores written before, as ARRAY/c/0, read the same."""
+    col = store / layout.tile_array(0, 1, 2, "col")
+    assert sorted(p.name for p in col.iterdir()) == ["c.0", "zarr.json"]
+    monkeypatch.setattr(layout, "CHUNK_KEYS", {"name": "default", "separator": "/"})
+    chunk_writer._template.cache_clear()
+    try:
+        old = open_store(
+            make_store("rmat:7:4", tmp_path / "old.zarr", tiles=3, num_features=8, num_classes=4)
+        )
+    finally:
+        chunk_writer._template.cache_clear()
+    assert (tmp_path / "old.zarr" / layout.tile_array(0, 1, 2, "col") / "c" / "0").is_file()
+    assert verify_store(old).ok
+    new = open_store(str(store))
+    for m in (0, 1):
+        assert_same_sparse(reassemble(old, m), reassemble(new, m), tol=0)
+    np.testing.assert_array_equal(
+        load_rank(old, (1, 1, 1), 0, 2).features, load_rank(new, (1, 1, 1), 0, 2).features
+    )
 
 
 def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: Path, tmp_path: Path) -> None:
