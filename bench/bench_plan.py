@@ -8,16 +8,18 @@ Stores: rmat:SCALE:8 (16x16 tiles, 128 features, 32 classes) built once into ben
 is one (scale, hidden); its grids (1x1x1 and every grid of 2 ranks) take turns over --rounds rounds,
 each round running every grid once, starting one grid further on, so that a slow spell of the machine
 hits all grids alike. Every run is `gtool train STORE --grid G --hidden H` with the default model
-otherwise (3 layers, dropout 0.5), one torch thread per rank, --epochs E; its first WARMUP epochs are
-left out, as `gtool plan --calibrate` leaves them out. A grid's measured figure is the median of its
-steady epochs over all rounds. The prediction is gtool.plan's for the same store, grid, model and
-profile.
+otherwise (3 layers, dropout 0.5), one torch thread per rank, E epochs; its first WARMUP epochs are
+left out, as `gtool plan --calibrate` leaves them out. E is --epochs, or by default enough epochs for
+about --steady-seconds of steady epochs (from the plan's 1x1x1 prediction; 2 to 24 of them). A grid's
+measured figure is the median of its steady epochs over all rounds. The prediction is gtool.plan's for
+the same store, grid, model and profile.
 
 `--report` gathers every saved case, predicts it afresh with --profile, and prints R^2 of measured
-against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation), per case
-whether the grid predicted fastest is the measured fastest or within 5% of it, and the benchmark's own
-agreement: the best grid of the even rounds measured by the odd ones, and the other way round (no model
-can agree with the measurements more often than they agree with themselves).
+against predicted (1 - SS_res / SS_tot around the identity line, and the squared correlation) over
+every grid, and, per case and rank count with a choice (P = 2: 2x1x1, 1x2x1, 1x1x2), whether the grid
+predicted fastest (what `gtool plan --ranks P` picks) is the measured fastest or within 5% of it, and
+the benchmark's own agreement: the best grid of the even rounds measured by the odd ones, and the other
+way round (no model can agree with the measurements more often than they agree with themselves).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ GRIDS = ("1x1x1", "2x1x1", "1x2x1", "1x1x2")
 WITHIN = 0.05
 PHASES = ("seconds", "spmm", "dense", "comm")
 WARMUP = 2
+MIN_STEADY, MAX_STEADY = 2, 24
 
 
 def store_path(scale: int) -> Path:
@@ -75,6 +78,14 @@ def train_epochs(store: str, grid: str, hidden: int, epochs: int) -> dict:
         stolen = steal_seconds() - stolen
         records = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
     return {"epochs": [{name: r[name] for name in PHASES} for r in records], "steal_s": stolen}
+
+
+def case_epochs(scale: int, hidden: int, steady_seconds: float, profile: str) -> int:
+    """Epochs per run of a case: WARMUP, then enough for about `steady_seconds` of steady epochs on one rank
+    (by the plan's prediction for 1x1x1), between MIN_STEADY and MAX_STEADY of them. Small stores' epochs
+    take a tenth of a second: two of them would be a sample of the machine's jitter, not of the grid."""
+    predicted = predicted_seconds(str(store_path(scale)), "1x1x1", hidden, profile)["epoch_seconds"]
+    return WARMUP + int(np.clip(np.ceil(steady_seconds / predicted), MIN_STEADY, MAX_STEADY))
 
 
 def run_case(scale: int, hidden: int, epochs: int, rounds: int) -> list[dict]:
@@ -148,27 +159,43 @@ def report(files: list[Path], profile: str) -> None:
     )
     cases: dict[tuple, list[dict]] = {}
     for r in rows:
-        cases.setdefault((r["scale"], r["hidden"]), []).append(r)
-    hits, agreed = 0, 0.0
+        cases.setdefault((r["scale"], r["hidden"], ranks(r["grid"])), []).append(r)
+    choices = {key: case for key, case in sorted(cases.items()) if len(case) > 1}
+    hits, ordered, agreed = 0, 0, 0.0
     print(
-        f"\n{'store':12s} {'hidden':>6s} {'predicted best':>14s} {'measured best':>13s} {'its excess':>10s}",
+        f"\n{'store':12s} {'hidden':>6s} {'P':>2s} {'predicted best':>14s} {'measured best':>13s}",
         end="",
     )
-    print(f" {'self-agreement':>14s}")
-    for (scale, hidden), case in sorted(cases.items()):
+    print(f" {'its excess':>10s} {'same order':>10s} {'self-agreement':>14s}")
+    for (scale, hidden, size), case in choices.items():
         times = {r["grid"]: r["measured"] for r in case}
         chosen = min(case, key=lambda r: r["predicted"]["epoch_seconds"])
         fastest = min(case, key=lambda r: r["measured"])
         over = excess(case, chosen, times)
+        same = ranking(case, "predicted") == ranking(case, "measured")
         hits += over <= WITHIN
+        ordered += same
         agreed += agreement(case)
         print(
-            f"rmat:{scale}:8  {hidden:6d} {chosen['grid']:>14s} {fastest['grid']:>13s} {100 * over:9.1f}%",
+            f"rmat:{scale}:8  {hidden:6d} {size:2d} {chosen['grid']:>14s} {fastest['grid']:>13s}",
             end="",
         )
-        print(f" {agreement(case):14.1f}")
-    print(f"predicted best is the measured best or within {100 * WITHIN:.0f}%: {hits} of {len(cases)} cases")
-    print(f"the benchmark agrees with itself (even rounds against odd): {agreed:.1f} of {len(cases)} cases")
+        print(f" {100 * over:9.1f}% {'yes' if same else 'no':>10s} {agreement(case):14.1f}")
+    within = f"the measured best or within {100 * WITHIN:.0f}%"
+    print(f"predicted best of P ranks is {within}: {hits} of {len(choices)} cases with a choice")
+    print(f"every grid of the case in the measured order: {ordered} of {len(choices)} cases")
+    print(f"the benchmark agrees with itself (even rounds against odd): {agreed:.1f} of {len(choices)} cases")
+
+
+def ranking(case: list[dict], by: str) -> list[str]:
+    """The grids of a case from fastest to slowest, by their measured or predicted epoch time."""
+    key = (lambda r: r["measured"]) if by == "measured" else (lambda r: r["predicted"]["epoch_seconds"])
+    return [r["grid"] for r in sorted(case, key=key)]
+
+
+def ranks(grid: str) -> int:
+    """The rank count of a grid written GXxGYxGZ."""
+    return int(np.prod([int(d) for d in grid.split("x")]))
 
 
 def main() -> None:
@@ -177,7 +204,10 @@ def main() -> None:
     parser.add_argument("--scales", default="15,16,17,18,19", help="comma-separated R-MAT scales")
     parser.add_argument("--hiddens", default="32,128", help="comma-separated hidden widths")
     parser.add_argument(
-        "--epochs", type=int, default=4, help="epochs per run (the first WARMUP are left out)"
+        "--epochs", type=int, help="epochs per run (the first WARMUP are left out; default: --steady-seconds)"
+    )
+    parser.add_argument(
+        "--steady-seconds", type=float, default=3.0, help="steady epoch time per run to aim for (default 3)"
     )
     parser.add_argument("--rounds", type=int, default=4, help="runs of every grid per case, taking turns")
     parser.add_argument(
@@ -197,7 +227,8 @@ def main() -> None:
             ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"],
         )
         for hidden in (int(h) for h in args.hiddens.split(",")):
-            rows = run_case(scale, hidden, args.epochs, args.rounds)
+            epochs = args.epochs or case_epochs(scale, hidden, args.steady_seconds, args.profile)
+            rows = run_case(scale, hidden, epochs, args.rounds)
             summary = RESULTS / f"bench_plan-rmat{scale}-h{hidden}.json"
             if args.append and summary.exists():
                 saved = {r["grid"]: r["runs"] for r in json.loads(summary.read_text())["rows"]}
