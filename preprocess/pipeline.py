@@ -96,7 +96,7 @@ def shard(
         ):
             stages.on_every_worker(compiled.warm)
             summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
-        staged.publish()
+            staged.publish()
     except BaseException:
         try:
             staged.discard()

@@ -30,6 +30,7 @@ class StagedOutput:
 
     def __init__(self, location: str, overwrite: bool):
         self.target = location
+        self.published = False
         if is_url(location):
             fs, path = fsspec.core.url_to_fs(location)
             if fs.exists(path) and not overwrite:
@@ -58,19 +59,21 @@ class StagedOutput:
         return Path.cwd() / "gtool-store" if is_url(self.target) else Path(self.target)
 
     def publish(self) -> None:
-        """Move the finished store into place (replacing an old one only now)."""
-        if is_url(self.target):
-            return
-        target, partial = Path(self.target), Path(self.path)
-        old = target.parent / f".{target.name}.old"
-        if target.exists():
+        """Move the finished store into place (replacing an old one only now; a URL is already there)."""
+        if not is_url(self.target):
+            target, partial = Path(self.target), Path(self.path)
+            old = target.parent / f".{target.name}.old"
+            if target.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                target.rename(old)
+            partial.rename(target)
             shutil.rmtree(old, ignore_errors=True)
-            target.rename(old)
-        partial.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
+        self.published = True
 
     def discard(self) -> None:
-        """Remove what a failed run wrote."""
+        """Remove what a failed run wrote (nothing once the store is published)."""
+        if self.published:
+            return
         if is_url(self.target):
             fs, path = fsspec.core.url_to_fs(self.target)
             if fs.exists(path):

@@ -45,6 +45,29 @@ def test_failed_run_publishes_nothing_and_keeps_the_old_store(tmp_path, monkeypa
     assert leftovers(tmp_path) == []
 
 
+def test_a_failure_after_publishing_keeps_the_published_store(tmp_path, monkeypatch):
+    """The store is renamed into place as soon as it is complete, before the cluster closes (so a kill
+    has no time to leave a complete-looking .NAME.partial), and an error while closing keeps it."""
+    from gtool.preprocess import pipeline
+
+    class ClosingFails:
+        def __init__(self, *args):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            if exc[0] is None:
+                assert (tmp_path / "s.zarr" / "zarr.json").exists()
+                raise RuntimeError("cluster did not close")
+
+    monkeypatch.setattr(pipeline, "HighWater", ClosingFails)
+    with pytest.raises(RuntimeError, match="cluster did not close"):
+        make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
+    assert open_store(str(tmp_path / "s.zarr")).num_nodes == 16
+
+
 def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
     out = tmp_path / "s.zarr"
     cmd = [
@@ -52,7 +75,7 @@ def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
         "-m",
         "gtool.cli",
         "shard",
-        "rmat:17:8",
+        "rmat:18:8",
         "-o",
         str(out),
         "--tiles",
@@ -63,8 +86,8 @@ def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
     partial = tmp_path / ".s.zarr.partial"
     deadline = time.time() + 60
     while not (partial / "adj").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+        time.sleep(0.02)
+    time.sleep(0.1)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -72,7 +95,7 @@ def test_killed_run_leaves_nothing_complete_and_rerun_works(tmp_path):
     with pytest.raises(StoreError, match="incomplete"):
         open_store(str(partial))
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    assert open_store(str(out)).num_nodes == 1 << 17
+    assert open_store(str(out)).num_nodes == 1 << 18
     assert leftovers(tmp_path) == []
 
 
