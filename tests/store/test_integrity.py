@@ -17,7 +17,7 @@ from gtool import layout
 from gtool.errors import DamagedChunkError
 from gtool.loader import load_rank
 from gtool.preprocess import chunk_writer
-from gtool.store import open_store
+from gtool.store import Store, open_store
 from gtool.verify import verify_store
 from tests.conftest import make_store
 from tests.reference import assert_same_sparse, reassemble
@@ -126,18 +126,28 @@ def test_a_damaged_chunk_read_names_store_tile_and_array(store: Path, tmp_path: 
         open_store(str(copy)).read_tile(0, 1, 2)
 
 
-def test_a_store_written_without_checksums_still_opens_verifies_and_loads(
-    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The old way: zstd only, as every store was written before checksums."""
-    monkeypatch.setattr(layout, "CHUNK_CODECS", (ZstdCodec(level=0, checksum=False),))
+def store_written_as_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str, value: object
+) -> Store:
+    """rmat:7:4 (the store fixture's graph) sharded into tmp_path/old.zarr with gtool.layout's `setting`
+    as it was before."""
+    monkeypatch.setattr(layout, setting, value)
     chunk_writer._template.cache_clear()
     try:
-        old = open_store(
+        return open_store(
             make_store("rmat:7:4", tmp_path / "old.zarr", tiles=3, num_features=8, num_classes=4)
         )
     finally:
         chunk_writer._template.cache_clear()
+
+
+def test_a_store_written_without_checksums_still_opens_verifies_and_loads(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old way: zstd only, as every store was written before checksums."""
+    old = store_written_as_before(
+        monkeypatch, tmp_path, "CHUNK_CODECS", (ZstdCodec(level=0, checksum=False),)
+    )
     assert '"crc32c"' not in (tmp_path / "old.zarr" / "perm" / "r" / "zarr.json").read_text()
     report = verify_store(old)
     assert report.ok and report.unchecksummed_arrays == report.arrays > 0
@@ -153,14 +163,7 @@ def test_chunks_lie_beside_their_array_and_a_store_with_chunk_folders_still_read
     """Chunks are ARRAY/c.0 (no folder per array); stores written before, as ARRAY/c/0, read the same."""
     col = store / layout.tile_array(0, 1, 2, "col")
     assert sorted(p.name for p in col.iterdir()) == ["c.0", "zarr.json"]
-    monkeypatch.setattr(layout, "CHUNK_KEYS", {"name": "default", "separator": "/"})
-    chunk_writer._template.cache_clear()
-    try:
-        old = open_store(
-            make_store("rmat:7:4", tmp_path / "old.zarr", tiles=3, num_features=8, num_classes=4)
-        )
-    finally:
-        chunk_writer._template.cache_clear()
+    old = store_written_as_before(monkeypatch, tmp_path, "CHUNK_KEYS", {"name": "default", "separator": "/"})
     assert (tmp_path / "old.zarr" / layout.tile_array(0, 1, 2, "col") / "c" / "0").is_file()
     assert verify_store(old).ok
     new = open_store(str(store))
