@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ import numpy as np
 
 from bench.common import REPO, build_store, steal_seconds
 from bench.common import RESULTS as BENCH_RESULTS
+from gtool.geometry import parse_dims
 
 RESULTS = BENCH_RESULTS / "plan"
 GRIDS = ("1x1x1", "2x1x1", "1x2x1", "1x1x2")
@@ -195,7 +197,7 @@ def ranking(case: list[dict], by: str) -> list[str]:
 
 def ranks(grid: str) -> int:
     """The rank count of a grid written GXxGYxGZ."""
-    return int(np.prod([int(d) for d in grid.split("x")]))
+    return math.prod(parse_dims(grid, 3, "grid"))
 
 
 def main() -> None:

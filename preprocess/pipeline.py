@@ -279,7 +279,7 @@ class ShardRun:
         job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, str(self.scratch.path))
         runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget, False)
         for run in runs[0]:
-            spill.remove(run.task.out)
+            spill.release(run.task.out)
         return degrees
 
     def map_stage(self, chunks: list[EdgeChunk], job: MapJob) -> list[MapResult]:
@@ -328,12 +328,12 @@ class ShardRun:
                         start = result.task.i * plan.tile_size + result.row_start
                         degrees[start : start + counts.size] += counts
                         del counts
-                        spill.remove(result.row_counts)
+                        spill.release(result.row_counts)
                         result.row_counts = None
                     runs[result.task.matrix].append(result)
         for files in (r.files.values() for r in maps):
             for f in files:
-                spill.remove(f)
+                spill.release(f)
         return runs, degrees
 
     def scales(self, degrees: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> tuple[str, str] | None:

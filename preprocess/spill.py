@@ -79,7 +79,7 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
     return np.frombuffer(mapped, dtype=dtype, count=count, offset=10 + size).reshape(shape)
 
 
-def remove(path: str) -> None:
+def release(path: str) -> None:
     """Free the disk space of a spill file that is no longer needed; the emptied file goes with the folder.
 
     Truncated, not unlinked: on ext4 without a journal, making a file or folder slows down for a minute or

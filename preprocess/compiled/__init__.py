@@ -5,7 +5,7 @@ own temporary array): the shuffle's partition-and-scatter, deduplication with it
 entries and weights, the transpose of a tile by counting sort, the generated features. They release the
 GIL, so threads of one worker run them side by side too.
 
-numba takes ~1 s to import and to load its first cached kernel. The modules that use a kernel import it
+numba takes 0.5-1 s to import and to load its first cached kernel. The modules that use a kernel import it
 inside the function that runs it, so a parent process whose tasks run in worker processes never loads
 numba; each worker loads every kernel (`warm`) in a task of its own, submitted first, while the parent
 prepares the run.
