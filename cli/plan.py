@@ -27,11 +27,14 @@ WIDTH = 150
 def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
     from gtool.plan.calibrate import calibrate
     from gtool.plan.profile import save_profile
+    from gtool.trainer.dropout import cuda_notice
 
     if not output:
         raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")
     if device not in ("cpu", "cuda"):
         raise GtoolError(f"--device must be cpu or cuda, got {device!r}")
+    if device == "cuda" and (notice := cuda_notice()):
+        console.print(notice, highlight=False)
     started = time.perf_counter()
     with console.status("calibrating") as status:
         try:

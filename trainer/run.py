@@ -15,6 +15,7 @@ from gtool.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.dropout import cuda_notice
 from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
@@ -51,6 +52,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     timer = PhaseTimer(device)
     comm = build_grid_comm(grid, config.timeout, timer, device)
     reporter = Reporter(env.rank == 0, config.log, append=config.resume)
+    if device.type == "cuda" and (notice := cuda_notice()):
+        reporter.message(notice)
     started = time.perf_counter()
     data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))

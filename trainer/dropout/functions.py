@@ -2,34 +2,33 @@
 
 `dropout` recomputes its mask from the coordinates in backward (it saves nothing); `relu_dropout`, the
 ReLU of a hidden layer fused with the dropout of the next layer's input, saves one byte per element:
-whether the element is positive and kept (the ReLU's own output, four bytes, is not kept). On the CPU
-each is one pass of a `kernels` function; elsewhere the same decisions come from `masks.keep_mask`.
+whether the element is positive and kept (the ReLU's own output, four bytes, is not kept). Each pass is
+one kernel of the implementation `backends` picks for the tensor (numba on the CPU, Triton on CUDA);
+where there is none, the same decisions come from `masks.keep_mask` in plain torch operations.
 """
 
 from __future__ import annotations
 
 import torch
 
-from gtool.trainer.dropout import kernels
+from gtool.trainer.dropout import backends
 from gtool.trainer.dropout.masks import Block, MaskSpec, keep_mask
 
 NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, width=1 << 32)
 """A mask that keeps everything: `relu_dropout` with it is a ReLU that saves one byte per element."""
 
 
-def _fused(tensor: torch.Tensor) -> bool:
-    return tensor.device.type == "cpu" and tensor.dtype in (torch.float32, torch.float64)
-
-
 def _scaled(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
-    if _fused(source):
-        return kernels.scale(source, spec, block)
+    passes = backends.passes_for(source)
+    if passes is not None:
+        return passes.scale(source, spec, block)
     return torch.where(keep_mask(spec, block, source.device), source * spec.keep_value, 0.0)
 
 
 def _scaled_where(source: torch.Tensor, flag: torch.Tensor, keep_value: float) -> torch.Tensor:
-    if _fused(source):
-        return kernels.scale_flagged(source, flag, keep_value)
+    passes = backends.passes_for(source)
+    if passes is not None:
+        return passes.scale_flagged(source, flag, keep_value)
     return torch.where(flag, source * keep_value, 0.0)
 
 
@@ -47,8 +46,9 @@ class _Dropout(torch.autograd.Function):
 class _ReluDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, source, spec, block):
-        if _fused(source):
-            out, flag = kernels.relu_scale(source, spec, block)
+        passes = backends.passes_for(source)
+        if passes is not None:
+            out, flag = passes.relu_scale(source, spec, block)
         else:
             flag = (source > 0) & keep_mask(spec, block, source.device)
             out = torch.where(flag, source * spec.keep_value, 0.0)
