@@ -52,8 +52,8 @@ def load_whole_graph(store: str, workers: int = 8) -> dict:
     import numpy as np
     import scipy.sparse as sp
 
-    from gtool import layout
-    from gtool.store import open_store
+    from gtool.store import layout
+    from gtool.store.reader import open_store
 
     started = time.perf_counter()
     opened = open_store(store)

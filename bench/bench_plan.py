@@ -36,7 +36,7 @@ import numpy as np
 
 from bench.common import REPO, build_store, steal_seconds
 from bench.common import RESULTS as BENCH_RESULTS
-from gtool.geometry import parse_dims
+from gtool.geometry.grid import parse_dims
 
 RESULTS = BENCH_RESULTS / "plan"
 GRIDS = ("1x1x1", "2x1x1", "1x2x1", "1x1x2")
@@ -52,11 +52,12 @@ def store_path(scale: int) -> Path:
 
 def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     """gtool.plan's epoch time for one grid (and its split)."""
-    from gtool.grid import ProcessGrid, layer_widths
-    from gtool.plan.bandnnz import ShardNnzTable
-    from gtool.plan.planner import PlanRequest, estimate_grid
-    from gtool.plan.profile import load_profile
-    from gtool.store import open_store
+    from gtool.geometry.grid import ProcessGrid
+    from gtool.geometry.layers import layer_widths
+    from gtool.plan.model.bandnnz import ShardNnzTable
+    from gtool.plan.model.planner import PlanRequest, estimate_grid
+    from gtool.plan.model.profile import load_profile
+    from gtool.store.reader import open_store
 
     opened = open_store(store)
     dims = ProcessGrid(*map(int, grid.split("x")))

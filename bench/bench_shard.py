@@ -62,7 +62,7 @@ def gtool_shard(spec: str, tiles: int, extra: list[str], settle: float = 0.0) ->
 
 
 def nonzeros(spec: str) -> int:
-    from gtool.store import open_store
+    from gtool.store.reader import open_store
 
     return int(open_store(str(store_of(spec))).meta["nnz"]["0"])
 

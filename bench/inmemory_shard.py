@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from gtool.geometry import tile_size
+from gtool.geometry.tiles import tile_size
 from gtool.preprocess.permutation import inverse, make_permutations
 from gtool.preprocess.sources.generators import parse_generator
 from tests.reference import normalized_adjacency, source_edges

@@ -7,7 +7,7 @@ import json
 import typer
 from rich.table import Table
 
-from gtool.store import open_store
+from gtool.store.reader import open_store
 
 from .common import console, reports_errors
 

@@ -10,6 +10,7 @@ from gtool.cli.shard import shard
 from gtool.cli.stats import stats
 from gtool.cli.train import train
 from gtool.cli.verify import verify
+from gtool.trainer.hugepages import enable_huge_pages
 from gtool.version import __version__
 
 app = typer.Typer(
@@ -34,6 +35,7 @@ def main(
     ),
 ) -> None:
     """gtool: out-of-core graph sharding and 3D-parallel GCN training."""
+    enable_huge_pages()  # before any command imports torch; ranks it starts inherit the setting
 
 
 app.command("shard")(shard)

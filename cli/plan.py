@@ -12,21 +12,21 @@ import typer
 from rich.console import Console
 
 from gtool.errors import GtoolError
-from gtool.store import open_store
+from gtool.store.reader import open_store
 
 from .common import console, reports_errors
 from .plan_tables import plan_tables
 
 if TYPE_CHECKING:
-    from gtool.plan.planner import PlanRequest
+    from gtool.plan.model.planner import PlanRequest
 
 WIDTH = 150
 """Columns of the tables when the output is not a terminal (a file or a pipe)."""
 
 
 def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
-    from gtool.plan.calibrate import calibrate
-    from gtool.plan.profile import save_profile
+    from gtool.plan.calibration.microbench import calibrate
+    from gtool.plan.model.profile import save_profile
     from gtool.trainer.dropout import cuda_notice
 
     if not output:
@@ -93,8 +93,8 @@ def plan(
     if calibrate:
         _calibrate(output, device, threads, max_group)
         return
-    from gtool.plan.planner import make_plan
-    from gtool.plan.profile import load_profile
+    from gtool.plan.model.planner import make_plan
+    from gtool.plan.model.profile import load_profile
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
@@ -129,8 +129,8 @@ def plan_request(
     exact_nnz: bool = False,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
-    from gtool.plan.memory import ModelSettings
-    from gtool.plan.planner import PlanRequest
+    from gtool.plan.model.memory import ModelSettings
+    from gtool.plan.model.planner import PlanRequest
     from gtool.preprocess.budget import parse_bytes
     from gtool.trainer.config import DTYPES
 

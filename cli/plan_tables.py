@@ -10,7 +10,7 @@ from rich.table import Table
 from .common import human_bytes
 
 if TYPE_CHECKING:
-    from gtool.plan.planner import Plan
+    from gtool.plan.model.planner import Plan
 
 
 def grid_table(title: str, plan: Plan, top: int) -> Table:

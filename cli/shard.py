@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.geometry import parse_dims
+from gtool.geometry.grid import parse_dims
 from gtool.preprocess.budget import parse_bytes
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.summary import ShardSummary

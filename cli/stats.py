@@ -12,10 +12,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gtool.errors import GtoolError
-from gtool.geometry import parse_dims
-from gtool.grid import ProcessGrid
-from gtool.store import Store, open_store
-from gtool.storestats import GridPlan, StartScan, collect_stats
+from gtool.geometry.grid import ProcessGrid, parse_dims
+from gtool.stats.report import GridPlan, StartScan, collect_stats
+from gtool.store.reader import Store, open_store
 
 from .common import console, reports_errors
 from .stats_tables import report_tables
@@ -55,7 +54,7 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
     """The tile heatmap of every stored matrix, as a PNG at `path`."""
     panels = {f"A{m}": store.tile_nnz(m) for m in store.matrices}
     try:
-        from gtool.tileplot import plot_tile_nnz  # matplotlib loads in ~1 s: only when plotting
+        from gtool.stats.plot import plot_tile_nnz  # matplotlib loads in ~1 s: only when plotting
 
         plot_tile_nnz(panels, path, f"tile nonzeros of {Path(location.rstrip('/')).name} ({scheme})")
     except OSError as exc:

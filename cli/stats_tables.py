@@ -1,4 +1,4 @@
-"""Rich tables of a `gtool stats` report (the dict gtool.storestats.collect_stats returns)."""
+"""Rich tables of a `gtool stats` report (the dict gtool.stats.report.collect_stats returns)."""
 
 from __future__ import annotations
 

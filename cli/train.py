@@ -9,21 +9,21 @@ import typer
 from rich.markup import escape
 
 from gtool.errors import GtoolError
-from gtool.geometry import parse_dims
-from gtool.store import Store, open_store
+from gtool.geometry.grid import parse_dims
+from gtool.store.reader import Store, open_store
 
 from .common import console, reports_errors
 from .plan import plan_request
 
 if TYPE_CHECKING:
-    from gtool.plan.planner import PlanRequest
+    from gtool.plan.model.planner import PlanRequest
 
 
 def auto_grid(
     store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
 ) -> str:
     """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks."""
-    from gtool.plan.auto import choose_grid
+    from gtool.plan.model.auto import choose_grid
     from gtool.trainer.launch import environment_rank
 
     env = environment_rank()

@@ -7,8 +7,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from gtool.store import open_store
-from gtool.verify import VerifyReport, store_arrays, total_chunks, verify_store
+from gtool.store.reader import open_store
+from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
 
 from .common import console, reports_errors
 

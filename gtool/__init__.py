@@ -2,30 +2,52 @@
 
     import gtool
     store = gtool.open_store("graph.zarr")       # metadata, tiles, node arrays (docs/python.md)
-    adjacency = store.to_scipy()                 # back in original node order
+    adjacency = gtool.to_scipy(store)            # back in original node order
     report = gtool.verify_store(store)           # checksums and invariants, as `gtool verify`
 
-Per-rank loading for 3D-parallel training: gtool.loader.load_rank. Importing gtool before torch puts large
-CPU tensors on transparent huge pages (gtool.hugepages).
+This package is the core every room shares: the store format (gtool.store), the index geometry
+(gtool.geometry), errors and the version. Importing it has no side effects and loads no heavy library:
+the names below load their modules on first use. Per-rank loading: gtool.loader.load_rank.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
 from gtool.errors import DamagedChunkError, GtoolError, InputError, StoreError
-from gtool.hugepages import enable_huge_pages
-from gtool.store import Store, TileData, open_store
-from gtool.verify import VerifyReport, verify_store
 from gtool.version import __version__
 
-enable_huge_pages()
+_LAZY = {
+    "Store": "gtool.store.reader",
+    "TileData": "gtool.store.reader",
+    "open_store": "gtool.store.reader",
+    "VerifyReport": "gtool.store.verify",
+    "verify_store": "gtool.store.verify",
+    "to_scipy": "gtool.store.convert",
+    "to_pyg": "gtool.store.convert",
+    "features": "gtool.store.convert",
+    "labels": "gtool.store.convert",
+    "split": "gtool.store.convert",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The store API, imported when first asked for (zarr and numpy load then, not with gtool)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'gtool' has no attribute {name!r}")
+    return getattr(import_module(_LAZY[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "DamagedChunkError",
     "GtoolError",
     "InputError",
-    "Store",
     "StoreError",
-    "TileData",
-    "VerifyReport",
     "__version__",
-    "open_store",
-    "verify_store",
+    *_LAZY,
 ]

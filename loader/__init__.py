@@ -6,7 +6,7 @@
     data.features             # X[pc][band y, feature band z], float32, zero-padded
     data.labels, data.split   # the last layer's row band, in its order (pr if L is odd, else pc)
 
-Which tiles and rows a rank needs is gtool.grid.rank_geometry / rank_tiles (shared with `gtool stats`).
+Which tiles and rows a rank needs is gtool.geometry.layers.rank_geometry (shared with `gtool stats`).
 """
 
 from gtool.loader.load import load_rank

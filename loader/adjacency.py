@@ -7,11 +7,11 @@ from itertools import groupby
 import numpy as np
 import torch
 
-from gtool.grid import LayerShard
+from gtool.geometry.layers import LayerShard
 from gtool.loader.csr import CsrBuilder, transpose
 from gtool.loader.rank_data import AdjacencyShard, ReadStats
 from gtool.loader.tiles import ReadAhead, cut_tile, read_tiles, tile_bytes
-from gtool.store import Store
+from gtool.store.reader import Store
 
 
 def load_adjacency_shard(

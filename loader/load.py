@@ -9,14 +9,15 @@ from typing import Any
 import torch
 import zarr
 
-from gtool import layout
-from gtool.geometry import Band
-from gtool.grid import ProcessGrid, rank_geometry
+from gtool.geometry.bands import Band
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
-from gtool.store import Store, open_store
+from gtool.store import layout
+from gtool.store.reader import Store, open_store
 
 DEFAULT_WORKERS = 8
 DEFAULT_READ_AHEAD_BYTES = 64 << 20

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import zarr
 
-from gtool.chunks import block_rows, read_checked
-from gtool.geometry import Band
+from gtool.geometry.bands import Band
+from gtool.store.chunks import block_rows, read_checked
 
 
 def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | float) -> tuple[np.ndarray, int]:

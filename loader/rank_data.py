@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
-from gtool.geometry import Band
-from gtool.grid import ProcessGrid, ShardKey
+from gtool.geometry.bands import Band
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import ShardKey
 
 
 @dataclass
@@ -27,7 +28,7 @@ class AdjacencyShard:
 
     @property
     def key(self) -> ShardKey:
-        """(matrix, row band, col band), as gtool.grid.LayerShard.key."""
+        """(matrix, row band, col band), as gtool.geometry.layers.LayerShard.key."""
         return (self.matrix_id, self.row_band, self.col_band)
 
     @property
@@ -57,7 +58,7 @@ class ReadStats:
 class RankData:
     """Everything rank `rank` of `grid` needs to train `layers` GCN layers.
 
-    - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.grid.ShardKey);
+    - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.geometry.layers.ShardKey);
       layer_keys[l] names layer l's.
     - features: X'[row band, feature band] (zero-padded), X' = features in pc order, for layer 0's input
       block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F).

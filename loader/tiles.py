@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtool import layout
-from gtool.geometry import TileCut
+from gtool.geometry.tiles import TileCut
 from gtool.loader.csr import INDEX, RowPiece
-from gtool.store import Store, TileData
+from gtool.store import layout
+from gtool.store.reader import Store, TileData
 
 
 def tile_bytes(tile: TileData) -> int:

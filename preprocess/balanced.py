@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.geometry import tile_range, tile_size
+from gtool.geometry.tiles import tile_range, tile_size
 
 ALIGNED_BUCKETS = 12
 """Buckets per tile come in multiples of 12 where possible, so 2, 3, 4, 6 and 12 times T bands align."""

@@ -39,7 +39,7 @@ def _template(dtype: str, ndim: int) -> tuple[ArrayV3Metadata, dict[str, Any]]:
 
 
 def array_metadata(dtype: str, shape: tuple[int, ...], chunks: tuple[int, ...]) -> ArrayV3Metadata:
-    """Zarr v3 metadata of an array with gtool's codecs and chunk keys (gtool.layout)."""
+    """Zarr v3 metadata of an array with gtool's codecs and chunk keys (gtool.store.layout)."""
     return dataclasses.replace(
         _template(dtype, len(shape))[0], shape=shape, chunk_grid=RegularChunkGrid(chunk_shape=chunks)
     )

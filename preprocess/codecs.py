@@ -1,4 +1,4 @@
-"""Create arrays with the codecs and chunk keys of every array gtool writes (gtool.layout)."""
+"""Create arrays with the codecs and chunk keys of every array gtool writes (gtool.store.layout)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import zarr
 
-from gtool import layout
+from gtool.store import layout
 
 
 def create_array(**kwargs: Any) -> zarr.Array:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 from zarr.core.metadata import ArrayV3Metadata
 
-from gtool import layout
 from gtool.preprocess import spill
 from gtool.preprocess.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.preprocess.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
+from gtool.store import layout
 
 FEATURE_CHUNK_BYTES = 8 << 20
 

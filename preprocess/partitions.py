@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gtool.geometry import ceil_div, tile_range, tile_size
+from gtool.geometry.bands import ceil_div
+from gtool.geometry.tiles import tile_range, tile_size
 
 MAX_SLABS = 64
 PARTITION_LIMIT = 1 << 16

@@ -23,12 +23,10 @@ import zarr
 from distributed import Future
 from rich.console import Console
 
-from gtool import layout
 from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers
-from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes, random_split
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
@@ -51,11 +49,13 @@ from gtool.preprocess.reducer import (
 )
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
+from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes, random_split
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.tile_arrays import create_matrix_groups
-from gtool.tilestats import tile_stats
+from gtool.store import layout
+from gtool.store.metadata import tile_stats
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")
@@ -235,14 +235,14 @@ class ShardRun:
         opts = self.options
         data = self.source.node_data()
         if opts.features or opts.labels or opts.split:
-            from gtool.preprocess.sources import nodefiles
+            from gtool.preprocess.sources.nodes.files import load_features, load_labels, load_split
 
             if opts.features:
-                data.features = nodefiles.load_features(opts.features)
+                data.features = load_features(opts.features)
             if opts.labels:
-                data.labels, data.num_classes = nodefiles.load_labels(opts.labels, n)
+                data.labels, data.num_classes = load_labels(opts.labels, n)
             if opts.split:
-                data.split = nodefiles.load_split(opts.split, n)
+                data.split = load_split(opts.split, n)
         if data.features is not None:
             if opts.features:
                 data.features.prepare(str(self.scratch.path / "prepare"))

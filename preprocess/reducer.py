@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtool import layout
 from gtool.preprocess import spill
 from gtool.preprocess.chunk_writer import AppendWriter, ChunkSink
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.tile_arrays import tile_metadata
+from gtool.store import layout
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gtool.npyio import load_npy
+from gtool.preprocess.npyio import load_npy
 
 
 class SpillDir:

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gtool.preprocess.sources.base import GraphSource
-from gtool.store import Store
+from gtool.store.reader import Store
 
 
 def source_edges(source: GraphSource) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Where a local store keeps its chunks: gtool.layout.CHUNK_KEYS names them ARRAY/c.I[.J]."""
+"""Where a local store keeps its chunks: gtool.store.layout.CHUNK_KEYS names them ARRAY/c.I[.J]."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from gtool.geometry import ceil_div
-from gtool.grid import ProcessGrid, group_ranks
+from gtool.geometry.bands import ceil_div
+from gtool.geometry.grid import ProcessGrid, group_ranks
 from gtool.trainer.timing import PhaseTimer
 
 _all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

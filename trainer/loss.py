@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 from gtool.errors import GtoolError
-from gtool.layout import SPLIT_CODES
+from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.distributed import AxisGroup
 from gtool.trainer.timing import PhaseTimer
 

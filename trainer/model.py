@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gtool.geometry import Band, band
-from gtool.grid import layer_roles, layer_widths
+from gtool.geometry.bands import Band, band
+from gtool.geometry.layers import layer_roles, layer_widths
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from gtool.errors import GtoolError
-from gtool.grid import ProcessGrid
+from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm

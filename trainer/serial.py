@@ -14,9 +14,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.grid import layer_widths
-from gtool.layout import SPLIT_CODES
+from gtool.geometry.layers import layer_widths
 from gtool.loader.rank_data import RankData
+from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.dropout import MaskSpec, keep_mask
 from gtool.trainer.randomness import initial_weight

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.npyio import load_npy
+from gtool.preprocess.npyio import header_lock, load_npy
 from gtool.preprocess.sources.fileinfo import check_readable, work_copy_path
 from gtool.preprocess.sources.npzmember import NpzMember, read_npy_header
 
@@ -76,6 +76,18 @@ class ArrayRef:
         if not os.path.exists(dest):
             self.member().extract(dest)
         return replace(self, path=dest, key=None)
+
+
+def load_array(ref: ArrayRef) -> np.ndarray:
+    """A whole (small) array of a .npy or .npz, never unpickling."""
+    if ref.key is None:
+        return np.array(ref.open())
+    ref.header()
+    try:
+        with header_lock(), np.load(ref.path, allow_pickle=False) as archive:
+            return archive[ref.key]
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(ref.where, f"cannot read the array: {exc}") from None
 
 
 def check_kind(dtype: np.dtype, where: str, expected: str, kinds: str = "iuf") -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtool.geometry import ceil_div
+from gtool.geometry.bands import ceil_div
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 
 GENERATOR_BLOCK = 1 << 20

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource
+from gtool.preprocess.sources.benchmark import BENCHMARK_KEYS, BenchmarkSource
 from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.numpyedges import open_npy_edges, open_npz_edges
 from gtool.preprocess.sources.parquetedges import ParquetEdgeSource
-from gtool.preprocess.sources.sparse.benchmark import BENCHMARK_KEYS, BenchmarkSource
 from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, open_scipy_npz
 from gtool.preprocess.sources.text.edges import TextEdgeSource
 from gtool.preprocess.sources.text.mtx import MtxSource

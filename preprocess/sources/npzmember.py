@@ -19,7 +19,7 @@ from typing import IO
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.npyio import header_lock
+from gtool.preprocess.npyio import header_lock
 from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable, write_atomically
 
 LOCAL_HEADER = struct.Struct("<4s22xHH")

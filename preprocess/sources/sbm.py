@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.generated_nodes import random_split, uniform_rows
 from gtool.preprocess.sources.base import FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.blocks import BlockedChunk, block_ranges
+from gtool.preprocess.sources.nodes.generated import random_split, uniform_rows
 
 SBM_FEATURES = 32
 SBM_HOMOPHILY = 0.8

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 
-from gtool import layout
 from gtool.preprocess.sources.planetoid.source import open_planetoid
-from gtool.store import open_store
+from gtool.store import layout
+from gtool.store.reader import open_store
 from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
 
 

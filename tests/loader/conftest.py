@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gtool import layout
-from gtool.preprocess.generated_nodes import RandomFeatures
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.pipeline import shard
 from gtool.preprocess.resolve import resolve_source
-from gtool.store import Store
+from gtool.preprocess.sources.nodes.generated import RandomFeatures
+from gtool.store import layout
+from gtool.store.reader import Store
 from tests.reference import normalized_adjacency, permuted, source_edges
 
 GRAPH = "grid:13x11"  # N = 143: divisible by none of the band counts 2, 3

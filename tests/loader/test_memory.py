@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import zarr
 
-from gtool import chunks
-from gtool.geometry import band
+from gtool.geometry.bands import band
 from gtool.loader import RankData, load_rank
 from gtool.loader.node_rows import read_band
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.pipeline import shard
+from gtool.store import chunks
 
 T = TypeVar("T")
 FIXED_OVERHEAD = (

@@ -1,4 +1,4 @@
-"""Which shards, tiles, feature block and label rows a rank holds (gtool.grid / gtool.geometry)."""
+"""Which shards, tiles, feature block and label rows a rank holds (gtool.geometry.bands)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from gtool.geometry import tile_size
-from gtool.grid import ProcessGrid, feature_block, label_band, rank_geometry, rank_tiles
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import feature_block, label_band, rank_geometry, rank_tiles
+from gtool.geometry.tiles import tile_size
 from tests.loader.expected import label_range, layer_rects, tiles_overlapped
 
 

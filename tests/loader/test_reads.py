@@ -14,9 +14,9 @@ import pytest
 import torch
 import zarr
 
-from gtool import layout
 from gtool.errors import StoreError
 from gtool.loader import RankData, load_rank
+from gtool.store import layout
 from tests.loader.conftest import CUT, ReferenceStore
 from tests.loader.expected import layer_rects, tiles_overlapped
 from tests.storefiles import array_chunks

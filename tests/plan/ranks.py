@@ -12,12 +12,12 @@ from pathlib import Path
 import torch
 
 from gtool.loader import load_rank
-from gtool.plan.tensorbytes import LiveTensorBytes
-from gtool.store import Store, TileData
+from gtool.store.reader import Store, TileData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, GroupCache
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer
+from tests.support.tensorbytes import LiveTensorBytes
 from tests.trainer.cases import grid_comm, joined_world
 
 CPU = torch.device("cpu")

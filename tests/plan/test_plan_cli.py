@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gtool.cli.main import app
-from gtool.grid import ProcessGrid, layer_widths
-from gtool.plan.collectives import bytes_by_group, epoch_collectives
-from gtool.plan.shapes import layer_shapes
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_widths
+from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
+from gtool.plan.model.shapes import layer_shapes
 from tests.conftest import make_store
 
 GTOOL = [sys.executable, "-m", "gtool.cli"]

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtool.gridstats import ShardNnz, all_layer_shards, layer_balance
-from gtool.plan.bandnnz import ShardNnzTable
-from gtool.plan.calibrate import calibrate
-from gtool.plan.profile import ProfileError, load_profile, save_profile
-from gtool.plan.shapes import factorizations
-from gtool.store import open_store
-from gtool.tilescan import scan_tiles
+from gtool.plan.calibration.microbench import calibrate
+from gtool.plan.model.bandnnz import ShardNnzTable
+from gtool.plan.model.profile import ProfileError, load_profile, save_profile
+from gtool.plan.model.shapes import factorizations
+from gtool.stats.grid import ShardNnz, all_layer_shards, layer_balance
+from gtool.store.reader import open_store
+from gtool.store.scan import scan_tiles
 from tests.conftest import make_store
 
 
@@ -33,7 +33,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])
 def test_shard_nonzeros_match_a_scan_of_every_shard(store: str, dims: tuple[int, int, int]) -> None:
-    from gtool.grid import ProcessGrid
+    from gtool.geometry.grid import ProcessGrid
 
     opened, grid = open_store(store), ProcessGrid(*dims)
     shards = all_layer_shards(grid, 4, opened)
@@ -68,8 +68,8 @@ def test_profile_files_are_checked(tmp_path: Path) -> None:
 
 
 def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store: str) -> None:
-    import gtool.plan.calibrate as module
-    import gtool.plan.calibrate_epochs as epochs
+    import gtool.plan.calibration.epochs as epochs
+    import gtool.plan.calibration.microbench as module
 
     monkeypatch.setattr(module, "SPMM_SCALES", (8, 10))
     monkeypatch.setattr(module, "GEMM_SHAPES", ((256, 8, 8), (1024, 16, 16)))

@@ -2,7 +2,7 @@
 
 The tests train one epoch per grid, all in one spawned world (tests/plan/ranks.py); every rank reports the
 bytes its collectives moved (the trainer's own CommBytes counters, as --log records them) and its live
-tensor bytes (gtool.plan.tensorbytes.LiveTensorBytes).
+tensor bytes (tests.support.tensorbytes.LiveTensorBytes).
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gtool.grid import ProcessGrid, layer_widths
-from gtool.plan.bandnnz import ShardNnzTable
-from gtool.plan.collectives import bytes_by_group, epoch_collectives
-from gtool.plan.memory import ModelSettings, estimate_memory
-from gtool.plan.shapes import factorizations, layer_shapes
-from gtool.store import open_store
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_widths
+from gtool.plan.model.bandnnz import ShardNnzTable
+from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
+from gtool.plan.model.memory import ModelSettings, estimate_memory
+from gtool.plan.model.shapes import factorizations, layer_shapes
+from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
 from tests.conftest import make_store

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool import layout
-from gtool.preprocess.generated_nodes import RandomFeatures, degree_classes
 from gtool.preprocess.sources.generators import parse_generator
-from gtool.store import open_store
+from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes
+from gtool.store import layout
+from gtool.store.reader import open_store
 from tests.conftest import make_store
 from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
 

@@ -13,7 +13,7 @@ import zarr
 
 from gtool.errors import InputError, StoreError, StoreExistsError
 from gtool.preprocess import reducer
-from gtool.store import open_store
+from gtool.store.reader import open_store
 from tests.conftest import make_store
 
 

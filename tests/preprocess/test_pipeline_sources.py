@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gtool import layout
-from gtool.store import Store, open_store
+from gtool.store import layout
+from gtool.store.reader import Store, open_store
 from tests.conftest import make_store
 from tests.preprocess.sources.helpers import rmat_edges
 from tests.preprocess.sources.ogb.test_ogb import N as OGB_NODES

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 import zarr
 
-from gtool import layout
+from gtool.store import layout
 from tests.conftest import make_store
 from tests.preprocess.sources.sparse.test_sparse_npz import N, benchmark_arrays, rmat_matrix
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gtool.store import Store
+from gtool.store.reader import Store
 from tests.conftest import make_store
 from tests.reference import reassemble
 

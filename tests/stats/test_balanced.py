@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtool.grid import ProcessGrid
+from gtool.geometry.grid import ProcessGrid
 from gtool.preprocess.balanced import balanced_permutations
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
-from gtool.storestats import GridPlan, collect_stats
+from gtool.stats.report import GridPlan, collect_stats
 from tests.reference import assert_same_sparse, normalized_adjacency, permuted, source_edges
 from tests.stats.conftest import StatsStore, StoreCase, build
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtool.compare import COMPARED
 from gtool.preprocess.permutation import SCHEMES, make_permutations
-from gtool.storestats import collect_stats
+from gtool.stats.compare import COMPARED
+from gtool.stats.report import collect_stats
 from tests.stats.conftest import SEED, StatsStore, StoreCase, build
 
 

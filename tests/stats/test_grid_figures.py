@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool import layout
-from gtool.grid import ProcessGrid
-from gtool.storestats import GridPlan, collect_stats
+from gtool.geometry.grid import ProcessGrid
+from gtool.stats.report import GridPlan, collect_stats
+from gtool.store import layout
 from tests.loader.expected import (
     LAYER_AXES,
     band_range,

@@ -10,10 +10,10 @@ import pytest
 import zarr
 from typer.testing import CliRunner
 
-from gtool import layout
 from gtool.cli.main import app
-from gtool.grid import ProcessGrid
-from gtool.storestats import GridPlan, collect_stats
+from gtool.geometry.grid import ProcessGrid
+from gtool.stats.report import GridPlan, collect_stats
+from gtool.store import layout
 from tests.stats.conftest import StatsStore, StoreCase, build
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool.storestats import collect_stats
+from gtool.stats.report import collect_stats
 from tests.stats.conftest import StatsStore, tile_counts, touched_per_tile
 
 

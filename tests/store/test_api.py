@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import gtool
-from gtool.convert import PYG_MISSING
 from gtool.preprocess.sources.generators import parse_generator
+from gtool.store.convert import PYG_MISSING
 from tests.conftest import make_store
 from tests.docs.test_python_examples import FakeData
 from tests.reference import assert_same_sparse, normalized_adjacency, source_edges
@@ -29,11 +29,11 @@ def test_a_store_back_in_original_order_is_the_generated_graph(tmp_path: Path) -
     source = parse_generator(spec)
     want = normalized_adjacency(*source_edges(source), n)
     for matrix in (0, 1):
-        assert_same_sparse(store.to_scipy(matrix), want)
+        assert_same_sparse(gtool.to_scipy(store, matrix), want)
     data = source.node_data()
-    np.testing.assert_array_equal(store.features(), data.features.read_rows(np.arange(n)))
-    np.testing.assert_array_equal(store.labels(), data.labels)
-    np.testing.assert_array_equal(store.split(), data.split)
+    np.testing.assert_array_equal(gtool.features(store), data.features.read_rows(np.arange(n)))
+    np.testing.assert_array_equal(gtool.labels(store), data.labels)
+    np.testing.assert_array_equal(gtool.split(store), data.split)
     assert sum(1 for _ in store.iter_tiles(1)) == 9
 
 
@@ -41,14 +41,14 @@ def test_to_pyg_keeps_edge_direction_and_masks(tmp_path: Path, monkeypatch: pyte
     fake_pyg(monkeypatch)
     store = gtool.open_store(make_store("rmat:6:4", tmp_path / "d.zarr", tiles=2, directed=True))
     src, dst = source_edges(parse_generator("rmat:6:4"))
-    data = store.to_pyg()
+    data = gtool.to_pyg(store)
     got = set(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist(), strict=True))
     assert got == set(zip(src.tolist(), dst.tolist(), strict=True)) | {(v, v) for v in range(64)}
-    adjacency = store.to_scipy()
+    adjacency = gtool.to_scipy(store)
     np.testing.assert_array_equal(data.edge_weight.numpy(), adjacency.tocoo().data)
     assert data.num_nodes == 64 and data.x.shape == (64, store.num_features)
     masks = data.train_mask.int() + data.val_mask.int() + data.test_mask.int()
-    assert masks.max() == 1 and np.array_equal(data.y.numpy(), store.labels())
+    assert masks.max() == 1 and np.array_equal(data.y.numpy(), gtool.labels(store))
 
 
 def test_to_pyg_without_torch_geometric_says_what_to_install(
@@ -57,5 +57,5 @@ def test_to_pyg_without_torch_geometric_says_what_to_install(
     monkeypatch.setitem(sys.modules, "torch_geometric", None)
     store = gtool.open_store(make_store("grid:4x4", tmp_path / "g.zarr", tiles=1))
     with pytest.raises(ImportError, match="pip install torch_geometric") as error:
-        store.to_pyg()
+        gtool.to_pyg(store)
     assert str(error.value) == PYG_MISSING

@@ -13,12 +13,12 @@ import pytest
 import zarr
 from zarr.codecs import ZstdCodec
 
-from gtool import layout
 from gtool.errors import DamagedChunkError
 from gtool.loader import load_rank
 from gtool.preprocess import chunk_writer
-from gtool.store import Store, open_store
-from gtool.verify import verify_store
+from gtool.store import layout
+from gtool.store.reader import Store, open_store
+from gtool.store.verify import verify_store
 from tests.conftest import make_store
 from tests.reference import assert_same_sparse, reassemble
 from tests.storefiles import CHUNK_KEY
@@ -129,7 +129,7 @@ def test_a_damaged_chunk_read_names_store_tile_and_array(store: Path, tmp_path: 
 def store_written_as_before(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str, value: object
 ) -> Store:
-    """rmat:7:4 (the store fixture's graph) sharded into tmp_path/old.zarr with gtool.layout's `setting`
+    """rmat:7:4 (the store fixture's graph) sharded into tmp_path/old.zarr with gtool.store.layout's `setting`
     as it was before."""
     monkeypatch.setattr(layout, setting, value)
     chunk_writer._template.cache_clear()

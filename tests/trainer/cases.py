@@ -18,9 +18,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from gtool.geometry import Band
-from gtool.grid import ProcessGrid
-from gtool.layout import order_of_layer_output
+from gtool.geometry.bands import Band
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import order_of_layer_output
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm

@@ -8,11 +8,11 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from gtool import layout
 from gtool.loader import load_rank
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
-from gtool.store import Store
+from gtool.store import layout
+from gtool.store.reader import Store
 from gtool.trainer.serial import SerialGraph
 from tests.reference import normalized_adjacency, source_edges
 

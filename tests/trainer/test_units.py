@@ -47,8 +47,15 @@ def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> N
         assert os.environ["NUMBA_NUM_THREADS"] == "3"
 
 
-def test_importing_gtool_asks_for_huge_pages() -> None:
-    assert os.environ["THP_MEM_ALLOC_ENABLE"] in ("0", "1")
+def test_the_command_asks_for_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gtool.cli.main import main
+
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    main(version=False)
+    assert os.environ["THP_MEM_ALLOC_ENABLE"] == "1"
+    monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "0")
+    main(version=False)
+    assert os.environ["THP_MEM_ALLOC_ENABLE"] == "0"
 
 
 @pytest.mark.parametrize("blocks", [1, 2, 3, 7, 40])

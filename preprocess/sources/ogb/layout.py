@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gtool import layout
 from gtool.errors import InputError
 from gtool.preprocess.sources.ogb.pt import load_pt
+from gtool.store import layout
 
 SHORT_NAMES = {"arxiv": "ogbn-arxiv", "products": "ogbn-products", "papers100m": "ogbn-papers100M"}
 GRAPH_FILES = {

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from gtool import layout
 from gtool.errors import InputError
 from gtool.preprocess.sources.npzmember import NpzMember
 from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
 from gtool.preprocess.sources.ogb.pt import load_pt
+from gtool.store import layout
 
 FLAT_CHUNK = 1 << 22
 Locate = Callable[[int], tuple[int | None, str | None]]

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from gtool import layout
 from gtool.errors import InputError
 from gtool.preprocess.sources.planetoid.pickles import load_restricted, to_csr
+from gtool.store import layout
 
 NUM_VALID = 500
 

@@ -12,9 +12,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind
+from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
-from gtool.preprocess.sources.nodearrays import load_array
 
 CHECK_BLOCK = 1 << 22
 

@@ -16,7 +16,7 @@ from gtool.cli.main import app
 from gtool.errors import InputError
 from gtool.preprocess.sources.planetoid import download
 from gtool.preprocess.sources.planetoid.download import URL_VARIABLE, fetch_planetoid, planetoid_name
-from gtool.store import open_store
+from gtool.store.reader import open_store
 
 
 class ShortHandler(http.server.SimpleHTTPRequestHandler):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
-from gtool.preprocess.sources.nodefiles import load_features
+from gtool.preprocess.sources.nodes.files import load_features
 from tests.preprocess.sources.helpers import multiset, read_all, rmat_edges
 
 N = 256

@@ -1,0 +1,97 @@
+"""A store back in the original node order: scipy CSR, numpy node arrays, or a torch_geometric Data.
+
+These hold the whole graph in memory (for graphs that fit: inspection, small-scale baselines, PyG
+interop); training on large graphs reads per-rank shards with gtool.loader.load_rank instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gtool.store import layout
+from gtool.store.chunks import read_checked
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from gtool.store.reader import Store
+
+PYG_MISSING = (
+    "gtool.to_pyg() needs torch_geometric, which is not installed (pip install torch_geometric); "
+    "gtool.to_scipy(), features(), labels() and split() work without it"
+)
+
+
+def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
+    """The stored matrix Â (normalized, with self-loops) indexed by original node ids, as float32 CSR.
+
+    A0[i, j] = Â[pr[i], pc[j]] and A1[i, j] = Â[pc[i], pr[j]]: each tile's entries are mapped back through
+    the permutations (vectorized per tile).
+    """
+    import scipy.sparse as sp  # here, not at the top: `import gtool` stays free of scipy
+
+    rows_perm, cols_perm = (
+        (store.perm("r"), store.perm("c")) if matrix == 0 else (store.perm("c"), store.perm("r"))
+    )
+    s, n = store.tile_size, store.num_nodes
+    rows, cols, vals = [], [], []
+    for i, j, tile in store.iter_tiles(matrix):
+        rows.append(rows_perm[i * s + tile.row.astype(np.int64)])
+        cols.append(cols_perm[j * s + tile.col.astype(np.int64)])
+        vals.append(tile.val)
+    coo = sp.coo_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n), dtype=np.float32
+    )
+    return coo.tocsr()
+
+
+def original_rows(store: Store, path: str, order: str) -> np.ndarray:
+    """A node array stored in pr ('r') or pc ('c') order, put back in original node order."""
+    stored = read_checked(store.array(path), where=store.location)
+    out = np.empty_like(stored)
+    out[store.perm(order)] = stored
+    return out
+
+
+def features(store: Store) -> np.ndarray:
+    """float32[N, F] features by original node id (stored in pc order)."""
+    return original_rows(store, layout.FEATURES, "c")
+
+
+def labels(store: Store) -> np.ndarray:
+    """int64 labels by original node id (-1: none)."""
+    return original_rows(store, layout.LABELS["r"], "r")
+
+
+def split(store: Store) -> np.ndarray:
+    """int8 split codes by original node id: 0 train, 1 valid, 2 test, -1 none."""
+    return original_rows(store, layout.SPLIT["r"], "r")
+
+
+def to_pyg(store: Store) -> Any:
+    """A torch_geometric.data.Data of the whole graph in original node order.
+
+    edge_index[:, e] = (source, target) with Â[target, source] stored (messages flow source -> target, as
+    PyG aggregates), edge_weight the normalized weights (self-loops included: use GCNConv(normalize=False,
+    add_self_loops=False) with edge_weight to reproduce gtool's layer), x, y, and train/val/test masks.
+    """
+    try:
+        from torch_geometric.data import Data
+    except ImportError:
+        raise ImportError(PYG_MISSING) from None
+    import torch
+
+    adj = to_scipy(store, 0).tocoo()
+    split_codes = split(store)
+    return Data(
+        x=torch.from_numpy(features(store)),
+        edge_index=torch.from_numpy(np.stack([adj.col, adj.row]).astype(np.int64)),
+        edge_weight=torch.from_numpy(adj.data),
+        y=torch.from_numpy(labels(store)),
+        train_mask=torch.from_numpy(split_codes == layout.SPLIT_CODES["train"]),
+        val_mask=torch.from_numpy(split_codes == layout.SPLIT_CODES["valid"]),
+        test_mask=torch.from_numpy(split_codes == layout.SPLIT_CODES["test"]),
+        num_nodes=store.num_nodes,
+    )

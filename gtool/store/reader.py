@@ -1,0 +1,194 @@
+"""Read-only access to a gtool store, refusing incomplete, unknown-layout or inconsistent stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import zarr
+
+from gtool.errors import StoreError
+from gtool.geometry.tiles import tile_range, tile_size
+from gtool.store import layout
+from gtool.store.chunks import read_checked
+
+
+@dataclass(frozen=True)
+class TileData:
+    """One stored tile: tile-local (row, col) sorted by (row, col), and normalized values."""
+
+    row: np.ndarray
+    col: np.ndarray
+    val: np.ndarray
+
+    @property
+    def nnz(self) -> int:
+        return int(self.row.shape[0])
+
+
+def tile_problem(tile: TileData, height: int, width: int) -> str | None:
+    """What is wrong with a tile's entries (unsorted, duplicated or out-of-range), or None."""
+    if tile.nnz == 0:
+        return None
+    row_step = np.diff(tile.row)
+    if np.any(row_step < 0):
+        return "entries are not sorted by row"
+    if np.any(np.diff(tile.col)[row_step == 0] <= 0):
+        return "entries are not sorted by (row, col) or hold duplicates"
+    if tile.row[0] < 0 or tile.row[-1] >= height:
+        return f"row index outside [0, {height})"
+    if tile.col.min() < 0 or tile.col.max() >= width:
+        return f"column index outside [0, {width})"
+    return None
+
+
+class Store:
+    """A complete gtool store opened for reading (a path or any fsspec URL zarr accepts)."""
+
+    def __init__(self, location: str, storage_options: dict[str, Any] | None = None):
+        self.location = str(location)
+        try:
+            self.group = zarr.open_group(store=self.location, mode="r", storage_options=storage_options)
+        except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError) as exc:
+            raise StoreError(f"{self.location}: not a gtool store ({exc})") from None
+        meta = dict(self.group.attrs).get(layout.META_KEY)
+        if not isinstance(meta, dict):
+            raise StoreError(f"{self.location}: not a gtool store (no '{layout.META_KEY}' attributes)")
+        if meta.get("layout") != layout.LAYOUT_VERSION:
+            raise StoreError(
+                f"{self.location}: unknown store layout {meta.get('layout')!r} "
+                f"(this gtool reads layout {layout.LAYOUT_VERSION})"
+            )
+        if meta.get("complete") is not True:
+            raise StoreError(
+                f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard"
+            )
+        self.meta: dict[str, Any] = meta
+        self._tile_nnz: dict[int, np.ndarray] = {}
+        self._check_arrays()
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.meta["num_nodes"])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.meta["num_features"])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.meta["num_classes"])
+
+    @property
+    def tiles(self) -> int:
+        return int(self.meta["tiles"][0])
+
+    @property
+    def tile_size(self) -> int:
+        return int(self.meta["tile_size"])
+
+    @property
+    def matrices(self) -> list[int]:
+        """Stored matrices: [0] when pr == pc, else [0, 1]."""
+        return [0, 1] if "1" in self.group["adj"] else [0]
+
+    @property
+    def two_matrices(self) -> bool:
+        return len(self.matrices) == 2
+
+    def tile_nnz(self, matrix: int) -> np.ndarray:
+        """T x T int64 array of nonzeros per tile, from the metadata (parsed once per matrix)."""
+        if matrix not in self._tile_nnz:
+            self._tile_nnz[matrix] = np.asarray(self.meta["stats"][str(matrix)]["tile_nnz"], dtype=np.int64)
+        return self._tile_nnz[matrix]
+
+    def tile_bounds(self, i: int, j: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Global row and column ranges of tile (i, j)."""
+        s, n = self.tile_size, self.num_nodes
+        return tile_range(i, s, n), tile_range(j, s, n)
+
+    def array(self, path: str) -> zarr.Array:
+        """An array of the store by path, with an error naming the store when it is missing."""
+        try:
+            node = self.group[path]
+        except KeyError:
+            raise StoreError(f"{self.location}: missing array {path}") from None
+        if not isinstance(node, zarr.Array):
+            raise StoreError(f"{self.location}: {path} is not an array")
+        return node
+
+    def read_tile(self, matrix: int, i: int, j: int) -> TileData:
+        """Read tile (i, j) of a matrix, checking it against the metadata and its entries (sorted by
+        (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
+        where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
+        paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
+        missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
+        if missing:
+            raise StoreError(f"{where}: missing array {missing[0]}")
+        parts = [read_checked(self.group[p], where=where) for p in paths]
+        expected = int(self.tile_nnz(matrix)[i, j])
+        if any(p.shape != (expected,) for p in parts):
+            raise StoreError(
+                f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}"
+            )
+        tile = TileData(*parts)
+        (row0, row1), (col0, col1) = self.tile_bounds(i, j)
+        problem = tile_problem(tile, row1 - row0, col1 - col0)
+        if problem:
+            raise StoreError(f"{where}: {problem}")
+        return tile
+
+    def iter_tiles(self, matrix: int = 0) -> Iterator[tuple[int, int, TileData]]:
+        """(i, j, tile) for every tile of a matrix in row-major order, each read and checked when reached."""
+        for i in range(self.tiles):
+            for j in range(self.tiles):
+                yield i, j, self.read_tile(matrix, i, j)
+
+    def perm(self, which: str) -> np.ndarray:
+        """pr ('r') or pc ('c'): position -> original node id."""
+        return read_checked(
+            self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS), where=self.location
+        )
+
+    def _check_arrays(self) -> None:
+        n = self.num_nodes
+        expected = {
+            layout.PERM_ROWS: (n,),
+            layout.PERM_COLS: (n,),
+            layout.FEATURES: (n, self.num_features),
+            layout.SPLIT["r"]: (n,),
+            layout.SPLIT["c"]: (n,),
+        }
+        for path, shape in expected.items():
+            got = self.array(path).shape
+            if tuple(got) != shape:
+                raise StoreError(
+                    f"{self.location}: array {path} has shape {tuple(got)}, metadata implies {shape}"
+                )
+        for order in ("r", "c"):
+            got = self.array(layout.LABELS[order]).shape
+            if got[0] != n:
+                raise StoreError(
+                    f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}"
+                )
+        tiles = self.meta.get("tiles")
+        if not (isinstance(tiles, list) and len(tiles) == 2 and tiles[0] == tiles[1] and tiles[0] >= 1):
+            raise StoreError(f"{self.location}: metadata 'tiles' is {tiles!r}, expected [T, T]")
+        if self.tile_size != tile_size(n, self.tiles):
+            raise StoreError(
+                f"{self.location}: metadata tile_size {self.tile_size} does not match ceil(N / T) = "
+                f"{tile_size(n, self.tiles)} for N = {n}, T = {self.tiles}"
+            )
+        if "adj" not in self.group or "0" not in self.group["adj"]:
+            raise StoreError(f"{self.location}: missing group adj/0 (the tiles of A0)")
+        t = self.tiles
+        for m in self.matrices:
+            if self.tile_nnz(m).shape != (t, t):
+                raise StoreError(f"{self.location}: stats of A{m} do not describe a {t}x{t} tiling")
+
+
+def open_store(location: str, storage_options: dict[str, Any] | None = None) -> Store:
+    """Open a complete store for reading."""
+    return Store(location, storage_options)

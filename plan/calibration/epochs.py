@@ -1,0 +1,208 @@
+"""Short real training epochs that calibrate what the microbenchmarks cannot see.
+
+The microbenchmarks (gtool.plan.calibration.microbench) time each operation alone, warm, on an idle machine.
+In a real epoch the operations run cold, between others, in the trainer's own order; ranks that share a
+machine share its cores, caches and memory bandwidth with each other and with the collectives' transport
+threads; ranks wait for each other at every collective; and Python, autograd and the allocator take time
+outside any timed operation. So `gtool plan --calibrate` also trains a few epochs of gtool's GCN (3 layers,
+hidden 32 and 128, dropout 0.5) on small R-MAT stores it builds in a scratch folder, on one rank and on
+every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 2, 4, ... up to --max-group), and
+compares every rank's phase times (the trainer's own PhaseTimer) with the model's prediction from the
+microbenchmarks alone. Per k (gtool.plan.model.profile.EpochFactors), over its runs:
+
+    spmm, dense        the slope f of  measured phase seconds ~ f * modelled ones + c * layers,
+                       fitted over the runs (non-negative, relative errors), per phase (SpMM, dense);
+                       allocation: the same over both phases together
+    overhead_per_layer mean of (measured epoch - measured comm - spmm * modelled SpMM
+                                - dense * modelled dense) / layers
+    collective_latency sum of (measured comm - modelled comm) / number of collectives
+
+The slope is what grows with the work; the fixed cost c per layer (Python, dispatch, and with k ranks the
+wake-ups around every collective) stays in the overhead, so that a small calibration store does not
+inflate the factor that large graphs are priced with. k ranks computing side by side on one machine
+are measured as they run in training: they share the cores, caches and memory bandwidth with each other
+and with the collectives' transport threads, which makes each of them several times slower per unit of
+work on a 2-core CPU (1 on GPUs, each rank with its own).
+
+The first WARMUP epochs of every run are left out, as a steady training run would leave them.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_widths
+from gtool.loader import load_rank
+from gtool.plan.calibration.fit import fit_relative
+from gtool.plan.model.bandnnz import ShardNnzTable
+from gtool.plan.model.planner import PlanRequest, estimate_grid
+from gtool.plan.model.profile import DeviceProfile, EpochFactors
+from gtool.store.reader import open_store
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.launch import RankEnv, join_world, run_local
+from gtool.trainer.loop import Trainer
+from gtool.trainer.timing import PhaseTimer
+
+EPOCH_SCALES = (14, 16)
+EPOCH_HIDDENS = (32, 128)
+EPOCHS = 6
+WARMUP = 2
+STORE_OPTIONS = {"tiles": 8, "num_features": 128, "num_classes": 32, "seed": 11}
+PHASES = ("seconds", "spmm", "dense", "comm")
+
+Report = Callable[[str], None]
+
+
+def _rank_device(device_type: str, env: RankEnv) -> torch.device:
+    if device_type != "cuda":
+        return torch.device("cpu")
+    device = torch.device("cuda", env.local_rank)
+    torch.cuda.set_device(device)
+    return device
+
+
+def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int, out: str) -> None:
+    """One of k ranks: train every case (all grids of k ranks) for its epochs and write the phase times
+    of each epoch after the first `warmup` to OUT.RANK (settings come as arguments: a spawned process
+    sees the module's defaults, not a caller's)."""
+    config = cases[0][1]
+    device = _rank_device(config.device_type, env)
+    torch.set_num_threads(config.threads)
+    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+    join_world(env, config.backend, timedelta(seconds=300))
+    results, made = {}, {}
+    for name, config in cases:
+        grid = ProcessGrid(*config.grid)
+        comm = build_grid_comm(grid, config.timeout, PhaseTimer(device), device, made)
+        data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.layers, device=device)
+        trainer = Trainer(data, comm, config, device)
+        del data
+        records = [trainer.train_epoch(epoch) for epoch in range(1, config.epochs + 1)]
+        results[name] = [[getattr(r, phase) for phase in PHASES] for r in records[warmup:]]
+        del trainer
+    dist.barrier()
+    dist.destroy_process_group()
+    Path(f"{out}.{env.rank}").write_text(json.dumps(results))
+
+
+def _grids(k: int) -> list[tuple[int, int, int]]:
+    return [(1, 1, 1)] if k == 1 else [(k, 1, 1), (1, k, 1), (1, 1, k)]
+
+
+def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float, float, int]:
+    """The microbenchmark model's seconds of one epoch of `config`: SpMM and dense (mean over ranks),
+    communication, and the number of collectives."""
+    store = open_store(config.store)
+    grid = ProcessGrid(*config.grid)
+    request = PlanRequest(grid.size, layers=config.layers, hidden=config.hidden)
+    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    table = ShardNnzTable(store, set(grid.dims))
+    estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
+    spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
+    return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
+
+
+def _slope(measured: np.ndarray, modelled: np.ndarray, layers: np.ndarray) -> float:
+    """f of measured ~ f * modelled + c * layers over runs (non-negative, relative errors): the factor on
+    the modelled seconds, apart from a fixed cost per layer (which the overhead takes up). Runs that
+    cannot tell the two apart (one run, or a slope fitted to 0) give measured over modelled seconds."""
+    ratio = float(measured.sum() / modelled.sum())
+    if len(measured) < 2:
+        return ratio
+    slope = float(fit_relative(np.column_stack([modelled, layers]).tolist(), measured.tolist())[0])
+    return slope if slope > 0 else ratio
+
+
+def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile: DeviceProfile) -> dict:
+    """EpochFactors (as a dict) of one k from every rank's steady epochs of every case (the module
+    docstring has the formulas); measured figures are means over ranks and epochs, modelled SpMM and
+    dense seconds include their page faults."""
+    rows = []
+    for name, config in cases.items():
+        epochs = np.array(measured[name])  # rank, epoch, phase (epoch, SpMM, dense, comm)
+        modelled_spmm, modelled_dense, comm, count = _modelled(config, profile)
+        seconds, spmm, dense, comm_measured = epochs.mean(axis=(0, 1))
+        rows.append(
+            (modelled_spmm, modelled_dense, comm, count, config.layers, seconds, spmm, dense, comm_measured)
+        )
+    model_s, model_d, comm, count, layers, seconds, spmm, dense, comm_measured = map(
+        np.array, zip(*rows, strict=True)
+    )
+    factors = {"spmm": _slope(spmm, model_s, layers), "dense": _slope(dense, model_d, layers)}
+    factors["allocation"] = _slope(spmm + dense, model_s + model_d, layers)
+    left = seconds - comm_measured - factors["spmm"] * model_s - factors["dense"] * model_d
+    collectives = count.sum()
+    return {
+        **{kind: float(value) for kind, value in factors.items()},
+        "collective_latency": max(float((comm_measured - comm).sum()) / collectives, 0.0)
+        if collectives
+        else 0.0,
+        "overhead_per_layer": max(float(np.mean(left / layers)), 0.0),
+    }
+
+
+def _stores(scratch: Path, report: Report) -> dict[str, str]:
+    """The calibration stores, built in `scratch`, by source."""
+    from gtool.preprocess.options import ShardOptions
+    from gtool.preprocess.pipeline import shard
+
+    stores = {}
+    for scale in EPOCH_SCALES:
+        source = f"rmat:{scale}:8"
+        report(f"building the calibration store {source}")
+        stores[source] = str(scratch / f"rmat-{scale}-8.zarr")
+        shard(source, stores[source], ShardOptions(workers=1, **STORE_OPTIONS))
+    return stores
+
+
+def calibrate_epochs(
+    profile: DeviceProfile,
+    backend: str,
+    device_type: str,
+    threads: int,
+    groups: list[int],
+    report: Report,
+) -> tuple[dict[int, EpochFactors], dict]:
+    """EpochFactors for 1 rank and for each k of `groups` ranks side by side, from real epochs; and the
+    measured phase times (seconds per rank, epoch and phase: epoch, SpMM, dense, comm) with the factors
+    fitted on them. `profile` is the microbenchmarks' profile (its own epoch factors are ignored)."""
+    base = replace(profile, epochs={})
+    factors, raw = {}, {}
+    with tempfile.TemporaryDirectory(prefix="gtool-calibrate-") as scratch:
+        stores = _stores(Path(scratch), report)
+        for k in [1, *sorted(groups)]:
+            report(f"training epochs on {k} rank(s) side by side")
+            cases = {
+                f"{source}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig(
+                    store=store,
+                    grid=grid,
+                    hidden=hidden,
+                    epochs=EPOCHS,
+                    threads=threads,
+                    backend=backend,
+                    device=device_type,
+                )
+                for source, store in stores.items()
+                for hidden in EPOCH_HIDDENS
+                for grid in _grids(k)
+            }
+            out = str(Path(scratch) / f"k{k}")
+            run_local(k, _epoch_rank, list(cases.items()), WARMUP, out)
+            per_rank = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
+            measured = {name: [mine[name] for mine in per_rank] for name in cases}
+            fitted = _factors(measured, cases, base)
+            factors[k] = EpochFactors(**fitted)
+            raw[str(k)] = {"runs": measured, "factors": fitted}
+    return factors, raw

@@ -1,0 +1,129 @@
+"""Every collective of one training step of `gtool train`, exactly as gtool.trainer issues them.
+
+Per layer l with roles (a, b, c) and the padded blocks of gtool.plan.model.shapes (B_a = rows, B_b = inputs,
+C_in = in_cols, C_out = out_cols), in a group of more than one rank:
+
+    forward   all-gather  W part            a-group   G_a * ceil(C_in C_out / G_a)
+              all-gather  F_0 part (*)      a-group   G_a * ceil(B_b C_in / G_a)      layer 0 only
+              all-reduce  H = A F           b-group   B_a x C_in
+              all-reduce  Q = H W           c-group   B_a x C_out
+    backward  all-reduce  dH = dQ W^T       b-group   B_a x C_in        (l > 0 or *)
+              reduce-sc.  dW = H^T dQ       a-group   as the all-gather of W
+              all-reduce  dF = A^T dH       a-group   B_b x C_in        (l > 0)
+              reduce-sc.  dF_0 (*)          a-group   as the all-gather of F_0
+    loss      all-reduce  row max, sum of exponentials, target logit   b-group of the last layer, B_a each
+              all-reduce  loss              a-group of the last layer, 1 element
+
+(*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
+never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
+gtool.trainer.distributed.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
+rank and (g-1)/g of an all-gather's or reduce-scatter's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gtool.geometry.grid import AXES
+from gtool.plan.model.shapes import LayerShape
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+GROUPS = (*AXES, "all")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective every rank takes part in, in its group along `axis` (of `group_size` ranks)."""
+
+    layer: int
+    phase: str
+    operand: str
+    kind: str
+    axis: int
+    group_size: int
+    elements: int
+
+    def operand_bytes(self, itemsize: int) -> int:
+        return self.elements * itemsize
+
+    def wire_bytes(self, itemsize: int) -> float:
+        """Bytes each rank sends in a ring implementation."""
+        share = (self.group_size - 1) / self.group_size
+        return (2 if self.kind == "all_reduce" else 1) * share * self.operand_bytes(itemsize)
+
+    def summary(self, itemsize: int) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "phase": self.phase,
+            "operand": self.operand,
+            "kind": self.kind,
+            "group": AXES[self.axis],
+            "group_size": self.group_size,
+            "bytes": self.operand_bytes(itemsize),
+            "wire_bytes": self.wire_bytes(itemsize),
+        }
+
+
+def _layer_collectives(shape: LayerShape, learnable_features: bool) -> list[Collective]:
+    a, b, c = shape.roles
+    ga, gb, gc = shape.sizes
+    layer = shape.layer
+    learned_input = layer == 0 and learnable_features
+    weight = ga * shape.weight_part
+    features = ga * -(-shape.inputs * shape.in_cols // ga)
+    hidden, output = shape.rows * shape.in_cols, shape.rows * shape.out_cols
+
+    def make(phase: str, operand: str, kind: str, axis: int, size: int, elements: int) -> Collective:
+        return Collective(layer, phase, operand, kind, axis, size, elements)
+
+    items = [make("forward", "W", "all_gather", a, ga, weight)]
+    if learned_input:
+        items.append(make("forward", "F0", "all_gather", a, ga, features))
+    items += [
+        make("forward", "H = A F", "all_reduce", b, gb, hidden),
+        make("forward", "Q = H W", "all_reduce", c, gc, output),
+    ]
+    if layer > 0 or learned_input:
+        items.append(make("backward", "dH = dQ W^T", "all_reduce", b, gb, hidden))
+    items.append(make("backward", "dW = H^T dQ", "reduce_scatter", a, ga, weight))
+    if layer > 0:
+        items.append(make("backward", "dF = A^T dH", "all_reduce", a, ga, shape.inputs * shape.in_cols))
+    elif learned_input:
+        items.append(make("backward", "dF0", "reduce_scatter", a, ga, features))
+    return items
+
+
+def _loss_collectives(last: LayerShape) -> list[Collective]:
+    a, b, _ = last.roles
+    ga, gb, _ = last.sizes
+    layer = last.layer
+    per_row = [
+        Collective(layer, "loss", what, "all_reduce", b, gb, last.rows)
+        for what in ("row max", "sum exp", "target")
+    ]
+    return [*per_row, Collective(layer, "loss", "loss", "all_reduce", a, ga, 1)]
+
+
+def epoch_collectives(shapes: list[LayerShape], learnable_features: bool) -> list[Collective]:
+    """Every collective of one training step (forward, loss, backward) in groups of more than one rank."""
+    items = [c for shape in shapes for c in _layer_collectives(shape, learnable_features)]
+    items += _loss_collectives(shapes[-1])
+    return [c for c in items if c.group_size > 1]
+
+
+def bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, dict[str, int]]:
+    """Operand bytes per group and kind: the figures `gtool train --log` records as comm_bytes."""
+    totals = {group: dict.fromkeys(KINDS, 0) for group in GROUPS}
+    for c in collectives:
+        totals[AXES[c.axis]][c.kind] += c.operand_bytes(itemsize)
+    return totals
+
+
+def wire_bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, float]:
+    """Ring wire bytes each rank sends per epoch in its x-, y- and z-group."""
+    totals = dict.fromkeys(AXES, 0.0)
+    for c in collectives:
+        totals[AXES[c.axis]] += c.wire_bytes(itemsize)
+    return totals

@@ -1,0 +1,136 @@
+"""Predicted seconds of one training epoch on every rank of a grid, from shapes, nonzeros and a profile.
+
+Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonzeros):
+
+    SpMM    forward  A[B_a x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned)
+    dense   forward  H @ W (B_a x C_in x C_out), the ReLU fused with the next layer's dropout (one
+                     mask pass over B_a x C_out; layer 0's dropout one over B_b x C_in); backward
+                     dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
+                     gradient (an element-wise pass); the loss (about 12 passes over the logits block)
+                     and Adam (about 12 passes over the parameter parts)
+    alloc   every tensor the epoch creates (gtool.plan.model.memory's replay): the profile's page-fault cost
+            of a fresh block of its size (large blocks come fresh from the operating system every
+            epoch), in their layer; the SpMM outputs' (H, dF) in SpMM, as the trainer's phase timer sees
+            them, the others in dense
+    comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost
+
+Then what real epochs showed at calibration for k ranks side by side on one machine
+(gtool.plan.calibration.epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
+collective takes lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks
+share the machine's cores, caches and memory bandwidth, and the collectives' copies and sums and the
+transport's threads run on the same cores; k = 1 carries what the microbenchmarks' warm, isolated
+operations miss, and Python, autograd and the optimizer's time outside any operation.
+
+Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
+computation, plus the communication and the overhead:
+
+    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense + p_k alloc)
+            + sum over collectives (latency + wire bytes * per-byte cost + lambda_k) + L omega_k
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtool.plan.model.collectives import Collective
+from gtool.plan.model.memory import ModelSettings
+from gtool.plan.model.profile import DeviceProfile
+from gtool.plan.model.shapes import LayerShape
+
+LOSS_PASSES = 12
+ADAM_PASSES = 12
+
+
+@dataclass(frozen=True)
+class EpochTime:
+    """Seconds per rank and layer ([rank, layer] arrays) and of the collectives."""
+
+    spmm: np.ndarray
+    dense: np.ndarray
+    comm: float
+    overhead: float = 0.0
+
+    @property
+    def compute(self) -> np.ndarray:
+        return self.spmm + self.dense
+
+    @property
+    def total(self) -> float:
+        """The epoch: per layer the slowest rank's computation, plus all communication and overhead."""
+        return float(self.compute.max(axis=0).sum()) + self.comm + self.overhead
+
+    @property
+    def slowest_rank(self) -> int:
+        return int(self.compute.sum(axis=1).argmax())
+
+
+def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelSettings, last: bool) -> float:
+    item = m.itemsize
+    gemm, passes, masks = profile.gemm, profile.elementwise, profile.dropout
+    rows, cols_in, cols_out = shape.rows, shape.in_cols, shape.out_cols
+    needs_input = shape.layer > 0 or m.learnable_features
+    seconds = gemm.seconds(rows, cols_in, cols_out, item) + gemm.seconds(cols_in, rows, cols_out, item)
+    if needs_input:
+        seconds += gemm.seconds(rows, cols_out, cols_in, item)
+    if shape.layer == 0 and m.dropout > 0:
+        input_elements = shape.inputs * cols_in
+        seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
+    if not last:
+        output_elements = rows * cols_out
+        seconds += masks.seconds(output_elements, 1) + passes.seconds(output_elements * (2 * item + 1))
+    return seconds
+
+
+def _allocation_seconds(
+    allocated: list[tuple[str, int]], layers: int, profile: DeviceProfile
+) -> tuple[np.ndarray, np.ndarray]:
+    """Page-fault seconds per layer of the epoch's fresh tensors: (SpMM outputs, the others).
+
+    Tensors are named "<what> <layer>" by gtool.plan.model.memory ("grad Q -1" is layer 0's input gradient);
+    the loss's tensors belong to the last layer."""
+    spmm, dense = np.zeros(layers), np.zeros(layers)
+    for name, nbytes in allocated:
+        what, _, tail = name.rpartition(" ")
+        layer = min(max(int(tail), 0), layers - 1) if tail.lstrip("-").isdigit() else layers - 1
+        target = spmm if what in ("H", "dF") else dense
+        target[layer] += profile.allocation.seconds(nbytes)
+    return spmm, dense
+
+
+def epoch_time(
+    shapes: list[LayerShape],
+    nnz: np.ndarray,
+    collectives: list[Collective],
+    profile: DeviceProfile,
+    m: ModelSettings,
+    parameters: int,
+    ranks_per_node: int,
+    allocated: list[tuple[str, int]],
+) -> EpochTime:
+    """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
+    `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
+    `allocated` the tensors one epoch creates (name, bytes), as gtool.plan.model.memory replays them."""
+    item = m.itemsize
+    spmm = np.zeros(nnz.shape)
+    dense = np.zeros(nnz.shape)
+    for shape in shapes:
+        layer = shape.layer
+        forward = profile.spmm.seconds(nnz[:, layer], shape.rows, shape.inputs, shape.in_cols, item)
+        spmm[:, layer] = forward
+        if layer > 0 or m.learnable_features:
+            spmm[:, layer] += profile.spmm.seconds(
+                nnz[:, layer], shape.inputs, shape.rows, shape.in_cols, item
+            )
+        dense[:, layer] = _layer_dense(shape, profile, m, shape is shapes[-1])
+    last = shapes[-1]
+    dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
+    dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
+    f = profile.epoch_factors(ranks_per_node)
+    spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
+    spmm = spmm * f.spmm + spmm_alloc * f.allocation
+    dense = dense * f.dense + dense_alloc * f.allocation
+    comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
+    comm += f.collective_latency * len(collectives)
+    return EpochTime(spmm, dense, float(comm), f.overhead_per_layer * len(shapes))

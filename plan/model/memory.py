@@ -1,0 +1,217 @@
+"""Peak memory of one rank in a training epoch: what it holds throughout, plus the epoch's high-water mark.
+
+Resident throughout (`static`): every distinct adjacency shard as CSR with its CSR transpose (int64
+row pointers and column indices, stored values), the input-feature block, labels and split codes with
+the loss's masks, and the parameter parts with their Adam state (two tensors per parameter) and
+gradients. The epoch's tensors are replayed in the order gtool.trainer creates and frees them
+(`epoch_timeline`), and the peak is the largest running total; the block sizes are the padded shapes of
+gtool.plan.model.shapes, so the figure is exact up to allocator rounding and small temporaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtool.plan.model.bandnnz import RankShard
+from gtool.plan.model.shapes import LayerShape
+
+INDEX_BYTES = 8
+"""int64 CSR row pointers and column indices."""
+STORED_VALUE_BYTES = 4
+"""float32 adjacency values and features, as the store keeps them."""
+ADAM_STATES = 2
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What of a training run changes memory and time besides the grid: dtype, dropout and so on."""
+
+    itemsize: int = 4
+    dropout: float = 0.5
+    learnable_features: bool = False
+    agg_blocks: int = 1
+
+
+class Timeline:
+    """Tensors allocated and freed in order; `peak` is the largest total reached, `allocated` every
+    allocation in order (name, bytes)."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, int] = {}
+        self.total = 0
+        self.peak = 0
+        self.allocated: list[tuple[str, int]] = []
+
+    def alloc(self, name: str, nbytes: int) -> None:
+        self.live[name] = nbytes
+        self.total += nbytes
+        self.peak = max(self.peak, self.total)
+        self.allocated.append((name, nbytes))
+
+    def free(self, *names: str) -> None:
+        for name in names:
+            self.total -= self.live.pop(name, 0)
+
+
+def _forward_layer(t: Timeline, s: LayerShape, m: ModelSettings, last: bool) -> None:
+    """Layer `layer` forward: its input (already there) is aggregated and released; H stays for dW; the
+    ReLU fused with the next layer's dropout keeps a one-byte flag per element of its output."""
+    item, layer = m.itemsize, s.layer
+    ga = s.sizes[0]
+    if layer == 0:
+        input_block = s.inputs * s.in_cols * item
+        if m.learnable_features and ga > 1:
+            t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+        if m.dropout > 0:
+            t.alloc("dropped input 0", input_block)
+            t.free("input 0")
+            t.live["input 0"] = t.live.pop("dropped input 0")
+    t.alloc(f"H {layer}", s.rows * s.in_cols * item)
+    t.free(f"input {layer}")
+    if ga > 1:
+        t.alloc(f"gathered weight {layer}", ga * s.weight_part * item)
+    t.alloc(f"Q {layer}", s.rows * s.out_cols * item)
+    if last:
+        return
+    t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item)
+    t.alloc(f"flag {layer}", s.rows * s.out_cols)
+    t.free(f"Q {layer}")
+
+
+def _loss(t: Timeline, last: LayerShape, m: ModelSettings, classes: int) -> None:
+    """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
+    block = last.rows * last.out_cols * m.itemsize
+    if last.out_cols * last.sizes[1] > classes:
+        t.alloc("masked logits", block)
+    t.alloc("exp", block)
+    t.alloc("softmax", block)
+    t.free("exp", "masked logits", f"Q {last.layer}")
+    t.alloc("grad logits", block)
+    t.free("softmax")
+    t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
+
+
+def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings) -> None:
+    """Layer `layer` backward from dQ: dH and dW, H and the gathered weight released, then dF = A^T dH
+    and the gradient through the previous layer's ReLU and dropout (from its flag)."""
+    item, layer = m.itemsize, s.layer
+    ga = s.sizes[0]
+    needs_input = layer > 0 or m.learnable_features
+    if needs_input:
+        t.alloc(f"dH {layer}", s.rows * s.in_cols * item)
+    t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item)
+    t.free(f"H {layer}", f"gathered weight {layer}", f"grad Q {layer}")
+    if ga > 1:
+        t.alloc(f"padded dW {layer}", ga * s.weight_part * item)
+        t.alloc(f"dW part {layer}", s.weight_part * item)
+        t.free(f"padded dW {layer}", f"dW {layer}")
+    if not needs_input:
+        return
+    input_block = s.inputs * s.in_cols * item
+    t.alloc(f"dF {layer}", input_block)
+    t.free(f"dH {layer}")
+    if layer > 0 or m.dropout > 0:
+        t.alloc(f"grad Q {layer - 1}", input_block)
+        t.free(f"dF {layer}", f"flag {layer - 1}")
+    if layer == 0 and ga > 1:
+        t.alloc("padded dF 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+        t.free("padded dF 0", "grad Q -1", "dF 0")
+
+
+def epoch_timeline(shapes: list[LayerShape], m: ModelSettings, classes: int) -> Timeline:
+    """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
+    t = Timeline()
+    for s in shapes:
+        _forward_layer(t, s, m, s is shapes[-1])
+    _loss(t, shapes[-1], m, classes)
+    for s in reversed(shapes):
+        _backward_layer(t, s, m)
+    return t
+
+
+def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
+    """The largest total of the tensors an epoch creates beyond the static ones (bytes)."""
+    return epoch_timeline(shapes, m, classes).peak
+
+
+def parameter_elements(shapes: list[LayerShape], m: ModelSettings) -> int:
+    """Elements of this rank's parameter parts: weight parts and, when learned, its feature part."""
+    weights = sum(s.weight_part for s in shapes)
+    first = shapes[0]
+    features = -(-first.inputs * first.in_cols // first.sizes[0]) if m.learnable_features else 0
+    return weights + features
+
+
+def adjacency_bytes(shards: list[RankShard], m: ModelSettings) -> int:
+    """Bytes of a rank's distinct CSR shards and their transposes, as the trainer holds them (a second
+    copy of the values when the training dtype is not the stored float32; row-block pointers with
+    --agg-blocks)."""
+    total = 0
+    for shard in {s.key: s for s in shards}.values():
+        pointers = (
+            shard.rows
+            + shard.cols
+            + 2
+            + (shard.rows + shard.cols + 2 * m.agg_blocks if m.agg_blocks > 1 else 0)
+        )
+        values = STORED_VALUE_BYTES + (m.itemsize if m.itemsize != STORED_VALUE_BYTES else 0)
+        total += pointers * INDEX_BYTES + 2 * shard.nnz * (INDEX_BYTES + values)
+    return total
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per rank (arrays over ranks where they differ)."""
+
+    adjacency: np.ndarray
+    features: int
+    labels: int
+    parameters: int
+    optimizer: int
+    gradients: int
+    activations: int
+
+    @property
+    def static(self) -> np.ndarray:
+        return self.adjacency + self.features + self.labels + self.parameters + self.optimizer
+
+    @property
+    def peak(self) -> np.ndarray:
+        """Peak bytes of each rank: static plus gradients plus the epoch's high-water mark."""
+        return self.static + self.gradients + self.activations
+
+    def parts(self, rank: int) -> dict[str, int]:
+        return {
+            "adjacency": int(self.adjacency[rank]),
+            "features": self.features,
+            "labels": self.labels,
+            "parameters": self.parameters,
+            "optimizer": self.optimizer,
+            "gradients": self.gradients,
+            "activations": self.activations,
+            "peak": int(self.peak[rank]),
+        }
+
+
+def estimate_memory(
+    shapes: list[LayerShape], rank_shards: list[list[RankShard]], m: ModelSettings, classes: int
+) -> MemoryEstimate:
+    """Per-rank memory of a grid whose ranks hold `rank_shards` ([rank][layer])."""
+    adjacency = [adjacency_bytes(shards, m) for shards in rank_shards]
+    first, last = shapes[0], shapes[-1]
+    features = first.inputs * first.in_cols * STORED_VALUE_BYTES
+    if m.itemsize != STORED_VALUE_BYTES:
+        features += first.inputs * first.in_cols * m.itemsize
+    labels = last.rows * (8 + 1 + 3 + 8)
+    params = parameter_elements(shapes, m) * m.itemsize
+    return MemoryEstimate(
+        adjacency=np.asarray(adjacency, dtype=np.int64),
+        features=features,
+        labels=labels,
+        parameters=params,
+        optimizer=ADAM_STATES * params,
+        gradients=params,
+        activations=epoch_peak(shapes, m, classes),
+    )

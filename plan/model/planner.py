@@ -1,0 +1,200 @@
+"""Every grid of a rank count, predicted and ranked: the core of `gtool plan`.
+
+One pass over the store's tile statistics gives every rank's shard nonzeros on every grid
+(gtool.plan.model.bandnnz); per grid the collectives (gtool.plan.model.collectives), peak memory
+(gtool.plan.model.memory) and epoch time (gtool.plan.model.cost) follow from the shapes. Grids are ranked by
+predicted epoch time, those over the memory limit last; the best is the fastest one that fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_widths
+from gtool.plan.model.bandnnz import ShardNnzTable, grid_band_counts
+from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
+from gtool.plan.model.cost import EpochTime, epoch_time
+from gtool.plan.model.memory import (
+    MemoryEstimate,
+    ModelSettings,
+    epoch_timeline,
+    estimate_memory,
+    parameter_elements,
+)
+from gtool.plan.model.profile import DeviceProfile
+from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
+from gtool.store.reader import Store
+from gtool.store.scan import Progress
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan for: the rank count, the model, and the memory each rank may use (bytes)."""
+
+    ranks: int
+    layers: int = 3
+    hidden: int = 128
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    memory_per_rank: int | None = None
+    exact_nnz: bool = False
+    ranks_per_node: int | None = None
+    """Ranks computing side by side on one machine (None: all of them, as local processes)."""
+
+    @property
+    def node_ranks(self) -> int:
+        return min(self.ranks, self.ranks_per_node or self.ranks)
+
+
+@dataclass(frozen=True)
+class GridEstimate:
+    """The predictions for one grid."""
+
+    grid: ProcessGrid
+    shapes: list[LayerShape]
+    nnz: np.ndarray
+    collectives: list[Collective]
+    time: EpochTime
+    memory: MemoryEstimate
+    itemsize: int
+    fits: bool
+
+    @property
+    def peak_memory(self) -> int:
+        return int(self.memory.peak.max())
+
+    @property
+    def nnz_imbalance(self) -> float:
+        """Largest over mean shard nonzeros, over ranks and layers."""
+        mean = self.nnz.mean(axis=0)
+        return float(np.max(np.where(mean > 0, self.nnz.max(axis=0) / np.where(mean > 0, mean, 1), 1.0)))
+
+    def group_bytes(self) -> dict[str, dict[str, int]]:
+        """Operand bytes per group and kind of one epoch on every rank (what --log records)."""
+        return bytes_by_group(self.collectives, self.itemsize)
+
+    def wire_bytes(self) -> dict[str, float]:
+        """Ring wire bytes each rank sends per epoch, per grid axis."""
+        return wire_bytes_by_group(self.collectives, self.itemsize)
+
+    def summary(self) -> dict[str, Any]:
+        worst = int(self.memory.peak.argmax())
+        return {
+            "grid": str(self.grid),
+            "dims": list(self.grid.dims),
+            "fits": self.fits,
+            "epoch_seconds": self.time.total,
+            "spmm_seconds": float(self.time.spmm.max(axis=0).sum()),
+            "dense_seconds": float(self.time.dense.max(axis=0).sum()),
+            "comm_seconds": self.time.comm,
+            "overhead_seconds": self.time.overhead,
+            "slowest_rank": self.time.slowest_rank,
+            "rank_layer_nnz": self.nnz.tolist(),
+            "nnz_max_over_mean": self.nnz_imbalance,
+            "comm_bytes": self.group_bytes(),
+            "wire_bytes": self.wire_bytes(),
+            "collectives": [c.summary(self.itemsize) for c in self.collectives],
+            "peak_memory_bytes": self.peak_memory,
+            "rank_peak_memory_bytes": self.memory.peak.astype(int).tolist(),
+            "memory_of_largest_rank": self.memory.parts(worst),
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every grid ranked, the best one (None when none fits) and why."""
+
+    request: PlanRequest
+    widths: list[int]
+    grids: list[GridEstimate]
+    best: GridEstimate | None
+    reason: str
+    nnz_estimated: bool
+
+    def summary(self) -> dict[str, Any]:
+        r = self.request
+        return {
+            "ranks": r.ranks,
+            "layers": r.layers,
+            "hidden": r.hidden,
+            "widths": self.widths,
+            "itemsize": r.settings.itemsize,
+            "dropout": r.settings.dropout,
+            "learnable_features": r.settings.learnable_features,
+            "memory_per_rank": r.memory_per_rank,
+            "nnz_from": "tile statistics, crossed tiles split by area"
+            if self.nnz_estimated
+            else "exact counts",
+            "best": str(self.best.grid) if self.best else None,
+            "reason": self.reason,
+            "grids": [g.summary() for g in self.grids],
+        }
+
+
+def estimate_grid(
+    grid: ProcessGrid,
+    table: ShardNnzTable,
+    widths: list[int],
+    request: PlanRequest,
+    profile: DeviceProfile,
+    classes: int,
+) -> GridEstimate:
+    """The predictions for one grid."""
+    m = request.settings
+    shapes = layer_shapes(grid, table.num_nodes, widths)
+    shards = table.rank_shards(grid, request.layers)
+    nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
+    collectives = epoch_collectives(shapes, m.learnable_features)
+    memory = estimate_memory(shapes, shards, m, classes)
+    allocated = epoch_timeline(shapes, m, classes).allocated
+    time = epoch_time(
+        shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks, allocated
+    )
+    limit = request.memory_per_rank
+    fits = limit is None or int(memory.peak.max()) <= limit
+    return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits)
+
+
+def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
+    fitting = [g for g in ranked if g.fits]
+    over = len(ranked) - len(fitting)
+    if not fitting:
+        smallest = min(ranked, key=lambda g: g.peak_memory)
+        return (
+            f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
+            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.grid}); use more ranks or a narrower model"
+        )
+    best = fitting[0]
+    t = best.time
+    split = (
+        f"SpMM {t.spmm.max(axis=0).sum():.3g} s, dense {t.dense.max(axis=0).sum():.3g} s, "
+        f"comm {t.comm:.3g} s, overhead {t.overhead:.3g} s"
+    )
+    text = f"fastest predicted epoch, {t.total:.3g} s ({split}), of {len(fitting)} grid(s)"
+    text += f" that fit {request.memory_per_rank / 2**30:.2f} GiB per rank" if request.memory_per_rank else ""
+    text += f" ({over} over the limit)" if over else ""
+    if len(fitting) > 1:
+        runner = fitting[1]
+        slower = runner.time.total / t.total - 1
+        text += f"; next {runner.grid} is {100 * slower:.1f}% slower"
+        if runner.time.comm > t.comm:
+            text += f" (comm {runner.time.comm:.3g} s)"
+        elif runner.time.compute.max(axis=0).sum() > t.compute.max(axis=0).sum():
+            text += f" (slowest rank's compute {runner.time.compute.max(axis=0).sum():.3g} s)"
+    return text
+
+
+def make_plan(
+    store: Store, request: PlanRequest, profile: DeviceProfile, progress: Progress | None = None
+) -> Plan:
+    """Predict every factorization of `request.ranks` on `store` and pick the best."""
+    widths = layer_widths(store.num_features, request.hidden, store.num_classes, request.layers)
+    grids = factorizations(request.ranks)
+    table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
+    estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
+    ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
+    best = ranked[0] if ranked[0].fits else None
+    return Plan(request, widths, ranked, best, _reason(ranked, request), table.estimated)

@@ -1,0 +1,239 @@
+"""Device profiles: the measured costs `gtool plan` turns shapes, nonzeros and bytes into seconds with.
+
+A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibration.microbench measures it):
+
+    spmm          seconds = nnz * w * a(w, D) + rows * w * b + c, D = bytes of the dense operand
+                  (cols x w): `a` from a table over w and D (the gather slows once the operand leaves
+                  the caches), interpolated in log w and log D
+    gemm          seconds = flops * f + bytes * m + c      (bytes: the three operands)
+    elementwise   seconds = bytes * e + c                 (one pass reading and writing a block)
+    dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
+    allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
+                  over sizes, the largest size measured up to `bytes`, 0 below the smallest)
+    collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
+                  gtool.plan.model.collectives); sizes that were not measured use the nearest one measured
+    epochs        per number k of ranks computing side by side on one machine, what real training
+                  epochs showed at calibration (gtool.plan.calibration.epochs): factors on SpMM, dense
+                  work and page faults, seconds added to every collective and to every layer; a k not
+                  measured uses the largest one measured below it
+
+A profile made on one machine is read anywhere: it describes the machine it was made on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gtool.errors import GtoolError
+
+FORMAT = "gtool-plan-profile"
+VERSION = 2
+DEFAULT_PROFILE = "default-profile.json"
+
+
+class ProfileError(GtoolError):
+    """A profile file that cannot be used."""
+
+
+@dataclass(frozen=True)
+class SpmmCost:
+    widths: list[int]
+    dense_bytes: list[float]
+    seconds_per_nnz_col: list[list[float]]
+    seconds_per_row_col: float
+    seconds_per_call: float
+
+    def seconds(self, nnz: np.ndarray, rows: int, cols: int, width: int, itemsize: int) -> np.ndarray:
+        """Seconds of a CSR (rows x cols, `nnz` nonzeros; an array over ranks) times a dense cols x width."""
+        if width == 0:
+            return np.zeros_like(nnz, dtype=np.float64)
+        a = _table(self.widths, self.dense_bytes, self.seconds_per_nnz_col, width, cols * width * itemsize)
+        scale = itemsize / 4
+        return scale * (nnz * width * a + rows * width * self.seconds_per_row_col) + self.seconds_per_call
+
+
+@dataclass(frozen=True)
+class GemmCost:
+    seconds_per_flop: float
+    seconds_per_byte: float
+    seconds_per_call: float
+
+    def seconds(self, m: int, k: int, n: int, itemsize: int) -> float:
+        """Seconds of an (m x k) @ (k x n) product."""
+        if m * k * n == 0:
+            return 0.0
+        flops, nbytes = 2 * m * k * n, (m * k + k * n + m * n) * itemsize
+        return (
+            flops * self.seconds_per_flop * itemsize / 4
+            + nbytes * self.seconds_per_byte
+            + self.seconds_per_call
+        )
+
+
+@dataclass(frozen=True)
+class ElementwiseCost:
+    seconds_per_byte: float
+    seconds_per_call: float
+
+    def seconds(self, nbytes: float, calls: int = 1) -> float:
+        return nbytes * self.seconds_per_byte + calls * self.seconds_per_call
+
+
+@dataclass(frozen=True)
+class DropoutCost:
+    seconds_per_element: float
+    seconds_per_call: float
+
+    def seconds(self, elements: float, calls: int) -> float:
+        return elements * self.seconds_per_element + calls * self.seconds_per_call
+
+
+@dataclass(frozen=True)
+class AllocationCost:
+    """Seconds per byte of a fresh tensor beyond writing it (the allocator's page faults), per size:
+    allocators hand large blocks straight from the operating system, whose pages fault on first touch,
+    and reuse small ones."""
+
+    sizes: list[float]
+    seconds_per_byte: list[float]
+
+    def seconds(self, nbytes: float) -> float:
+        """The extra seconds of allocating `nbytes`: the cost per byte of the largest size measured up
+        to it (0 below the smallest size measured)."""
+        measured = [i for i, size in enumerate(self.sizes) if size <= nbytes]
+        return nbytes * self.seconds_per_byte[max(measured)] if measured else 0.0
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    latency: float
+    seconds_per_byte: float
+
+
+@dataclass(frozen=True)
+class EpochFactors:
+    """What real epochs of k ranks side by side cost beyond the microbenchmarks' model (k = 1 included:
+    a trainer's operations are not the microbenchmarks' warm, isolated ones): SpMM, dense work and fresh
+    tensors' page faults are `spmm`, `dense` and `allocation` times slower, every collective takes
+    `collective_latency` seconds longer, and every layer `overhead_per_layer` seconds more."""
+
+    spmm: float = 1.0
+    dense: float = 1.0
+    allocation: float = 1.0
+    collective_latency: float = 0.0
+    overhead_per_layer: float = 0.0
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What one rank's device and its collectives cost (see the module docstring for the formulas)."""
+
+    device: str
+    backend: str
+    threads: int
+    spmm: SpmmCost
+    gemm: GemmCost
+    elementwise: ElementwiseCost
+    dropout: DropoutCost
+    allocation: AllocationCost
+    collectives: dict[int, CollectiveCost]
+    epochs: dict[int, EpochFactors] = field(default_factory=dict)
+    made_on: dict[str, Any] = field(default_factory=dict)
+
+    def collective(self, group_size: int) -> CollectiveCost:
+        """The cost of collectives in groups of `group_size` ranks (nearest size measured)."""
+        if not self.collectives:
+            raise ProfileError("the profile has no collective measurements (it was made with one device)")
+        nearest = min(self.collectives, key=lambda g: (abs(np.log(g / group_size)), -g))
+        return self.collectives[nearest]
+
+    def epoch_factors(self, ranks_per_node: int) -> EpochFactors:
+        """The real-epoch factors of `ranks_per_node` ranks side by side (the largest k measured up to
+        it; none measured: the microbenchmarks' model as it is)."""
+        measured = [k for k in self.epochs if k <= ranks_per_node]
+        return self.epochs[max(measured)] if measured else EpochFactors()
+
+    def collective_seconds(self, wire_bytes: float, group_size: int) -> float:
+        cost = self.collective(group_size)
+        return cost.latency + wire_bytes * cost.seconds_per_byte
+
+    def to_json(self) -> dict[str, Any]:
+        content = asdict(self)
+        content["collectives"] = {str(g): asdict(c) for g, c in sorted(self.collectives.items())}
+        content["epochs"] = {str(k): asdict(f) for k, f in sorted(self.epochs.items())}
+        return {"format": FORMAT, "version": VERSION, **content}
+
+    def describe(self) -> str:
+        made = self.made_on
+        when = f" on {made['date']}" if "date" in made else ""
+        return (
+            f"{self.device}/{self.backend}, {self.threads} thread(s), made on {made.get('host', '?')}{when}"
+        )
+
+
+def _table(
+    widths: list[int], sizes: list[float], values: list[list[float]], width: int, size: float
+) -> float:
+    """values[w][s] interpolated in log width and log size (clamped at the ends)."""
+    log_sizes = np.log(sizes)
+    per_width = [np.interp(np.log(max(size, 1.0)), log_sizes, row) for row in values]
+    return float(np.interp(np.log(width), np.log(widths), per_width))
+
+
+def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
+    """A profile from its JSON content; errors name `where` and the missing or bad part."""
+    if content.get("format") != FORMAT:
+        raise ProfileError(f"{where}: not a gtool plan profile (format {content.get('format')!r})")
+    if content.get("version") != VERSION:
+        raise ProfileError(f"{where}: profile version {content.get('version')!r}, this gtool reads {VERSION}")
+    try:
+        spmm = SpmmCost(**content["spmm"])
+        if np.shape(spmm.seconds_per_nnz_col) != (len(spmm.widths), len(spmm.dense_bytes)):
+            raise ProfileError(f"{where}: spmm.seconds_per_nnz_col must be widths x dense_bytes")
+        return DeviceProfile(
+            device=content["device"],
+            backend=content["backend"],
+            threads=int(content["threads"]),
+            spmm=spmm,
+            gemm=GemmCost(**content["gemm"]),
+            elementwise=ElementwiseCost(**content["elementwise"]),
+            dropout=DropoutCost(**content["dropout"]),
+            allocation=AllocationCost(**content["allocation"]),
+            collectives={int(g): CollectiveCost(**c) for g, c in content["collectives"].items()},
+            epochs={int(k): EpochFactors(**f) for k, f in content["epochs"].items()},
+            made_on=dict(content.get("made_on", {})),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProfileError(f"{where}: malformed profile ({type(exc).__name__}: {exc})") from None
+
+
+def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
+    """The profile at `path`, or the one shipped with gtool; with a line saying which was used."""
+    if path is None:
+        text = resources.files("gtool.plan.model").joinpath(DEFAULT_PROFILE).read_text()
+        profile = profile_from_json(json.loads(text), f"gtool's {DEFAULT_PROFILE}")
+        note = (
+            f"no --profile: using gtool's shipped profile ({profile.describe()}); times are only indicative "
+            "for other machines: run `gtool plan --calibrate -o profile.json` on yours"
+        )
+        return profile, note
+    try:
+        content = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ProfileError(
+            f"{path}: no such profile (make one with `gtool plan --calibrate -o {path}`)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{path}: not JSON ({exc})") from None
+    profile = profile_from_json(content, path)
+    return profile, f"profile {path} ({profile.describe()})"
+
+
+def save_profile(profile: DeviceProfile, path: str) -> None:
+    Path(path).write_text(json.dumps(profile.to_json(), indent=1) + "\n")

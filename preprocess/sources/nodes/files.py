@@ -1,0 +1,202 @@
+"""User-given node files: features (out of core), labels and the train/valid/test split."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gtool.errors import InputError
+from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array
+from gtool.preprocess.sources.base import FeatureSource
+from gtool.preprocess.sources.fileinfo import READ_BYTES, check_readable
+from gtool.preprocess.sources.nodes.arrays import NodeValues, pick_key, read_node_values
+from gtool.preprocess.sources.npzmember import npz_keys
+from gtool.preprocess.sources.sparse.features import CsrFeatures
+from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, read_format
+
+FEATURE_KEYS = ("node_feat", "features", "x")
+LABEL_KEYS = ("node_label", "labels", "label", "y")
+SPLIT_KEYS = ("split",)
+SPLIT_SETS = (("train", 0), ("valid", 1), ("val", 1), ("test", 2))
+SPLIT_WORDS = {
+    "train": 0,
+    "valid": 1,
+    "val": 1,
+    "test": 2,
+    "": -1,
+    "none": -1,
+    "0": 0,
+    "1": 1,
+    "2": 2,
+    "-1": -1,
+}
+UNKNOWN = -2
+
+
+class FeatureArray(FeatureSource):
+    """Features in a memory-mapped 1-D or 2-D numeric array (.npy, or an .npz member), read by rows."""
+
+    def __init__(self, ref: ArrayRef):
+        shape, dtype = ref.header()
+        check_kind(dtype, ref.where, "numeric features", "biuf")
+        if len(shape) not in (1, 2):
+            raise InputError(ref.where, f"expected a (nodes x features) array, got shape {shape}")
+        self.ref, self.where, self.dtype = ref, ref.where, dtype
+        self.rows = shape[0]
+        self.num_features = shape[1] if len(shape) == 2 else 1
+
+    @property
+    def num_rows(self) -> int:
+        return self.rows
+
+    def prepare(self, workdir: str) -> None:
+        self.ref = self.ref.prepared(workdir)
+
+    def read_rows(self, rows: np.ndarray) -> np.ndarray:
+        arr = self.ref.open()
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        out = np.empty((len(rows), self.num_features), dtype=np.float32)
+        step = max(1, READ_BYTES // max(1, self.num_features * self.dtype.itemsize))
+        for start in range(0, len(rows), step):
+            part = out[start : start + step]
+            part[...] = arr[rows[start : start + step]]
+            bad = ~np.isfinite(part)
+            if bad.any():
+                i, j = (int(v) for v in np.argwhere(bad)[0])
+                row = int(rows[start + i])
+                raise InputError(
+                    self.ref.file,
+                    f"feature {arr[row, j]} is not a finite float32",
+                    index=f"{self.ref.name}[{row}, {j}]",
+                )
+        return out
+
+
+def load_features(path: str) -> FeatureSource:
+    """Node features of a .npy (memory-mapped), an .npz (the only array, or 'node_feat'/'features'/'x'),
+    or a scipy.sparse CSR matrix saved by save_npz (densified by row blocks).
+
+    Any numeric dtype is returned as float32. A compressed .npz member needs `prepare(workdir)` before
+    `read_rows`, which extracts it once.
+    """
+    check_readable(path)
+    lower = path.lower()
+    if lower.endswith(".npy"):
+        return FeatureArray(ArrayRef(path))
+    if lower.endswith(".npz") and set(npz_keys(path)) >= SCIPY_KEYS:
+        fmt = read_format(path)
+        if fmt != "csr":
+            raise InputError(f"{path}[format]", f"sparse features must be 'csr' (use .tocsr()), got '{fmt}'")
+        return CsrFeatures(path, "")
+    if lower.endswith(".npz"):
+        return FeatureArray(ArrayRef(path, pick_key(path, FEATURE_KEYS)))
+    raise InputError(path, "expected node features as a .npy or .npz array file")
+
+
+def whole_numbers(node_values: NodeValues, what: str) -> np.ndarray:
+    """Integer-valued entries as int64: float NaN becomes -1, other non-whole floats fail."""
+    values = node_values.values
+    check_kind(values.dtype, node_values.file, f"{what} as numbers", "biuf")
+    if values.dtype.kind != "f":
+        return values.astype(np.int64)
+    known = ~np.isnan(values)
+    node_values.fail_first(
+        known & ~(np.isfinite(values) & (np.floor(values) == values)),
+        lambda v: f"expected an integer {what} (or NaN for none), got {v}",
+    )
+    return np.where(known, values, -1).astype(np.int64)
+
+
+def load_labels(path: str, num_nodes: int) -> tuple[np.ndarray, int]:
+    """Labels (int64; -1 = unlabelled) and the class count, from .npy/.npz/text.
+
+    One label per node (float NaN = unlabelled, as OGB stores them), or an int (N, K) 0/1 multi-label
+    matrix (-1 = unknown) whose class count is K.
+    """
+    node_values = read_node_values(path, LABEL_KEYS).squeezed()
+    if node_values.values.ndim not in (1, 2):
+        raise InputError(
+            path,
+            f"expected one label per node or a (nodes x classes) matrix, got shape "
+            f"{node_values.values.shape}",
+        )
+    node_values.check_rows(num_nodes)
+    labels = whole_numbers(node_values, "label")
+    if labels.ndim == 2:
+        node_values.fail_first(
+            (labels < -1) | (labels > 1), lambda v: f"expected a 0/1 (or -1) multi-label, got {v}"
+        )
+        return labels, labels.shape[1]
+    node_values.fail_first(labels < -1, lambda v: f"expected a class id >= 0 (or -1 for none), got {v}")
+    return labels, int(labels.max(initial=-1)) + 1
+
+
+def word_text(word: object) -> str:
+    """A split word as normalized text."""
+    text = word.decode("latin-1") if isinstance(word, bytes) else str(word)
+    return text.strip().lower()
+
+
+def split_from_words(node_values: NodeValues) -> np.ndarray:
+    """Codes of a string split array ('train', 'valid', 'test', '' and the code digits)."""
+    words, inverse = np.unique(node_values.values, return_inverse=True)
+    codes = np.array([SPLIT_WORDS.get(word_text(word), UNKNOWN) for word in words], dtype=np.int8)
+    node_values.fail_first(
+        codes[inverse].reshape(node_values.values.shape) == UNKNOWN,
+        lambda v: f"expected 'train', 'valid', 'test' or '', got '{word_text(v)}'",
+    )
+    return codes[inverse].reshape(node_values.values.shape)
+
+
+def split_from_codes(node_values: NodeValues) -> np.ndarray:
+    """A numeric split array (0 train, 1 valid, 2 test, -1 none), checked, as int8."""
+    codes = whole_numbers(node_values, "split code")
+    node_values.fail_first(
+        (codes < -1) | (codes > 2),
+        lambda v: f"expected a split code 0 (train), 1 (valid), 2 (test) or -1, got {v}",
+    )
+    return codes.astype(np.int8)
+
+
+def index_set(path: str, key: str, num_nodes: int) -> np.ndarray:
+    """Node ids of index array `key` of an .npz, each checked to lie in 0..num_nodes-1."""
+    ids = as_node_ids(np.ravel(load_array(ArrayRef(path, key))), path, lambda k: f"{key}[{k}]")
+    bad = np.flatnonzero((ids < 0) | (ids >= num_nodes))
+    if bad.size:
+        k = int(bad[0])
+        raise InputError(path, f"node {ids[k]} is outside 0..{num_nodes - 1}", index=f"{key}[{k}]")
+    return ids
+
+
+def split_from_index_sets(path: str, keys: list[str], num_nodes: int) -> np.ndarray:
+    """Codes from the node index arrays 'train', 'valid' (or 'val') and 'test' of an .npz."""
+    split = np.full(num_nodes, -1, dtype=np.int8)
+    for key, code in SPLIT_SETS:
+        if key not in keys:
+            continue
+        ids = index_set(path, key, num_nodes)
+        taken = np.flatnonzero((split[ids] != -1) & (split[ids] != code))
+        if taken.size:
+            k = int(taken[0])
+            raise InputError(path, f"node {ids[k]} is in two splits", index=f"{key}[{k}]")
+        split[ids] = code
+    return split
+
+
+def load_split(path: str, num_nodes: int) -> np.ndarray:
+    """The split as int8 codes (0 train, 1 valid, 2 test, -1 none).
+
+    From a per-node array (.npy/.npz/text) of codes or of the words 'train'/'valid'/'test'/'', or from
+    an .npz of node index arrays 'train', 'valid' (or 'val') and 'test'.
+    """
+    check_readable(path)
+    if path.lower().endswith(".npz"):
+        keys = npz_keys(path)
+        if any(key in keys for key, _ in SPLIT_SETS):
+            return split_from_index_sets(path, keys, num_nodes)
+    node_values = read_node_values(path, SPLIT_KEYS, words=True).squeezed()
+    if node_values.values.ndim != 1:
+        raise InputError(path, f"expected one split entry per node, got shape {node_values.values.shape}")
+    node_values.check_rows(num_nodes)
+    if node_values.values.dtype.kind in "US":
+        return split_from_words(node_values)
+    return split_from_codes(node_values)

@@ -1,0 +1,55 @@
+"""Node data gtool makes up when a source has none: random features, degree classes, a random split."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gtool.preprocess.sources.base import FeatureSource
+from gtool.store import layout
+
+
+class RandomFeatures(FeatureSource):
+    """`--num-features F` uniform random row-normalized features, a pure function of (seed, node)."""
+
+    def __init__(self, num_nodes: int, num_features: int, seed: int):
+        self.num_features = num_features
+        self.seed = seed
+        self._num_nodes = num_nodes
+        self.where = f"random features (F={num_features}, seed={seed})"
+
+    @property
+    def num_rows(self) -> int:
+        return self._num_nodes
+
+    def read_rows(self, rows: np.ndarray) -> np.ndarray:
+        from gtool.preprocess.compiled.features import uniform_values
+
+        return uniform_values(rows, self.num_features, self.seed, normalize=True)
+
+
+def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
+    """float32 values in (0, 1], one row per node id of `rows`, a pure function of (seed, node, column):
+    value (i, k) comes from the top 24 bits of SplitMix64(rows[i] * F + k + seed * MIX2)."""
+    from gtool.preprocess.compiled.features import uniform_values
+
+    return uniform_values(rows, num_features, seed, normalize=False)
+
+
+def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:
+    """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes."""
+    n = degrees.shape[0]
+    order = np.argsort(degrees, kind="stable")
+    labels = np.empty(n, dtype=np.int64)
+    labels[order] = np.arange(n, dtype=np.int64) * num_classes // max(n, 1)
+    return labels
+
+
+def random_split(num_nodes: int, seed: int, fractions: tuple[float, float] = (0.6, 0.2)) -> np.ndarray:
+    """A seeded random 60/20/20 train/valid/test split as int8 codes."""
+    order = np.random.default_rng([seed, 0x5B1]).permutation(num_nodes)
+    n_train = int(round(fractions[0] * num_nodes))
+    n_valid = int(round(fractions[1] * num_nodes))
+    split = np.full(num_nodes, layout.SPLIT_CODES["test"], dtype=np.int8)
+    split[order[:n_train]] = layout.SPLIT_CODES["train"]
+    split[order[n_train : n_train + n_valid]] = layout.SPLIT_CODES["valid"]
+    return split

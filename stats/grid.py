@@ -1,0 +1,139 @@
+"""How a store loads the ranks of a 3D grid: each rank's shard nonzeros per layer, and what it reads.
+
+Shards, tiles and feature/label blocks come from gtool.geometry.layers (the loader's own geometry), so these
+figures describe exactly what `gtool train` would load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import LayerShard, ShardKey, distinct_shards, rank_geometry, rank_layer_shards
+from gtool.geometry.tiles import TileCut
+from gtool.store import layout
+from gtool.store.metadata import spread
+from gtool.store.reader import Store, TileData
+
+"""Bytes of one stored nonzero (row, col, val)."""
+
+
+def nnz_in_cut(tile: TileData, cut: TileCut) -> int:
+    """Nonzeros of a tile (rows sorted) inside a cut's tile-local rectangle."""
+    lo, hi = np.searchsorted(tile.row, (cut.row_lo, cut.row_hi))
+    cols = tile.col[lo:hi]
+    return int(np.count_nonzero((cols >= cut.col_lo) & (cols < cut.col_hi)))
+
+
+def all_layer_shards(grid: ProcessGrid, layers: int, store: Store) -> list[tuple[LayerShard, ...]]:
+    """Every rank's shard of every layer, indexed [rank][layer]."""
+    n, two = store.num_nodes, store.two_matrices
+    return [rank_layer_shards(grid, rank, layers, n, two) for rank in range(grid.size)]
+
+
+class ShardNnz:
+    """Tile visitor: the nonzeros of every distinct adjacency shard of a grid, counted tile by tile."""
+
+    def __init__(self, shards: list[tuple[LayerShard, ...]], store: Store):
+        distinct = distinct_shards(s for per_rank in shards for s in per_rank)
+        self.nnz: dict[ShardKey, int] = dict.fromkeys(distinct, 0)
+        self.cuts: dict[tuple[int, int, int], list[tuple[ShardKey, TileCut]]] = {}
+        for key, shard in distinct.items():
+            for cut in shard.tiles(store.num_nodes, store.tiles):
+                self.cuts.setdefault((shard.matrix, cut.i, cut.j), []).append((key, cut))
+        self.matrices = sorted({key[0] for key in distinct})
+
+    def visit(self, matrix: int, i: int, j: int, tile: TileData) -> None:
+        for key, cut in self.cuts.get((matrix, i, j), ()):
+            self.nnz[key] += nnz_in_cut(tile, cut)
+
+
+@dataclass(frozen=True)
+class LayerBalance:
+    """One layer: the matrix, the band counts of its shards, and the nonzeros of each rank's shard."""
+
+    layer: int
+    matrix: int
+    bands: tuple[int, int]
+    rank_nnz: np.ndarray
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "matrix": self.matrix,
+            "bands": list(self.bands),
+            **spread(self.rank_nnz),
+            "rank_nnz": self.rank_nnz.astype(int).tolist(),
+        }
+
+
+def layer_balance(
+    grid: ProcessGrid, shards: list[tuple[LayerShard, ...]], counts: ShardNnz
+) -> list[LayerBalance]:
+    """Per layer, each rank's shard nonzeros (from a finished ShardNnz scan)."""
+    balance = []
+    for layer, first in enumerate(shards[0]):
+        a, b, _ = first.roles
+        rank_nnz = np.array([counts.nnz[per_rank[layer].key] for per_rank in shards], dtype=np.int64)
+        balance.append(LayerBalance(layer, first.matrix, (grid.dims[a], grid.dims[b]), rank_nnz))
+    return balance
+
+
+@dataclass(frozen=True)
+class RankRead:
+    """What a rank reads from the store: its tiles, and the bytes of tiles, features and labels/splits."""
+
+    rank: int
+    coords: tuple[int, int, int]
+    tiles: int
+    tile_bytes: int
+    feature_bytes: int
+    label_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.tile_bytes + self.feature_bytes + self.label_bytes
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "coords": list(self.coords),
+            "tiles": self.tiles,
+            "tile_bytes": self.tile_bytes,
+            "feature_bytes": self.feature_bytes,
+            "label_bytes": self.label_bytes,
+            "total_bytes": self.total_bytes,
+        }
+
+
+def row_bytes(store: Store, path: str) -> int:
+    """Bytes of one node's row of a node array (labels may be N x K)."""
+    array = store.array(path)
+    return array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
+
+
+def rank_reads(grid: ProcessGrid, layers: int, store: Store) -> list[RankRead]:
+    """Per rank, the tiles it reads (every tile its shards overlap, whole) and the bytes of its reads."""
+    n, t = store.num_nodes, store.tiles
+    tile_nnz = {m: store.tile_nnz(m) for m in store.matrices}
+    feature_value = store.array(layout.FEATURES).dtype.itemsize
+    reads = []
+    for rank in range(grid.size):
+        geometry = rank_geometry(grid, rank, layers, n, store.num_features, store.two_matrices)
+        tiles = geometry.tiles(n, t)
+        order = geometry.label_order
+        label_row = row_bytes(store, layout.LABELS[order]) + row_bytes(store, layout.SPLIT[order])
+        reads.append(
+            RankRead(
+                rank=rank,
+                coords=grid.coords(rank),
+                tiles=len(tiles),
+                tile_bytes=layout.ENTRY_BYTES * sum(int(tile_nnz[m][i, j]) for m, i, j in tiles),
+                feature_bytes=geometry.feature_rows.real * geometry.feature_cols.real * feature_value,
+                label_bytes=geometry.label_rows.real * label_row,
+            )
+        )
+    return reads

@@ -1,0 +1,1 @@
+"""Helpers only the tests use: reference computations, store builders, measuring tools."""

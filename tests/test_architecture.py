@@ -1,0 +1,48 @@
+"""The folder tree is the layering: import-linter's contracts (pyproject) hold."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.package_tree import REPO, package_tree
+
+CORE_PACKAGE = "gtool/geometry"
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
+    return found
+
+
+def run_in_tree(tree: Path, *command: str) -> subprocess.CompletedProcess:
+    """Run a tool over the package tree (its folder first on the import path, as its working folder)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "MYPYPATH": str(tree)}
+    return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_import_contracts_hold(tmp_path: Path) -> None:
+    result = run_in_tree(package_tree(tmp_path), tool("lint-imports"), str(REPO / "pyproject.toml"))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "0 broken" in result.stdout
+
+
+def test_a_core_module_importing_a_room_breaks_the_contracts(tmp_path: Path) -> None:
+    tree = package_tree(tmp_path)
+    linked = tree / CORE_PACKAGE
+    source = linked.resolve()
+    linked.unlink()
+    shutil.copytree(source, linked, ignore=shutil.ignore_patterns("__pycache__"))  # a copy to edit
+    with open(linked / "bands.py", "a") as module:
+        module.write("\nfrom gtool.trainer.config import TrainConfig  # noqa\n")
+    result = run_in_tree(tree, tool("lint-imports"), str(REPO / "pyproject.toml"))
+    assert result.returncode != 0
+    assert "imports no room BROKEN" in result.stdout
+    assert "gtool.geometry.bands -> gtool.trainer.config" in result.stdout
