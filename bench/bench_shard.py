@@ -64,7 +64,7 @@ def gtool_shard(spec: str, tiles: int, extra: list[str], settle: float = 0.0) ->
 def nonzeros(spec: str) -> int:
     from gtool.store.reader import open_store
 
-    return int(open_store(str(store_of(spec))).meta["nnz"]["0"])
+    return int(open_store(str(store_of(spec))).meta.nnz[0])
 
 
 def sweep(source: str, counts: list[int], extra: list[str], rounds: int, settle: float) -> list[dict]:

@@ -18,7 +18,7 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the metadata as JSON."),
 ) -> None:
     """Print a store's metadata (refuses incomplete or unknown stores)."""
-    meta = open_store(store).meta
+    meta = open_store(store).meta.to_dict()
     if as_json:
         typer.echo(json.dumps(meta, indent=2))
         return

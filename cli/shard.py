@@ -134,8 +134,7 @@ def print_summary(s: ShardSummary) -> None:
         st = s.stats[m]
         table.add_row(
             f"A{m}",
-            f"{nnz:,} nonzeros; tile nnz max {st['max']:,} / mean {st['mean']:,.0f} "
-            f"= {st['max_over_mean']:.3f}",
+            f"{nnz:,} nonzeros; tile nnz max {st.max:,} / mean {st.mean:,.0f} = {st.max_over_mean:.3f}",
         )
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)

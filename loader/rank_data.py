@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import ShardKey
+from gtool.store.metadata import StoreMeta
 
 
 @dataclass
@@ -68,7 +68,7 @@ class RankData:
     grid: ProcessGrid
     rank: int
     layers: int
-    meta: dict[str, Any]
+    meta: StoreMeta
     shards: dict[ShardKey, AdjacencyShard]
     layer_keys: list[ShardKey]
     features: torch.Tensor

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import replace
 
 import fsspec
 import numpy as np
@@ -55,7 +55,14 @@ from gtool.preprocess.staging import StagedOutput, is_url
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
-from gtool.store.metadata import tile_stats
+from gtool.store.metadata import (
+    CLASS_INDEX,
+    LabelsInfo,
+    MatrixStats,
+    PermutationInfo,
+    StoreMeta,
+    incomplete_marker,
+)
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")
@@ -139,10 +146,7 @@ class ShardRun:
 
     def execute(self) -> ShardSummary:
         opts = self.options
-        zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = {
-            "layout": layout.LAYOUT_VERSION,
-            "complete": False,
-        }
+        zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = incomplete_marker()
         with self.timed("prepare"):
             workdir = self.scratch.path / "prepare"
             workdir.mkdir()
@@ -184,8 +188,7 @@ class ShardRun:
         with self.timed("features"):
             for _ in self.stages.collect(feature_writes):
                 pass
-        stats = {m: tile_stats(counts) for m, counts in tile_nnz.items()}
-        node_meta["features"] = {"origin": features.where}
+        stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
         return ShardSummary(
             store=self.store,
@@ -255,16 +258,13 @@ class ShardRun:
                 raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")
         return data
 
-    def node_metadata(self, data: NodeData, labels: np.ndarray) -> dict[str, Any]:
+    def node_metadata(self, data: NodeData, labels: np.ndarray) -> tuple[LabelsInfo, str]:
         """Where labels and split came from (a file, the source, or generated) and the labels' shape."""
         opts = self.options
         label_origin = opts.labels or (self.source.name if data.labels is not None else "degree-quantile")
-        kind = "class index" if labels.ndim == 1 else f"multi-label 0/1 int64[N, {labels.shape[1]}]"
+        kind = CLASS_INDEX if labels.ndim == 1 else f"multi-label 0/1 int64[N, {labels.shape[1]}]"
         split_origin = opts.split or (self.source.name if data.split is not None else "random-60-20-20")
-        return {
-            "labels": {"origin": label_origin, "kind": kind, "missing": layout.LABEL_NONE},
-            "split": {"origin": split_origin, "codes": layout.SPLIT_CODES, "none": layout.SPLIT_NONE},
-        }
+        return LabelsInfo(label_origin, kind, layout.LABEL_NONE), split_origin
 
     def labels(self, data: NodeData, node_degrees: np.ndarray) -> tuple[np.ndarray, int]:
         """Source labels, or `--num-classes` classes by degree quantile."""
@@ -398,35 +398,35 @@ class ShardRun:
         plan: PartitionPlan,
         features: FeatureSource,
         num_classes: int,
-        stats: dict[int, dict],
+        stats: dict[int, MatrixStats],
         input_edges: int,
-        node_meta: dict[str, Any],
+        node_meta: tuple[LabelsInfo, str],
     ) -> None:
         """The store's attributes, with complete: true, written last."""
         opts = self.options
-        meta: dict[str, Any] = {
-            "layout": layout.LAYOUT_VERSION,
-            "complete": False,
-            "num_nodes": n,
-            "num_features": features.num_features,
-            "num_classes": num_classes,
-            "nnz": {str(m): int(np.sum(s["tile_nnz"])) for m, s in stats.items()},
-            "tiles": [opts.tiles, opts.tiles],
-            "tile_size": plan.tile_size,
-            "normalization": opts.norm,
-            "self_loops": True,
-            "graph": "directed-in" if opts.directed else "symmetrized",
-            "permutation": {"scheme": opts.perm, "seed": opts.seed},
-            "source": {**self.source.describe(), "input_edges": input_edges},
-            **node_meta,
-            "created_by": f"gtool {__version__}",
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "stats": {str(m): s for m, s in stats.items()},
-        }
+        labels, split_origin = node_meta
+        meta = StoreMeta(
+            complete=False,
+            num_nodes=n,
+            num_features=features.num_features,
+            num_classes=num_classes,
+            nnz={m: int(s.tile_nnz.sum()) for m, s in stats.items()},
+            tiles=opts.tiles,
+            tile_size=plan.tile_size,
+            normalization=opts.norm,
+            graph="directed-in" if opts.directed else "symmetrized",
+            permutation=PermutationInfo(opts.perm, opts.seed),
+            source={**self.source.describe(), "input_edges": input_edges},
+            labels=labels,
+            split_origin=split_origin,
+            features_origin=features.where,
+            created_by=f"gtool {__version__}",
+            created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            stats=stats,
+        )
         group = zarr.open_group(store=self.store, mode="r+")
-        group.attrs[layout.META_KEY] = meta
-        meta["complete"] = True
-        group.attrs[layout.META_KEY] = meta
+        group.attrs[layout.META_KEY] = meta.to_dict()
+        group.attrs[layout.META_KEY] = replace(meta, complete=True).to_dict()
 
 
 def group_partitions(partitions: range, totals: np.ndarray, cap: int) -> list[tuple[int, int]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gtool.store.metadata import MatrixStats
+
 
 @dataclass
 class ShardSummary:
@@ -15,7 +17,7 @@ class ShardSummary:
     input_edges: int
     nnz: dict[int, int]
     tiles: int
-    stats: dict[int, dict]
+    stats: dict[int, MatrixStats]
     seconds: float
     bytes_written: int
     peak_rss_mb: float

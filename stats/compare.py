@@ -24,8 +24,7 @@ COMPARED = BASELINES + tuple(s for s in SCHEMES if s not in BASELINES)
 
 def stored_scheme(store: Store) -> tuple[str, int]:
     """(scheme, seed) the store was permuted with."""
-    perm = store.meta.get("permutation", {})
-    return str(perm.get("scheme", "")), int(perm.get("seed", 0))
+    return store.meta.permutation.scheme, store.meta.permutation.seed
 
 
 def needs_degrees(schemes: tuple[str, ...]) -> bool:

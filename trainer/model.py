@@ -104,8 +104,8 @@ class ParallelGCN:
         dtype = config.torch_dtype
         self.comm = comm
         self.config = config
-        self.num_nodes = int(meta["num_nodes"])
-        self.dims = layer_widths(meta["num_features"], config.hidden, meta["num_classes"], config.layers)
+        self.num_nodes = meta.num_nodes
+        self.dims = layer_widths(meta.num_features, config.hidden, meta.num_classes, config.layers)
         self.plans = plan_layers(comm, self.dims, self.num_nodes)
         self.adjacency = blocked_shards(data, config.agg_blocks, dtype)
         self.weights = [

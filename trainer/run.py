@@ -59,7 +59,7 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
     reporter.message(
-        f"gtool train: {meta['num_nodes']} nodes, {meta['num_features']} features, {meta['num_classes']} "
+        f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
         f"classes; grid {grid} ({env.world_size} ranks, {env.launcher}); loaded in "
         f"{time.perf_counter() - started:.1f}s"
     )

@@ -88,11 +88,11 @@ class SerialGraph:
     @classmethod
     def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:
         """The graph as the only rank of a 1x1x1 grid loads it (stored order, A0/A1 alternating)."""
-        n = int(data.meta["num_nodes"])
+        n = data.meta.num_nodes
         shards = [data.shard(layer) for layer in range(data.layers)]
         matrices = [(shard.matrix.to(dtype), shard.transpose.to(dtype)) for shard in shards]
         features = data.features[:n].to(dtype)
-        return cls(matrices, features, data.labels[:n], data.split[:n], data.meta["num_classes"])
+        return cls(matrices, features, data.labels[:n], data.split[:n], data.meta.num_classes)
 
 
 class SerialGCN:

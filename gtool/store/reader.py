@@ -13,6 +13,7 @@ from gtool.errors import StoreError
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import read_checked
+from gtool.store.metadata import StoreMeta
 
 
 @dataclass(frozen=True)
@@ -65,44 +66,41 @@ class Store:
             raise StoreError(
                 f"{self.location}: store is incomplete (its writer did not finish); re-run gtool shard"
             )
-        self.meta: dict[str, Any] = meta
-        self._tile_nnz: dict[int, np.ndarray] = {}
+        self.meta = StoreMeta.from_dict(meta, self.location)
         self._check_arrays()
 
     @property
     def num_nodes(self) -> int:
-        return int(self.meta["num_nodes"])
+        return self.meta.num_nodes
 
     @property
     def num_features(self) -> int:
-        return int(self.meta["num_features"])
+        return self.meta.num_features
 
     @property
     def num_classes(self) -> int:
-        return int(self.meta["num_classes"])
+        return self.meta.num_classes
 
     @property
     def tiles(self) -> int:
-        return int(self.meta["tiles"][0])
+        return self.meta.tiles
 
     @property
     def tile_size(self) -> int:
-        return int(self.meta["tile_size"])
+        return self.meta.tile_size
 
     @property
     def matrices(self) -> list[int]:
         """Stored matrices: [0] when pr == pc, else [0, 1]."""
-        return [0, 1] if "1" in self.group["adj"] else [0]
+        return self.meta.matrices
 
     @property
     def two_matrices(self) -> bool:
         return len(self.matrices) == 2
 
     def tile_nnz(self, matrix: int) -> np.ndarray:
-        """T x T int64 array of nonzeros per tile, from the metadata (parsed once per matrix)."""
-        if matrix not in self._tile_nnz:
-            self._tile_nnz[matrix] = np.asarray(self.meta["stats"][str(matrix)]["tile_nnz"], dtype=np.int64)
-        return self._tile_nnz[matrix]
+        """T x T int64 array of nonzeros per tile, from the metadata."""
+        return self.meta.stats[matrix].tile_nnz
 
     def tile_bounds(self, i: int, j: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """Global row and column ranges of tile (i, j)."""
@@ -173,16 +171,19 @@ class Store:
                 raise StoreError(
                     f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}"
                 )
-        tiles = self.meta.get("tiles")
-        if not (isinstance(tiles, list) and len(tiles) == 2 and tiles[0] == tiles[1] and tiles[0] >= 1):
-            raise StoreError(f"{self.location}: metadata 'tiles' is {tiles!r}, expected [T, T]")
         if self.tile_size != tile_size(n, self.tiles):
             raise StoreError(
                 f"{self.location}: metadata tile_size {self.tile_size} does not match ceil(N / T) = "
                 f"{tile_size(n, self.tiles)} for N = {n}, T = {self.tiles}"
             )
-        if "adj" not in self.group or "0" not in self.group["adj"]:
-            raise StoreError(f"{self.location}: missing group adj/0 (the tiles of A0)")
+        for m in (0, 1):
+            stored = f"adj/{m}" in self.group
+            if stored != (m in self.matrices):
+                said = "describes" if m in self.matrices else "does not describe"
+                raise StoreError(
+                    f"{self.location}: group adj/{m} is {'' if stored else 'not '}stored, but the metadata "
+                    f"{said} A{m}"
+                )
         t = self.tiles
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):

@@ -126,7 +126,7 @@ class Verifier:
 
     def check_tiles(self) -> None:
         store, t = self.store, self.store.tiles
-        symmetric = store.meta.get("graph") == "symmetrized"
+        symmetric = store.meta.symmetrized
         for m in store.matrices:
             self.report.tiles[m] = 0
             self.report.nonzeros[m] = 0
@@ -192,7 +192,7 @@ class Verifier:
             )
 
     def check_total(self, m: int) -> None:
-        stated = self.store.meta.get("nnz", {}).get(str(m))
+        stated = self.store.meta.nnz[m]
         counted = int(self.store.tile_nnz(m).sum())
         if stated != counted:
             self.problem(f"metadata nnz of A{m} is {stated}, its tile_nnz add up to {counted}")
@@ -202,7 +202,7 @@ class Verifier:
     def check_permutations(self) -> None:
         """perm/r and perm/c hold each node id once; equal (identity) for the single (none) scheme."""
         n = self.store.num_nodes
-        scheme = self.store.meta.get("permutation", {}).get("scheme")
+        scheme = self.store.meta.permutation.scheme
         seen = {path: np.zeros(n, dtype=bool) for path in (layout.PERM_ROWS, layout.PERM_COLS)}
         differ, readable = False, True
         step = block_rows(self.store.array(layout.PERM_ROWS))

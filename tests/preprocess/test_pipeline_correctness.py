@@ -44,8 +44,8 @@ def test_tiles_equal_permuted_normalized_adjacency(tmp_path, source, tiles, perm
         assert store.matrices == [0, 1]
         assert_same_sparse(reassemble(store, 1), permuted(adj, pc, pr))
     assert_same_sparse(reassemble(store, 0), permuted(adj, pr, pc))
-    assert store.meta["nnz"]["0"] == adj.nnz
-    assert store.meta["graph"] == ("directed-in" if directed else "symmetrized")
+    assert store.meta.nnz[0] == adj.nnz
+    assert store.meta.graph == ("directed-in" if directed else "symmetrized")
 
 
 def test_norm_none_stores_a_plus_identity(tmp_path):
@@ -86,6 +86,6 @@ def test_tiles_split_into_many_runs_and_batches(tmp_path, monkeypatch):
     path = make_store("rmat:9:8", tmp_path / "s.zarr", tiles=3, seed=2, workers=2, chunk_edges=700)
     store = open_store(path)
     adj = expected_matrices("rmat:9:8", 512, False, "sym")
-    assert store.meta["stats"]["0"]["max"] > 40 * 10
+    assert store.meta.stats[0].max > 40 * 10
     assert_same_sparse(reassemble(store, 0), permuted(adj, store.perm("r"), store.perm("c")))
     assert_same_sparse(reassemble(store, 1), permuted(adj, store.perm("c"), store.perm("r")))

@@ -73,7 +73,7 @@ def check_balanced_store(built: StatsStore, source: str, directed: bool = False)
         *source_edges(resolve_source(source, ShardOptions())), store.num_nodes, directed=directed
     )
     pr, pc = store.perm("r"), store.perm("c")
-    assert store.two_matrices and store.meta["permutation"]["scheme"] == "balanced"
+    assert store.two_matrices and store.meta.permutation.scheme == "balanced"
     assert_same_sparse(built.matrices[0], permuted(adj, pr, pc))
     assert_same_sparse(built.matrices[1], permuted(adj, pc, pr))
 

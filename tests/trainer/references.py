@@ -37,7 +37,7 @@ def unpermuted_reference(path: str, layers: int, dtype: torch.dtype) -> Referenc
     """The graph the store was made from, rebuilt from its source: Â, and node data un-permuted."""
     store = Store(path)
     n = store.num_nodes
-    described = store.meta["source"]
+    described = store.meta.source
     source = resolve_source(described.get("path", described["name"]), ShardOptions())
     adjacency = normalized_adjacency(*source_edges(source), n)
     pr, pc = store.perm("r"), store.perm("c")
