@@ -7,7 +7,7 @@ from itertools import groupby
 import numpy as np
 import torch
 
-from gtool.geometry.layers import LayerShard
+from gtool.geometry.layers import LayerGeometry
 from gtool.loader.csr import CsrBuilder, transpose
 from gtool.loader.rank_data import AdjacencyShard, ReadStats
 from gtool.loader.tiles import ReadAhead, cut_tile, read_tiles, tile_bytes
@@ -16,7 +16,7 @@ from gtool.store.reader import Store
 
 def load_adjacency_shard(
     store: Store,
-    shard: LayerShard,
+    shard: LayerGeometry,
     reads: ReadAhead,
     stats: ReadStats,
     device: torch.device | str = "cpu",
@@ -29,7 +29,7 @@ def load_adjacency_shard(
     cuts = shard.tiles(store.num_nodes, store.tiles)
     tile_nnz = store.tile_nnz(shard.matrix)
     capacity = int(sum(tile_nnz[c.i, c.j] for c in cuts))
-    builder = CsrBuilder((shard.row_band.size, shard.col_band.size), capacity, np.float32)
+    builder = CsrBuilder((shard.rows.size, shard.inputs.size), capacity, np.float32)
     tiles = read_tiles(store, shard.matrix, cuts, reads)
     for _, group in groupby(tiles, key=lambda item: item[0].i):
         tile_row = list(group)
@@ -44,8 +44,8 @@ def load_adjacency_shard(
     matrix = builder.finish()
     return AdjacencyShard(
         matrix_id=shard.matrix,
-        row_band=shard.row_band,
-        col_band=shard.col_band,
+        row_band=shard.rows,
+        col_band=shard.inputs,
         matrix=matrix.to_torch(device),
         transpose=transpose(matrix).to_torch(device),
     )

@@ -68,7 +68,7 @@ def load_rank(
         layers=layers,
         meta=opened.meta,
         shards=shards,
-        layer_keys=[shard.key for shard in geometry.layer_shards],
+        layer_keys=[shard.key for shard in geometry.layers],
         features=features,
         feature_rows=geometry.feature_rows,
         feature_cols=geometry.feature_cols,

@@ -28,7 +28,7 @@ class AdjacencyShard:
 
     @property
     def key(self) -> ShardKey:
-        """(matrix, row band, col band), as gtool.geometry.layers.LayerShard.key."""
+        """(matrix, row band, col band), as gtool.geometry.layers.LayerGeometry.key."""
         return (self.matrix_id, self.row_band, self.col_band)
 
     @property
@@ -78,6 +78,11 @@ class RankData:
     split: torch.Tensor
     label_rows: Band
     read: ReadStats = field(default_factory=ReadStats)
+
+    @property
+    def two_matrices(self) -> bool:
+        """Whether the store holds A1 beside A0 (pr != pc)."""
+        return len(self.meta.matrices) == 2
 
     def shard(self, layer: int) -> AdjacencyShard:
         """The adjacency shard layer `layer` multiplies by."""

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerShard, ShardKey, distinct_shards, rank_geometry, rank_layer_shards
+from gtool.geometry.layers import LayerGeometry, ShardKey, distinct_shards, rank_geometry, rank_layers
 from gtool.geometry.tiles import TileCut
 from gtool.store import layout
 from gtool.store.metadata import spread
@@ -28,16 +28,16 @@ def nnz_in_cut(tile: TileData, cut: TileCut) -> int:
     return int(np.count_nonzero((cols >= cut.col_lo) & (cols < cut.col_hi)))
 
 
-def all_layer_shards(grid: ProcessGrid, layers: int, store: Store) -> list[tuple[LayerShard, ...]]:
+def all_layer_shards(grid: ProcessGrid, layers: int, store: Store) -> list[tuple[LayerGeometry, ...]]:
     """Every rank's shard of every layer, indexed [rank][layer]."""
     n, two = store.num_nodes, store.two_matrices
-    return [rank_layer_shards(grid, rank, layers, n, two) for rank in range(grid.size)]
+    return [rank_layers(grid, rank, layers, n, two) for rank in range(grid.size)]
 
 
 class ShardNnz:
     """Tile visitor: the nonzeros of every distinct adjacency shard of a grid, counted tile by tile."""
 
-    def __init__(self, shards: list[tuple[LayerShard, ...]], store: Store):
+    def __init__(self, shards: list[tuple[LayerGeometry, ...]], store: Store):
         distinct = distinct_shards(s for per_rank in shards for s in per_rank)
         self.nnz: dict[ShardKey, int] = dict.fromkeys(distinct, 0)
         self.cuts: dict[tuple[int, int, int], list[tuple[ShardKey, TileCut]]] = {}
@@ -71,7 +71,7 @@ class LayerBalance:
 
 
 def layer_balance(
-    grid: ProcessGrid, shards: list[tuple[LayerShard, ...]], counts: ShardNnz
+    grid: ProcessGrid, shards: list[tuple[LayerGeometry, ...]], counts: ShardNnz
 ) -> list[LayerBalance]:
     """Per layer, each rank's shard nonzeros (from a finished ShardNnz scan)."""
     balance = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerShard, layer_widths
+from gtool.geometry.layers import LayerGeometry, layer_widths
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.shapes import layer_shapes
 from gtool.stats.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
@@ -77,7 +77,7 @@ def run_scan(store: Store, visitors: list[TileVisitor], what: str, start_scan: S
 
 
 def grid_report(
-    store: Store, plan: GridPlan, shards: list[tuple[LayerShard, ...]], shard_nnz: ShardNnz
+    store: Store, plan: GridPlan, shards: list[tuple[LayerGeometry, ...]], shard_nnz: ShardNnz
 ) -> dict[str, Any]:
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
     them, gtool.plan.model.collectives) for a grid."""

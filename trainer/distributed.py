@@ -15,16 +15,12 @@ import torch
 import torch.distributed as dist
 
 from gtool.geometry.bands import ceil_div
+from gtool.geometry.collectives import GROUPS, KINDS
 from gtool.geometry.grid import ProcessGrid, group_ranks
 from gtool.trainer.timing import PhaseTimer
 
 _all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-
-
-GROUPS = ("x", "y", "z", "all")
-"""Group names: the three grid axes, and every rank of the grid."""
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 class CommBytes:
@@ -38,21 +34,21 @@ class CommBytes:
         self.reset()
 
     def reset(self) -> None:
-        self.counts = {group: dict.fromkeys(COLLECTIVES, 0) for group in GROUPS}
+        self.counts = {group: dict.fromkeys(KINDS, 0) for group in GROUPS}
 
     def add(self, group: str, kind: str, tensor: torch.Tensor) -> None:
         self.counts[group][kind] += tensor.numel() * tensor.element_size()
 
     def as_list(self) -> list[int]:
         """The counts flattened in (group, kind) order (see `from_list`)."""
-        return [self.counts[group][kind] for group in GROUPS for kind in COLLECTIVES]
+        return [self.counts[group][kind] for group in GROUPS for kind in KINDS]
 
     @staticmethod
     def from_list(values: list[int]) -> dict[str, dict[str, int]]:
         """Counts flattened by `as_list` back as {group: {kind: bytes}}."""
-        width = len(COLLECTIVES)
+        width = len(KINDS)
         return {
-            group: dict(zip(COLLECTIVES, values[g * width : (g + 1) * width], strict=True))
+            group: dict(zip(KINDS, values[g * width : (g + 1) * width], strict=True))
             for g, group in enumerate(GROUPS)
         }
 

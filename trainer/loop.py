@@ -20,11 +20,12 @@ from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 
 def _targets(data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device) -> Targets:
     """Labels and splits of the last layer's output block."""
-    last = model.plans[-1]
+    last, num_classes = model.layers[-1], model.dims[-1]
     if data.label_rows != last.rows or data.labels.shape[0] != last.rows.size:
         raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {last.rows}")
-    classes = last.out_cols.index * last.out_cols.size
-    real_classes = max(0, min(last.out_cols.size, last.out_dim - classes))
+    class_band = last.out_cols(num_classes)
+    classes = class_band.index * class_band.size
+    real_classes = max(0, min(class_band.size, num_classes - classes))
     a, b, _ = last.roles
     labels, split = data.labels.to(device), data.split.to(device)
     return Targets(labels, split, classes, real_classes, comm.axes[a], comm.axes[b])

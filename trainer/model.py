@@ -1,13 +1,10 @@
-"""The 3D-parallel GCN of one rank: its layer plans, weight shards, adjacency shards and forward pass."""
+"""The 3D-parallel GCN of one rank: its layers' geometry, weight shards, adjacency shards and forward pass."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from gtool.geometry.bands import Band, band
-from gtool.geometry.layers import layer_roles, layer_widths
+from gtool.geometry.layers import LayerGeometry, layer_widths, padded_slice, rank_layers
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm
@@ -17,62 +14,14 @@ from gtool.trainer.randomness import initial_weight
 from gtool.trainer.sharding import ShardedBlock
 
 
-def padded_slice(part: Band) -> slice:
-    """The band's range in padded coordinates (a band past the real indices still has its place)."""
-    return slice(part.index * part.size, (part.index + 1) * part.size)
-
-
-@dataclass(frozen=True)
-class LayerPlan:
-    """Layer `layer` as seen by one rank, with roles (a, b, c).
-
-    It reads input rows `inputs` (band b of N) and columns `in_cols` (band c of in_dim), and writes
-    output rows `rows` (band a of N) and columns `out_cols` (band b of out_dim).
-    """
-
-    layer: int
-    roles: tuple[int, int, int]
-    in_dim: int
-    out_dim: int
-    rows: Band
-    inputs: Band
-    in_cols: Band
-    out_cols: Band
-
-    @property
-    def input_block(self) -> tuple[int, int, int, int]:
-        """(first row, rows, first column, columns) of the input block in padded global coordinates."""
-        rows, cols = padded_slice(self.inputs), padded_slice(self.in_cols)
-        return rows.start, self.inputs.size, cols.start, self.in_cols.size
-
-
-def plan_layers(comm: GridComm, dims: list[int], num_nodes: int) -> list[LayerPlan]:
-    """The plan of every layer for this rank."""
-    coords, sizes = comm.coords, comm.grid.dims
-    plans = []
-    for layer in range(len(dims) - 1):
-        a, b, c = layer_roles(layer)
-        plans.append(
-            LayerPlan(
-                layer=layer,
-                roles=(a, b, c),
-                in_dim=dims[layer],
-                out_dim=dims[layer + 1],
-                rows=band(coords[a], sizes[a], num_nodes),
-                inputs=band(coords[b], sizes[b], num_nodes),
-                in_cols=band(coords[c], sizes[c], dims[layer]),
-                out_cols=band(coords[b], sizes[b], dims[layer + 1]),
-            )
-        )
-    return plans
-
-
-def weight_block(plan: LayerPlan, seed: int, dtype: torch.dtype) -> torch.Tensor:
+def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
     """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
-    full = initial_weight(seed, plan.layer, plan.in_dim, plan.out_dim, dtype)
-    rows, cols = padded_slice(plan.in_cols), padded_slice(plan.out_cols)
-    block = torch.zeros(plan.in_cols.size, plan.out_cols.size, dtype=dtype)
-    real = full[rows, cols]
+    layer = geometry.layer
+    in_dim, out_dim = dims[layer], dims[layer + 1]
+    full = initial_weight(seed, layer, in_dim, out_dim, dtype)
+    in_cols, out_cols = geometry.in_cols(in_dim), geometry.out_cols(out_dim)
+    block = torch.zeros(in_cols.size, out_cols.size, dtype=dtype)
+    real = full[padded_slice(in_cols), padded_slice(out_cols)]
     block[: real.shape[0], : real.shape[1]] = real
     return block
 
@@ -106,14 +55,14 @@ class ParallelGCN:
         self.config = config
         self.num_nodes = meta.num_nodes
         self.dims = layer_widths(meta.num_features, config.hidden, meta.num_classes, config.layers)
-        self.plans = plan_layers(comm, self.dims, self.num_nodes)
+        self.layers = rank_layers(comm.grid, comm.rank, config.layers, self.num_nodes, data.two_matrices)
         self.adjacency = blocked_shards(data, config.agg_blocks, dtype)
         self.weights = [
-            ShardedBlock(weight_block(plan, config.seed, dtype).to(device), comm.axes[plan.roles[0]])
-            for plan in self.plans
+            ShardedBlock(weight_block(g, self.dims, config.seed, dtype).to(device), comm.axes[g.roles[0]])
+            for g in self.layers
         ]
         features = self._checked_features(data).to(device=device, dtype=dtype)
-        first = self.plans[0]
+        first = self.layers[0]
         if config.normalize_features == "row":
             features = row_normalized(features, comm.axes[first.roles[2]])
         learned = config.learnable_features
@@ -121,8 +70,8 @@ class ParallelGCN:
         self.features = None if learned else features
 
     def _checked_features(self, data: RankData) -> torch.Tensor:
-        first = self.plans[0]
-        expected = (first.inputs.size, first.in_cols.size)
+        first = self.layers[0]
+        expected = (first.inputs.size, first.in_cols(self.dims[0]).size)
         if tuple(data.features.shape) != expected:
             raise ValueError(
                 f"rank {self.comm.rank}: feature block is {tuple(data.features.shape)}, "
@@ -160,10 +109,14 @@ class ParallelGCN:
         """F_0[band b, feature band c] of layer 0: the stored or the learned features."""
         return self.learned_features.full() if self.learned_features is not None else self.features
 
+    def input_placement(self, layer: int) -> tuple[int, int, int, int]:
+        """(first row, rows, first column, columns) of layer `layer`'s input block, padded, global."""
+        return self.layers[layer].input_block(self.dims[layer])
+
     def mask(self, layer: int, epoch: int) -> MaskSpec:
         """The dropout mask of layer `layer`'s input in `epoch`."""
         config = self.config
-        return MaskSpec.of(config.seed, layer, epoch, config.dropout, self.plans[layer].in_dim)
+        return MaskSpec.of(config.seed, layer, epoch, config.dropout, self.dims[layer])
 
     def forward(self, epoch: int, training: bool) -> torch.Tensor:
         """Logits block [rows band a, class band b] of the last layer (dropout only when `training`).
@@ -177,22 +130,22 @@ class ParallelGCN:
         x = self.input_block()
         if dropping:
             with timer.phase("dense"):
-                x = dropout(x, self.mask(0, epoch), self.plans[0].input_block)
-        last = len(self.plans) - 1
-        for plan, adjacency, weight in zip(self.plans, self.adjacency, self.weights, strict=True):
-            a, b, c = plan.roles
-            owns_input_grad = plan.layer == 0 and self.learned_features is not None
+                x = dropout(x, self.mask(0, epoch), self.input_placement(0))
+        last = len(self.layers) - 1
+        for layer, adjacency, weight in zip(self.layers, self.adjacency, self.weights, strict=True):
+            a, b, c = layer.roles
+            owns_input_grad = layer.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)
             del x
             x = transform(hidden, weight.full(), axes[b], axes[c], timer)
             del hidden
-            if plan.layer == last:
+            if layer.layer == last:
                 break
-            following = self.plans[plan.layer + 1]
+            following = layer.layer + 1
             with timer.phase("dense"):
                 if not training:
                     x = torch.relu(x)
                 else:
-                    spec = self.mask(following.layer, epoch) if dropping else NO_DROPOUT
-                    x = relu_dropout(x, spec, following.input_block)
+                    spec = self.mask(following, epoch) if dropping else NO_DROPOUT
+                    x = relu_dropout(x, spec, self.input_placement(following))
         return x

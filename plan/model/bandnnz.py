@@ -17,7 +17,7 @@ import numpy as np
 
 from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_shard
+from gtool.geometry.layers import layer_geometry
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store.reader import Store, TileData
 from gtool.store.scan import Progress
@@ -121,8 +121,8 @@ class ShardNnzTable:
         for rank in range(grid.size):
             per_layer = []
             for layer in range(layers):
-                shard = layer_shard(grid, rank, layer, self.num_nodes, self.two_matrices)
-                rows, cols = shard.row_band, shard.col_band
+                shard = layer_geometry(grid, rank, layer, self.num_nodes, self.two_matrices)
+                rows, cols = shard.rows, shard.inputs
                 if shard.key not in memo:
                     memo[shard.key] = self.rect_nnz(
                         shard.matrix, (rows.start, rows.stop), (cols.start, cols.stop)

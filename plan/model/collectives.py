@@ -26,11 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gtool.geometry.collectives import GROUPS, KINDS
 from gtool.geometry.grid import AXES
 from gtool.plan.model.shapes import LayerShape
-
-KINDS = ("all_reduce", "all_gather", "reduce_scatter")
-GROUPS = (*AXES, "all")
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_roles
+from gtool.geometry.layers import LayerGeometry, layer_geometry
 
 
 def factorizations(ranks: int) -> list[ProcessGrid]:
@@ -28,45 +27,57 @@ def factorizations(ranks: int) -> list[ProcessGrid]:
 
 @dataclass(frozen=True)
 class LayerShape:
-    """Layer `layer` on every rank of a grid: roles (a, b, c), their group sizes and the padded blocks.
+    """A layer's padded block sizes, the same on every rank of a grid: what the model prices.
 
-    The rank multiplies its `rows` x `inputs` adjacency shard by an `inputs` x `in_cols` input block and
-    a `in_cols` x `out_cols` weight block into an `rows` x `out_cols` output block.
+    The bands come from the layer's geometry (gtool.geometry.layers, rank 0's): the rank multiplies its
+    `rows` x `inputs` adjacency shard by an `inputs` x `in_cols` input block and an `in_cols` x `out_cols`
+    weight block into a `rows` x `out_cols` output block.
     """
 
-    layer: int
-    roles: tuple[int, int, int]
-    sizes: tuple[int, int, int]
+    geometry: LayerGeometry
     in_dim: int
     out_dim: int
-    rows: int
-    inputs: int
-    in_cols: int
-    out_cols: int
+
+    @property
+    def layer(self) -> int:
+        return self.geometry.layer
+
+    @property
+    def roles(self) -> tuple[int, int, int]:
+        return self.geometry.roles
+
+    @property
+    def sizes(self) -> tuple[int, int, int]:
+        """(G_a, G_b, G_c): the group sizes of the layer's roles."""
+        return self.geometry.sizes
+
+    @property
+    def rows(self) -> int:
+        return self.geometry.rows.size
+
+    @property
+    def inputs(self) -> int:
+        return self.geometry.inputs.size
+
+    @property
+    def in_cols(self) -> int:
+        return self.geometry.in_cols(self.in_dim).size
+
+    @property
+    def out_cols(self) -> int:
+        return self.geometry.out_cols(self.out_dim).size
 
     @property
     def weight_part(self) -> int:
-        """Elements of this rank's flat part of the weight block (split evenly over the a-group)."""
-        return band_size(self.in_cols * self.out_cols, self.sizes[0])
+        """Elements of a rank's flat part of the weight block (split evenly over the a-group)."""
+        return self.geometry.weight_part(self.in_dim, self.out_dim)
 
 
 def layer_shapes(grid: ProcessGrid, num_nodes: int, widths: list[int]) -> list[LayerShape]:
-    """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) on `grid`."""
-    shapes = []
-    for layer in range(len(widths) - 1):
-        a, b, c = layer_roles(layer)
-        ga, gb, gc = grid.dims[a], grid.dims[b], grid.dims[c]
-        shapes.append(
-            LayerShape(
-                layer=layer,
-                roles=(a, b, c),
-                sizes=(ga, gb, gc),
-                in_dim=widths[layer],
-                out_dim=widths[layer + 1],
-                rows=band_size(num_nodes, ga),
-                inputs=band_size(num_nodes, gb),
-                in_cols=band_size(widths[layer], gc),
-                out_cols=band_size(widths[layer + 1], gb),
-            )
-        )
-    return shapes
+    """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) on `grid`.
+
+    Shapes do not depend on which stored matrix a layer multiplies by (rank 0's geometry, one matrix)."""
+    return [
+        LayerShape(layer_geometry(grid, 0, layer, num_nodes, False), widths[layer], widths[layer + 1])
+        for layer in range(len(widths) - 1)
+    ]

@@ -1,4 +1,4 @@
-"""Which shards, tiles, feature block and label rows a rank holds (gtool.geometry.bands)."""
+"""Which shards, tiles, feature block and label rows a rank holds (gtool.geometry.layers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import feature_block, label_band, rank_geometry, rank_tiles
+from gtool.geometry.layers import rank_geometry
 from gtool.geometry.tiles import tile_size
 from tests.loader.expected import label_range, layer_rects, tiles_overlapped
 
@@ -16,7 +16,7 @@ def test_bands_of_different_axes_are_different_shards() -> None:
     """3x2x1, one matrix: band 0 of x, y and z are three different rectangles, so three shards."""
     geometry = rank_geometry(ProcessGrid(3, 2, 1), 0, 3, 143, 7, two_matrices=False)
     assert len(geometry.shards) == 3
-    assert [(s.row_band.size, s.col_band.size) for s in geometry.layer_shards] == [
+    assert [(s.rows.size, s.inputs.size) for s in geometry.layers] == [
         (48, 72),
         (143, 48),
         (72, 143),
@@ -47,7 +47,7 @@ def test_rank_tiles_are_the_tiles_the_layer_rectangles_overlap(
     grid, n = ProcessGrid(*dims), 143
     for rank, layers, two in itertools.product(range(grid.size), range(1, 5), (False, True)):
         want = tiles_overlapped(layer_rects(dims, rank, layers, n, two), n, tiles)
-        assert set(rank_tiles(grid, rank, layers, n, tiles, two)) == want
+        assert set(rank_geometry(grid, rank, layers, n, 7, two).tiles(n, tiles)) == want
 
 
 @pytest.mark.parametrize("tiles", [4, 5, 7])
@@ -57,16 +57,14 @@ def test_tile_cuts_of_a_layer_partition_the_matrix(dims: tuple[int, int, int], t
     grid, n = ProcessGrid(*dims), 143
     size = tile_size(n, tiles)
     for layer in range(3):
-        shards = {
-            rank_geometry(grid, r, layer + 1, n, 7, False).layer_shards[layer] for r in range(grid.size)
-        }
+        shards = {rank_geometry(grid, r, layer + 1, n, 7, False).layers[layer] for r in range(grid.size)}
         covered = [[0] * n for _ in range(n)]
         for shard in {s.key: s for s in shards}.values():
             for cut in shard.tiles(n, tiles):
                 for r in range(cut.row_lo, cut.row_hi):
                     for c in range(cut.col_lo, cut.col_hi):
                         row, col = cut.i * size + r, cut.j * size + c
-                        assert (row - shard.row_band.start, col - shard.col_band.start) == (
+                        assert (row - shard.rows.start, col - shard.inputs.start) == (
                             r + cut.row_offset,
                             c + cut.col_offset,
                         )
@@ -78,11 +76,12 @@ def test_feature_block_and_label_rows() -> None:
     """Features: rows = band y of Gy, columns = feature band z of Gz; labels: last layer's row band."""
     grid, n, f = ProcessGrid(3, 2, 4), 143, 10
     rank = grid.rank(2, 1, 3)
-    rows, cols = feature_block(grid, rank, n, f)
+    geometry = rank_geometry(grid, rank, 3, n, f, True)
+    rows, cols = geometry.feature_rows, geometry.feature_cols
     assert (rows.start, rows.stop, rows.size) == (72, 143, 72)
     assert (cols.start, cols.stop, cols.size) == (9, 10, 3)
     for layers, (start, stop, size) in {1: (96, 143, 48), 2: (108, 143, 36), 3: (72, 143, 72)}.items():
-        got = label_band(grid, rank, layers, n)
+        got = rank_geometry(grid, rank, layers, n, f, True).label_rows
         assert (got.start, got.stop, got.size) == (start, stop, size)
 
 
@@ -90,5 +89,6 @@ def test_feature_block_and_label_rows() -> None:
 def test_label_rows_follow_the_last_layer(dims: tuple[int, int, int]) -> None:
     grid = ProcessGrid(*dims)
     for rank, layers in itertools.product(range(grid.size), range(1, 7)):
-        got, (want, _) = label_band(grid, rank, layers, 143), label_range(dims, rank, layers, 143)
+        got = rank_geometry(grid, rank, layers, 143, 7, True).label_rows
+        want, _ = label_range(dims, rank, layers, 143)
         assert (got.start, got.stop, got.size) == (want.start, want.stop, want.size)

@@ -74,8 +74,9 @@ def _gradient_error(trainer: Trainer, serial: SerialGCN) -> float:
     """Largest error of this rank's weight-gradient blocks against the serial gradients."""
     model = trainer.model
     worst = 0.0
-    for weight, plan, full in zip(model.weights, model.plans, serial.weights, strict=True):
-        want = block_of(full.grad, plan.in_cols, plan.out_cols)
+    for weight, layer, full in zip(model.weights, model.layers, serial.weights, strict=True):
+        in_dim, out_dim = model.dims[layer.layer], model.dims[layer.layer + 1]
+        want = block_of(full.grad, layer.in_cols(in_dim), layer.out_cols(out_dim))
         worst = max(worst, scaled_error(weight.assemble(weight.shard.grad), want, full.grad))
     return worst
 
@@ -84,10 +85,10 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
     """Error of this rank's logits block against the serial logits of the same nodes, and the largest
     magnitude in its padding rows (which must stay zero)."""
     logits = trainer.logits()
-    last = trainer.model.plans[-1]
+    last = trainer.model.layers[-1]
     full = serial.forward(0, training=False).detach()[torch.from_numpy(rows)]
     got = logits[: last.rows.real]
-    want = block_of(full, last.rows, last.out_cols)[: last.rows.real]
+    want = block_of(full, last.rows, last.out_cols(trainer.model.dims[-1]))[: last.rows.real]
     padding = float(logits[last.rows.real :].abs().max()) if last.rows.real < last.rows.size else 0.0
     return scaled_error(got, want, full), padding
 
@@ -95,11 +96,11 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
 def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.Tensor]:
     """Blocks keyed so that ranks holding a replica of the same block use the same key."""
     coords = comm.coords
-    a, b, _ = trainer.model.plans[-1].roles
+    a, b, _ = trainer.model.layers[-1].roles
     replicas = {f"logits/{coords[a]}/{coords[b]}": trainer.logits(), "loss": torch.tensor(loss)}
-    for plan, weight in zip(trainer.model.plans, trainer.model.weights, strict=True):
-        _, wb, wc = plan.roles
-        replicas[f"weight{plan.layer}/{coords[wc]}/{coords[wb]}"] = weight.full().detach()
+    for layer, weight in zip(trainer.model.layers, trainer.model.weights, strict=True):
+        _, wb, wc = layer.roles
+        replicas[f"weight{layer.layer}/{coords[wc]}/{coords[wb]}"] = weight.full().detach()
     return replicas
 
 
