@@ -53,7 +53,7 @@ def store_path(scale: int) -> Path:
 def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     """gtool.plan's epoch time for one grid (and its split)."""
     from gtool.geometry.grid import ProcessGrid
-    from gtool.geometry.layers import layer_widths
+    from gtool.model import ModelConfig
     from gtool.plan.model.bandnnz import ShardNnzTable
     from gtool.plan.model.planner import PlanRequest, estimate_grid
     from gtool.plan.model.profile import load_profile
@@ -61,8 +61,8 @@ def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
 
     opened = open_store(store)
     dims = ProcessGrid(*map(int, grid.split("x")))
-    request = PlanRequest(dims.size, hidden=hidden)
-    widths = layer_widths(opened.num_features, hidden, opened.num_classes, request.layers)
+    request = PlanRequest(dims.size, ModelConfig(hidden=hidden))
+    widths = request.model.widths(opened.num_features, opened.num_classes)
     table = ShardNnzTable(opened, set(dims.dims))
     estimate = estimate_grid(dims, table, widths, request, load_profile(profile)[0], opened.num_classes)
     summary = estimate.summary()

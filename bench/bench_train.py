@@ -47,7 +47,7 @@ def train_reference(store: str, args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(1)
     device = torch.device(args.device)
-    config = TrainConfig(store=store, layers=args.layers, hidden=args.hidden, dropout=args.dropout)
+    config = TrainConfig.of(store, layers=args.layers, hidden=args.hidden, dropout=args.dropout)
     data = load_rank(store, grid=(1, 1, 1), rank=0, layers=args.layers)
     model = SerialGCN(SerialGraph.from_rank_data(data, torch.float32).to(device), config, torch_dropout=True)
     del data

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
 from gtool.errors import GtoolError
+from gtool.model import ModelConfig
 from gtool.store.reader import open_store
 
 from .common import console, reports_errors
+from .options import with_options
 from .plan_tables import plan_tables
 
 if TYPE_CHECKING:
@@ -54,18 +55,15 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int) ->
     )
 
 
+PLANNED = ("layers", "hidden", "dtype", "dropout", "learnable_features", "agg_blocks")
+"""The model options a plan depends on (gtool train's flags of the same names)."""
+
+
 @reports_errors
+@with_options((ModelConfig, PLANNED))
 def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
-    layers: int = typer.Option(3, help="GCN layers."),
-    hidden: int = typer.Option(128, help="Width of the hidden layers."),
-    dtype: str = typer.Option("float32", help="float32 or float64."),
-    dropout: float = typer.Option(0.5, help="Dropout rate (0: none)."),
-    learnable_features: bool = typer.Option(
-        False, "--learnable-features", help="Input features trained as embeddings (sharded)."
-    ),
-    agg_blocks: int = typer.Option(1, help="Row blocks per SpMM (as gtool train --agg-blocks)."),
     profile: str = typer.Option(
         None, help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
     ),
@@ -85,6 +83,7 @@ def plan(
     threads: int = typer.Option(1, help="With --calibrate: torch threads per rank."),
     max_group: int = typer.Option(8, help="With --calibrate: largest all-reduce group (local processes)."),
     output: str = typer.Option(None, "--output", "-o", help="With --calibrate: the profile file to write."),
+    **model: Any,
 ) -> None:
     """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.
 
@@ -98,13 +97,7 @@ def plan(
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
-    request = plan_request(
-        ranks, layers, hidden, dtype, dropout, learnable_features, agg_blocks, memory_per_rank, exact_nnz
-    )
-    if ranks_per_node is not None:
-        if ranks_per_node < 1:
-            raise GtoolError(f"--ranks-per-node must be >= 1, got {ranks_per_node}")
-        request = replace(request, ranks_per_node=ranks_per_node)
+    request = plan_request(ranks, model, memory_per_rank, exact_nnz, ranks_per_node)
     cost_profile, note = load_profile(profile)
     opened = open_store(store)
     result = make_plan(opened, request, cost_profile)
@@ -119,31 +112,25 @@ def plan(
 
 def plan_request(
     ranks: int,
-    layers: int,
-    hidden: int,
-    dtype: str,
-    dropout: float,
-    learnable_features: bool,
-    agg_blocks: int,
+    model: dict[str, Any],
     memory_per_rank: str | None,
     exact_nnz: bool = False,
+    ranks_per_node: int | None = None,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
-    from gtool.plan.model.memory import ModelSettings
     from gtool.plan.model.planner import PlanRequest
     from gtool.preprocess.budget import parse_bytes
-    from gtool.trainer.config import DTYPES
 
-    if ranks < 1 or layers < 1 or hidden < 1 or agg_blocks < 1:
-        raise GtoolError("--ranks, --layers, --hidden and --agg-blocks must be >= 1")
-    if dtype not in DTYPES:
-        raise GtoolError(f"--dtype must be one of {tuple(DTYPES)}, got {dtype!r}")
-    if not 0.0 <= dropout < 1.0:
-        raise GtoolError(f"--dropout must be in [0, 1), got {dropout}")
+    if ranks < 1:
+        raise GtoolError(f"--ranks must be >= 1, got {ranks}")
+    if ranks_per_node is not None and ranks_per_node < 1:
+        raise GtoolError(f"--ranks-per-node must be >= 1, got {ranks_per_node}")
     try:
         limit = parse_bytes(memory_per_rank) if memory_per_rank else None
     except ValueError as exc:
         raise GtoolError(f"--memory-per-rank: {exc}") from None
-    itemsize = DTYPES[dtype].itemsize
-    settings = ModelSettings(itemsize, dropout, learnable_features, agg_blocks)
-    return PlanRequest(ranks, layers, hidden, settings, limit, exact_nnz)
+    try:
+        config = ModelConfig(**model)
+    except ValueError as exc:
+        raise GtoolError(str(exc)) from None
+    return PlanRequest(ranks, config, limit, exact_nnz, ranks_per_node)

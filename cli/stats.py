@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -13,24 +14,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid, parse_dims
+from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
 
 from .common import console, reports_errors
+from .options import with_options
 from .stats_tables import report_tables
 
 PROGRESS_MIN_NNZ = 50_000_000
 """Scans reading fewer nonzeros than this finish in seconds and show no progress bar."""
 
 
-def grid_plan(grid: str | None, layers: int, hidden: int) -> GridPlan | None:
-    """The --grid/--layers/--hidden options as a GridPlan (None without --grid)."""
-    if layers < 1 or hidden < 1:
-        raise GtoolError(f"--layers and --hidden must be >= 1, got {layers} and {hidden}")
-    if grid is None:
-        return None
+def grid_plan(grid: str | None, model: dict[str, Any]) -> GridPlan | None:
+    """The --grid, --layers and --hidden options as a GridPlan (None without --grid)."""
     try:
-        return GridPlan(ProcessGrid(*parse_dims(grid, 3, "--grid")), layers, hidden)
+        config = ModelConfig(**model)
+        return GridPlan(ProcessGrid(*parse_dims(grid, 3, "--grid")), config) if grid else None
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
 
@@ -62,21 +62,23 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 
 
 @reports_errors
+@with_options((ModelConfig, ("layers", "hidden")))
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(
         None, "--grid", "-g", help="Process grid GXxGYxGZ: per-rank shard balance, reads and all-reduces."
     ),
-    layers: int = typer.Option(3, "--layers", "-l", help="GCN layers (with --grid)."),
-    hidden: int = typer.Option(128, "--hidden", help="Hidden width (with --grid)."),
     compare: bool = typer.Option(
         False, "--compare", help="Tile figures under every permutation scheme, side by side."
     ),
     plot: str = typer.Option(None, "--plot", help="Write a heatmap of tile nonzeros to this PNG."),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
+    **model: Any,
 ) -> None:
-    """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid."""
-    plan = grid_plan(grid, layers, hidden)
+    """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid.
+
+    --layers and --hidden (as gtool train's) size the model for --grid."""
+    plan = grid_plan(grid, model)
     opened = open_store(store)
     with scan_progress() as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
+from gtool.model import ModelConfig
 from gtool.store.reader import Store, open_store
+from gtool.trainer.config import OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .common import console, reports_errors
-from .plan import plan_request
+from .options import with_options
 
 if TYPE_CHECKING:
     from gtool.plan.model.planner import PlanRequest
@@ -40,6 +42,7 @@ def auto_grid(
 
 
 @reports_errors
+@with_options(ModelConfig, OptimizerConfig, RuntimeConfig)
 def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(
@@ -50,80 +53,26 @@ def train(
         None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
     ),
     plan_profile: str = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate)."),
-    layers: int = typer.Option(3, help="GCN layers."),
-    hidden: int = typer.Option(128, help="Width of the hidden layers."),
-    dropout: float = typer.Option(0.5, help="Dropout rate on every layer's input."),
-    lr: float = typer.Option(0.01, help="Learning rate."),
-    weight_decay: float = typer.Option(5e-4, help="Weight decay (Adam: L2 term; AdamW: decoupled)."),
-    weight_decay_first_only: bool = typer.Option(
-        False, "--weight-decay-first-only", help="Decay only the first layer's weight (Kipf & Welling)."
-    ),
-    optimizer: str = typer.Option("adam", help="adam or adamw."),
-    epochs: int = typer.Option(100, help="Training epochs."),
-    eval_every: int = typer.Option(1, help="Evaluate accuracies every N epochs and at the end."),
-    seed: int = typer.Option(0, help="Seed of weight initialization and dropout masks."),
-    learnable_features: bool = typer.Option(
-        False, "--learnable-features", help="Train the input features as embeddings (sharded)."
-    ),
-    normalize_features: str = typer.Option("none", help="none, or row: divide each row by its L1 norm."),
-    agg_blocks: int = typer.Option(1, help="Row blocks per SpMM, each reduced while the next is computed."),
-    dtype: str = typer.Option("float32", help="float32 or float64."),
-    backend: str = typer.Option("gloo", help="gloo (CPU) or nccl (one GPU per rank, cuda:LOCAL_RANK)."),
-    device: str = typer.Option(
-        None, help="cpu or cuda; default cuda for nccl, cpu for gloo (gloo with cuda: ranks may share GPUs)."
-    ),
-    threads: int = typer.Option(1, help="Torch threads per rank."),
-    timeout: float = typer.Option(60.0, help="Seconds a rank waits in a collective before giving up."),
-    checkpoint: str = typer.Option(None, help="Directory of sharded checkpoints."),
-    checkpoint_every: int = typer.Option(10, help="Write a checkpoint every N epochs (and at the end)."),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue from the latest checkpoint in --checkpoint, if there is one."
-    ),
-    log: str = typer.Option(None, help="JSON lines: one per epoch, then a summary (appended on --resume)."),
+    **options: Any,
 ) -> None:
     """Train a GCN with 3D tensor parallelism (Plexus) on GXxGYxGZ ranks.
 
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
-    from gtool.trainer.config import TrainConfig
+    from gtool.plan.model.planner import PlanRequest
     from gtool.trainer.launch import RankFailed
     from gtool.trainer.run import train as run_training
 
     opened = open_store(store)
-    if grid == "auto":
-        model = (layers, hidden, dtype, dropout, learnable_features, agg_blocks, None)
-        dims = auto_grid(opened, ranks, plan_profile, lambda p: plan_request(p, *model))
-    else:
-        if ranks is not None:
-            raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
-        dims = grid
     try:
-        config = TrainConfig(
-            store=store,
-            grid=parse_dims(dims, 3, "--grid"),
-            layers=layers,
-            hidden=hidden,
-            dropout=dropout,
-            lr=lr,
-            weight_decay=weight_decay,
-            weight_decay_first_only=weight_decay_first_only,
-            optimizer=optimizer,
-            epochs=epochs,
-            eval_every=eval_every,
-            seed=seed,
-            learnable_features=learnable_features,
-            normalize_features=normalize_features,
-            agg_blocks=agg_blocks,
-            dtype=dtype,
-            backend=backend,
-            device=device,
-            threads=threads,
-            timeout=timeout,
-            checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every,
-            resume=resume,
-            log=log,
-        )
+        config = TrainConfig.of(store, **options)
+        if grid == "auto":
+            dims = auto_grid(opened, ranks, plan_profile, lambda p: PlanRequest(p, config.model))
+        elif ranks is not None:
+            raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
+        else:
+            dims = grid
+        config = config.replace(grid=parse_dims(dims, 3, "--grid"))
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerGeometry, layer_widths
+from gtool.geometry.layers import LayerGeometry
+from gtool.model import ModelConfig
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.shapes import layer_shapes
 from gtool.stats.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
@@ -29,11 +30,10 @@ StartScan = Callable[[str, int], Progress | None]
 
 @dataclass(frozen=True)
 class GridPlan:
-    """The training layout to size: a process grid, the layer count and the hidden width."""
+    """The training layout to size: a process grid and the model trained on it."""
 
     grid: ProcessGrid
-    layers: int
-    hidden: int
+    model: ModelConfig
 
 
 def collect_stats(
@@ -43,7 +43,7 @@ def collect_stats(
     touched = TouchedLines(store)
     visitors: list[TileVisitor] = [touched]
     if plan is not None:
-        shards = all_layer_shards(plan.grid, plan.layers, store)
+        shards = all_layer_shards(plan.grid, plan.model.layers, store)
         shard_nnz = ShardNnz(shards, store)
         visitors.append(shard_nnz)
     degrees = RowDegrees(store) if compare and needs_degrees(COMPARED) else None
@@ -81,16 +81,16 @@ def grid_report(
 ) -> dict[str, Any]:
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
     them, gtool.plan.model.collectives) for a grid."""
-    widths = layer_widths(store.num_features, plan.hidden, store.num_classes, plan.layers)
+    widths = plan.model.widths(store.num_features, store.num_classes)
     shapes = layer_shapes(plan.grid, store.num_nodes, widths)
     collectives = epoch_collectives(shapes, learnable_features=False)
     return {
         "dims": list(plan.grid.dims),
-        "layers": plan.layers,
-        "hidden": plan.hidden,
+        "layers": plan.model.layers,
+        "hidden": plan.model.hidden,
         "widths": widths,
         "layer_balance": [b.summary() for b in layer_balance(plan.grid, shards, shard_nnz)],
-        "ranks": [r.summary() for r in rank_reads(plan.grid, plan.layers, store)],
+        "ranks": [r.summary() for r in rank_reads(plan.grid, plan.model.layers, store)],
         "collectives": {
             "list": [c.summary(VALUE_BYTES) for c in collectives],
             "wire_bytes_by_group": wire_bytes_by_group(collectives, VALUE_BYTES),

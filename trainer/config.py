@@ -1,88 +1,106 @@
-"""Everything a training run is told: what `gtool train` flags map to."""
+"""Everything a training run is told, nested by concern; each option declared once (gtool.options).
+
+`gtool train`'s flags are made from these declarations (gtool.cli.options), and the planner takes the
+same model description (gtool.model.ModelConfig).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-import torch
+from gtool.model import ModelConfig
+from gtool.options import Options, build_sections, option, route
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+if TYPE_CHECKING:
+    import torch
+
 OPTIMIZERS = ("adam", "adamw")
-FEATURE_NORMALIZATIONS = ("none", "row")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """A training run. Epochs are numbered from 1; `epochs` is the last one."""
+class OptimizerConfig(Options):
+    """How the weights are updated."""
 
-    store: str
-    grid: tuple[int, int, int] = (1, 1, 1)
-    layers: int = 3
-    hidden: int = 128
-    dropout: float = 0.5
-    lr: float = 0.01
-    weight_decay: float = 5e-4
-    weight_decay_first_only: bool = False
-    optimizer: str = "adam"
-    epochs: int = 100
-    eval_every: int = 1
-    seed: int = 0
-    learnable_features: bool = False
-    normalize_features: str = "none"
-    agg_blocks: int = 1
-    dtype: str = "float32"
-    backend: str = "gloo"
-    device: str | None = None
-    threads: int = 1
-    timeout: float = 60.0
-    checkpoint: str | None = None
-    checkpoint_every: int = 10
-    resume: bool = False
-    log: str | None = None
+    algorithm: str = option("adam", "adam or adamw.", flag="--optimizer", choices=OPTIMIZERS)
+    lr: float = option(0.01, "Learning rate.", positive=True)
+    weight_decay: float = option(0.0005, "Weight decay (Adam: L2 term; AdamW: decoupled).", minimum=0.0)
+    weight_decay_first_only: bool = option(False, "Decay only the first layer's weight (Kipf & Welling).")
 
-    def __post_init__(self) -> None:
+
+@dataclass(frozen=True)
+class RuntimeConfig(Options):
+    """How long, where and with what the run goes: schedule, devices, checkpoints, log."""
+
+    epochs: int = option(100, "Training epochs.", minimum=1)
+    eval_every: int = option(1, "Evaluate accuracies every N epochs and at the end.", minimum=1)
+    seed: int = option(0, "Seed of weight initialization and dropout masks.", minimum=0)
+    backend: str = option("gloo", "gloo (CPU) or nccl (one GPU per rank, cuda:LOCAL_RANK).", choices=BACKENDS)
+    device: str | None = option(
+        None,
+        "cpu or cuda; default cuda for nccl, cpu for gloo (gloo with cuda: ranks may share GPUs).",
+        choices=DEVICES,
+    )
+    threads: int = option(1, "Torch threads per rank.", minimum=1)
+    timeout: float = option(60.0, "Seconds a rank waits in a collective before giving up.", positive=True)
+    checkpoint: str | None = option(None, "Directory of sharded checkpoints.")
+    checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
+    resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
+    log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+
+    def combined_problems(self) -> list[str]:
         problems = []
-        if self.layers < 1:
-            problems.append(f"--layers must be >= 1, got {self.layers}")
-        if self.hidden < 1:
-            problems.append(f"--hidden must be >= 1, got {self.hidden}")
-        if not 0.0 <= self.dropout < 1.0:
-            problems.append(f"--dropout must be in [0, 1), got {self.dropout}")
-        if self.epochs < 1 or self.eval_every < 1 or self.checkpoint_every < 1 or self.agg_blocks < 1:
-            problems.append("--epochs, --eval-every, --checkpoint-every and --agg-blocks must be >= 1")
-        if self.optimizer not in OPTIMIZERS:
-            problems.append(f"--optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
-        if self.normalize_features not in FEATURE_NORMALIZATIONS:
-            problems.append(f"--normalize-features must be one of {FEATURE_NORMALIZATIONS}")
-        if self.dtype not in DTYPES:
-            problems.append(f"--dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
-        if self.backend not in BACKENDS:
-            problems.append(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.device is not None and self.device not in DEVICES:
-            problems.append(f"--device must be one of {DEVICES}, got {self.device!r}")
         if self.backend == "nccl" and self.device == "cpu":
             problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
-        if len(self.grid) != 3 or min(self.grid) < 1:
-            problems.append(f"--grid must be 3 positive integers, got {self.grid}")
-        if self.threads < 1 or self.timeout <= 0:
-            problems.append("--threads must be >= 1 and --timeout > 0")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return DTYPES[self.dtype]
+        return problems
 
     @property
     def device_type(self) -> str:
         """Where the ranks' tensors live: --device, else cuda for NCCL and the CPU for gloo."""
         return self.device or ("cuda" if self.backend == "nccl" else "cpu")
 
+
+@dataclass(frozen=True)
+class TrainConfig(Options):
+    """A training run on `store` over a GX x GY x GZ grid. Epochs are numbered from 1."""
+
+    store: str
+    grid: tuple[int, int, int] = (1, 1, 1)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    @classmethod
+    def of(cls, store: str, grid: tuple[int, int, int] = (1, 1, 1), **options: Any) -> TrainConfig:
+        """A run from options by name (`hidden=64, lr=0.05, epochs=10`, as the flags are named)."""
+        return cls(store, grid, **build_sections(SECTIONS, route(SECTIONS, options)))
+
+    def replace(self, **options: Any) -> TrainConfig:
+        """This run with some options changed by name (store and grid too)."""
+        store, grid = options.pop("store", self.store), options.pop("grid", self.grid)
+        routed = route(SECTIONS, options)
+        return TrainConfig(store, grid, **{k: replace(getattr(self, k), **v) for k, v in routed.items()})
+
+    def combined_problems(self) -> list[str]:
+        if len(self.grid) != 3 or min(self.grid) < 1:
+            return [f"--grid must be 3 positive integers, got {self.grid}"]
+        return []
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        import torch  # here: the command line reads configurations without loading torch
+
+        return getattr(torch, self.model.dtype)
+
     @property
     def world_size(self) -> int:
         gx, gy, gz = self.grid
         return gx * gy * gz
+
+
+SECTIONS = {"model": ModelConfig, "optimizer": OptimizerConfig, "runtime": RuntimeConfig}
+"""The sections of a TrainConfig, by field name."""

@@ -35,8 +35,10 @@ class Trainer:
     """The model, targets and optimizer of one rank, stepped one epoch at a time."""
 
     def __init__(self, data: RankData, comm: GridComm, config: TrainConfig, device: torch.device):
-        if data.layers != config.layers:
-            raise ValueError(f"rank data was loaded for {data.layers} layers, the run has {config.layers}")
+        if data.layers != config.model.layers:
+            raise ValueError(
+                f"rank data was loaded for {data.layers} layers, the run has {config.model.layers}"
+            )
         self.comm = comm
         self.config = config
         self.model = ParallelGCN(data, comm, config, device)
@@ -100,9 +102,9 @@ def checkpoint_shape(trainer: Trainer) -> dict:
         "grid": list(trainer.comm.grid.dims),
         "dims": trainer.model.dims,
         "num_nodes": trainer.model.num_nodes,
-        "dtype": config.dtype,
-        "optimizer": config.optimizer,
-        "learnable_features": config.learnable_features,
+        "dtype": config.model.dtype,
+        "optimizer": config.optimizer.algorithm,
+        "learnable_features": config.model.learnable_features,
     }
 
 
@@ -123,10 +125,10 @@ def resume(
         reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
         return History(), 1
     trainer.load_state(checkpoints.load(manifest, device))
-    if manifest["epoch"] >= trainer.config.epochs:
+    if manifest["epoch"] >= trainer.config.runtime.epochs:
         reporter.message(
             f"{manifest['path']} is at epoch {manifest['epoch']}, already at --epochs "
-            f"{trainer.config.epochs}: nothing left to train (raise --epochs to continue)"
+            f"{trainer.config.runtime.epochs}: nothing left to train (raise --epochs to continue)"
         )
     else:
         reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
@@ -134,25 +136,27 @@ def resume(
 
 
 def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
-    """Train to `config.epochs`, resuming from and writing checkpoints when asked; report every epoch."""
+    """Train to the last epoch (--epochs), resuming from and writing checkpoints when asked; report each."""
     config = trainer.config
     history, first_epoch = History(), 1
     checkpoints = None
-    if config.checkpoint:
-        checkpoints = Checkpoints(config.checkpoint, trainer.comm, checkpoint_shape(trainer))
-        if config.resume:
+    if config.runtime.checkpoint:
+        checkpoints = Checkpoints(config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer))
+        if config.runtime.resume:
             history, first_epoch = resume(trainer, checkpoints, reporter, device)
     summary = Summary(history)
-    for epoch in range(first_epoch, config.epochs + 1):
+    for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)
-        if epoch % config.eval_every == 0 or epoch == config.epochs:
+        if epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs:
             start = time.perf_counter()
             record.accuracy = trainer.evaluate()
             record.eval_seconds = time.perf_counter() - start
         history.update(record)
         summary.epochs.append(record)
         reporter.epoch(record)
-        if checkpoints is not None and (epoch % config.checkpoint_every == 0 or epoch == config.epochs):
+        if checkpoints is not None and (
+            epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs
+        ):
             checkpoints.save(epoch, trainer.state(), asdict(history))
     summary.peak_memory_mb = peak_memory(trainer.comm, device)
     reporter.summary(summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gtool.geometry.layers import LayerGeometry, layer_widths, padded_slice, rank_layers
+from gtool.geometry.layers import LayerGeometry, padded_slice, rank_layers
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm
@@ -42,7 +42,7 @@ def row_normalized(features: torch.Tensor, feature_group: AxisGroup) -> torch.Te
 
 
 class ParallelGCN:
-    """A GCN of `config.layers` layers (no bias; ReLU between layers, none after the last).
+    """A GCN of `config.model.layers` layers (no bias; ReLU between layers, none after the last).
 
     Weights and, with learnable features, the input features are `ShardedBlock`s over the group that
     replicates them (the layer's a-axis).
@@ -54,18 +54,22 @@ class ParallelGCN:
         self.comm = comm
         self.config = config
         self.num_nodes = meta.num_nodes
-        self.dims = layer_widths(meta.num_features, config.hidden, meta.num_classes, config.layers)
-        self.layers = rank_layers(comm.grid, comm.rank, config.layers, self.num_nodes, data.two_matrices)
-        self.adjacency = blocked_shards(data, config.agg_blocks, dtype)
+        self.dims = config.model.widths(meta.num_features, meta.num_classes)
+        self.layers = rank_layers(
+            comm.grid, comm.rank, config.model.layers, self.num_nodes, data.two_matrices
+        )
+        self.adjacency = blocked_shards(data, config.model.agg_blocks, dtype)
         self.weights = [
-            ShardedBlock(weight_block(g, self.dims, config.seed, dtype).to(device), comm.axes[g.roles[0]])
+            ShardedBlock(
+                weight_block(g, self.dims, config.runtime.seed, dtype).to(device), comm.axes[g.roles[0]]
+            )
             for g in self.layers
         ]
         features = self._checked_features(data).to(device=device, dtype=dtype)
         first = self.layers[0]
-        if config.normalize_features == "row":
+        if config.model.normalize_features == "row":
             features = row_normalized(features, comm.axes[first.roles[2]])
-        learned = config.learnable_features
+        learned = config.model.learnable_features
         self.learned_features = ShardedBlock(features, comm.axes[first.roles[0]]) if learned else None
         self.features = None if learned else features
 
@@ -116,7 +120,7 @@ class ParallelGCN:
     def mask(self, layer: int, epoch: int) -> MaskSpec:
         """The dropout mask of layer `layer`'s input in `epoch`."""
         config = self.config
-        return MaskSpec.of(config.seed, layer, epoch, config.dropout, self.dims[layer])
+        return MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, self.dims[layer])
 
     def forward(self, epoch: int, training: bool) -> torch.Tensor:
         """Logits block [rows band a, class band b] of the last layer (dropout only when `training`).
@@ -126,7 +130,7 @@ class ParallelGCN:
         A layer's input is released once aggregated, its aggregate once transformed (unless saved).
         """
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
-        dropping = training and config.dropout > 0
+        dropping = training and config.model.dropout > 0
         x = self.input_block()
         if dropping:
             with timer.phase("dense"):

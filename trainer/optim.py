@@ -75,12 +75,12 @@ class Adam:
 
 
 def build_optimizer(params: list[torch.Tensor], config: TrainConfig) -> Adam:
-    """Adam or AdamW with `config.lr` over `params`, the first layer's weight (or its part) first.
+    """Adam or AdamW with `config.optimizer.lr` over `params`, the first layer's weight (or its part) first.
 
     `--weight-decay-first-only` decays that first parameter alone (Kipf & Welling). Learned features
     count as a later layer: decayed only when every layer is.
     """
     first, *rest = params
-    later_decay = 0.0 if config.weight_decay_first_only else config.weight_decay
-    groups = [([first], config.weight_decay), (rest, later_decay)]
-    return Adam(groups, config.lr, decoupled=config.optimizer == "adamw")
+    later_decay = 0.0 if config.optimizer.weight_decay_first_only else config.optimizer.weight_decay
+    groups = [([first], config.optimizer.weight_decay), (rest, later_decay)]
+    return Adam(groups, config.optimizer.lr, decoupled=config.optimizer.algorithm == "adamw")

@@ -28,11 +28,13 @@ STARTUP_TIMEOUT = timedelta(minutes=30)
 def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
     """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
     are, so that several ranks can share one GPU (collectives then go through the host)."""
-    if config.device_type == "cpu":
+    if config.runtime.device_type == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise GtoolError(f"--device cuda (--backend {config.backend}) needs CUDA GPUs, and torch sees none")
-    index = env.local_rank if config.backend == "nccl" else env.local_rank % torch.cuda.device_count()
+        raise GtoolError(
+            f"--device cuda (--backend {config.runtime.backend}) needs CUDA GPUs, and torch sees none"
+        )
+    index = env.local_rank if config.runtime.backend == "nccl" else env.local_rank % torch.cuda.device_count()
     device = torch.device("cuda", index)
     torch.cuda.set_device(device)
     return device
@@ -44,18 +46,18 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
     the failure from the connections closing when the process exits.
     """
-    torch.set_num_threads(config.threads)
+    torch.set_num_threads(config.runtime.threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     device = rank_device(config, env)
-    join_world(env, config.backend, STARTUP_TIMEOUT)
+    join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     grid = ProcessGrid(*config.grid)
     timer = PhaseTimer(device)
-    comm = build_grid_comm(grid, config.timeout, timer, device)
-    reporter = Reporter(env.rank == 0, config.log, append=config.resume)
+    comm = build_grid_comm(grid, config.runtime.timeout, timer, device)
+    reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
-    data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.layers, device=device)
+    data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
     reporter.message(
@@ -81,7 +83,7 @@ def train(config: TrainConfig) -> None:
         grid = "x".join(map(str, config.grid))
         print(
             f"gtool train: starting {config.world_size} local rank(s) for grid {grid} "
-            f"({config.backend}, {config.device_type}); "
+            f"({config.runtime.backend}, {config.runtime.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
             flush=True,

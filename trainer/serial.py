@@ -14,7 +14,6 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.geometry.layers import layer_widths
 from gtool.loader.rank_data import RankData
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
@@ -104,23 +103,23 @@ class SerialGCN:
         self.torch_dropout = torch_dropout
         dtype = config.torch_dtype
         features = graph.features
-        if config.normalize_features == "row":
+        if config.model.normalize_features == "row":
             norms = features.abs().sum(dim=1, keepdim=True)
             features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
-        self.features = features.clone().requires_grad_(config.learnable_features)
-        dims = layer_widths(features.shape[1], config.hidden, graph.num_classes, config.layers)
+        self.features = features.clone().requires_grad_(config.model.learnable_features)
+        dims = config.model.widths(features.shape[1], graph.num_classes)
         self.weights = [
-            initial_weight(config.seed, layer, dims[layer], dims[layer + 1], dtype).requires_grad_()
-            for layer in range(config.layers)
+            initial_weight(config.runtime.seed, layer, dims[layer], dims[layer + 1], dtype).requires_grad_()
+            for layer in range(config.model.layers)
         ]
-        later = self.weights[1:] + ([self.features] if config.learnable_features else [])
-        later_decay = 0.0 if config.weight_decay_first_only else config.weight_decay
-        kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+        later = self.weights[1:] + ([self.features] if config.model.learnable_features else [])
+        later_decay = 0.0 if config.optimizer.weight_decay_first_only else config.optimizer.weight_decay
+        kind = torch.optim.AdamW if config.optimizer.algorithm == "adamw" else torch.optim.Adam
         groups = [
-            {"params": self.weights[:1], "weight_decay": config.weight_decay},
+            {"params": self.weights[:1], "weight_decay": config.optimizer.weight_decay},
             {"params": later, "weight_decay": later_decay},
         ]
-        self.optimizer = kind(groups, lr=config.lr)
+        self.optimizer = kind(groups, lr=config.optimizer.lr)
         labelled = graph.labels >= 0
         self.masks = {name: labelled & (graph.split == code) for name, code in SPLIT_CODES.items()}
 
@@ -129,14 +128,14 @@ class SerialGCN:
         x = self.features
         config = self.config
         for layer, (matrix, transpose) in enumerate(self.graph.matrices):
-            if training and config.dropout > 0 and self.torch_dropout:
-                x = torch.nn.functional.dropout(x, config.dropout)
-            elif training and config.dropout > 0:
+            if training and config.model.dropout > 0 and self.torch_dropout:
+                x = torch.nn.functional.dropout(x, config.model.dropout)
+            elif training and config.model.dropout > 0:
                 rows, width = x.shape
-                spec = MaskSpec.of(config.seed, layer, epoch, config.dropout, width)
+                spec = MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, width)
                 x = x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
             x = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
-            if layer < config.layers - 1:
+            if layer < config.model.layers - 1:
                 x = torch.relu(x)
         return x
 

@@ -42,7 +42,6 @@ import torch
 import torch.distributed as dist
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_widths
 from gtool.loader import load_rank
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.model.bandnnz import ShardNnzTable
@@ -78,18 +77,18 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     of each epoch after the first `warmup` to OUT.RANK (settings come as arguments: a spawned process
     sees the module's defaults, not a caller's)."""
     config = cases[0][1]
-    device = _rank_device(config.device_type, env)
-    torch.set_num_threads(config.threads)
+    device = _rank_device(config.runtime.device_type, env)
+    torch.set_num_threads(config.runtime.threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    join_world(env, config.backend, timedelta(seconds=300))
+    join_world(env, config.runtime.backend, timedelta(seconds=300))
     results, made = {}, {}
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
-        comm = build_grid_comm(grid, config.timeout, PhaseTimer(device), device, made)
-        data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.layers, device=device)
+        comm = build_grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
+        data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
         trainer = Trainer(data, comm, config, device)
         del data
-        records = [trainer.train_epoch(epoch) for epoch in range(1, config.epochs + 1)]
+        records = [trainer.train_epoch(epoch) for epoch in range(1, config.runtime.epochs + 1)]
         results[name] = [[getattr(r, phase) for phase in PHASES] for r in records[warmup:]]
         del trainer
     dist.barrier()
@@ -106,8 +105,8 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     communication, and the number of collectives."""
     store = open_store(config.store)
     grid = ProcessGrid(*config.grid)
-    request = PlanRequest(grid.size, layers=config.layers, hidden=config.hidden)
-    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    request = PlanRequest(grid.size, config.model)
+    widths = config.model.widths(store.num_features, store.num_classes)
     table = ShardNnzTable(store, set(grid.dims))
     estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
@@ -135,7 +134,17 @@ def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile:
         modelled_spmm, modelled_dense, comm, count = _modelled(config, profile)
         seconds, spmm, dense, comm_measured = epochs.mean(axis=(0, 1))
         rows.append(
-            (modelled_spmm, modelled_dense, comm, count, config.layers, seconds, spmm, dense, comm_measured)
+            (
+                modelled_spmm,
+                modelled_dense,
+                comm,
+                count,
+                config.model.layers,
+                seconds,
+                spmm,
+                dense,
+                comm_measured,
+            )
         )
     model_s, model_d, comm, count, layers, seconds, spmm, dense, comm_measured = map(
         np.array, zip(*rows, strict=True)
@@ -185,9 +194,9 @@ def calibrate_epochs(
         for k in [1, *sorted(groups)]:
             report(f"training epochs on {k} rank(s) side by side")
             cases = {
-                f"{source}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig(
-                    store=store,
-                    grid=grid,
+                f"{source}-h{hidden}-{'x'.join(map(str, grid))}": TrainConfig.of(
+                    store,
+                    grid,
                     hidden=hidden,
                     epochs=EPOCHS,
                     threads=threads,

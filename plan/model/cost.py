@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gtool.model import ModelConfig
 from gtool.plan.model.collectives import Collective
-from gtool.plan.model.memory import ModelSettings
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape
 
@@ -66,7 +66,7 @@ class EpochTime:
         return int(self.compute.sum(axis=1).argmax())
 
 
-def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelSettings, last: bool) -> float:
+def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last: bool) -> float:
     item = m.itemsize
     gemm, passes, masks = profile.gemm, profile.elementwise, profile.dropout
     rows, cols_in, cols_out = shape.rows, shape.in_cols, shape.out_cols
@@ -104,7 +104,7 @@ def epoch_time(
     nnz: np.ndarray,
     collectives: list[Collective],
     profile: DeviceProfile,
-    m: ModelSettings,
+    m: ModelConfig,
     parameters: int,
     ranks_per_node: int,
     allocated: list[tuple[str, int]],

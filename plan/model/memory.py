@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gtool.model import ModelConfig
 from gtool.plan.model.bandnnz import RankShard
 from gtool.plan.model.shapes import LayerShape
 
@@ -22,16 +23,6 @@ INDEX_BYTES = 8
 STORED_VALUE_BYTES = 4
 """float32 adjacency values and features, as the store keeps them."""
 ADAM_STATES = 2
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """What of a training run changes memory and time besides the grid: dtype, dropout and so on."""
-
-    itemsize: int = 4
-    dropout: float = 0.5
-    learnable_features: bool = False
-    agg_blocks: int = 1
 
 
 class Timeline:
@@ -55,7 +46,7 @@ class Timeline:
             self.total -= self.live.pop(name, 0)
 
 
-def _forward_layer(t: Timeline, s: LayerShape, m: ModelSettings, last: bool) -> None:
+def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> None:
     """Layer `layer` forward: its input (already there) is aggregated and released; H stays for dW; the
     ReLU fused with the next layer's dropout keeps a one-byte flag per element of its output."""
     item, layer = m.itemsize, s.layer
@@ -80,7 +71,7 @@ def _forward_layer(t: Timeline, s: LayerShape, m: ModelSettings, last: bool) -> 
     t.free(f"Q {layer}")
 
 
-def _loss(t: Timeline, last: LayerShape, m: ModelSettings, classes: int) -> None:
+def _loss(t: Timeline, last: LayerShape, m: ModelConfig, classes: int) -> None:
     """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
     block = last.rows * last.out_cols * m.itemsize
     if last.out_cols * last.sizes[1] > classes:
@@ -93,7 +84,7 @@ def _loss(t: Timeline, last: LayerShape, m: ModelSettings, classes: int) -> None
     t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
 
 
-def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings) -> None:
+def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
     """Layer `layer` backward from dQ: dH and dW, H and the gathered weight released, then dF = A^T dH
     and the gradient through the previous layer's ReLU and dropout (from its flag)."""
     item, layer = m.itemsize, s.layer
@@ -120,7 +111,7 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelSettings) -> None:
         t.free("padded dF 0", "grad Q -1", "dF 0")
 
 
-def epoch_timeline(shapes: list[LayerShape], m: ModelSettings, classes: int) -> Timeline:
+def epoch_timeline(shapes: list[LayerShape], m: ModelConfig, classes: int) -> Timeline:
     """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
     t = Timeline()
     for s in shapes:
@@ -131,12 +122,12 @@ def epoch_timeline(shapes: list[LayerShape], m: ModelSettings, classes: int) -> 
     return t
 
 
-def epoch_peak(shapes: list[LayerShape], m: ModelSettings, classes: int) -> int:
+def epoch_peak(shapes: list[LayerShape], m: ModelConfig, classes: int) -> int:
     """The largest total of the tensors an epoch creates beyond the static ones (bytes)."""
     return epoch_timeline(shapes, m, classes).peak
 
 
-def parameter_elements(shapes: list[LayerShape], m: ModelSettings) -> int:
+def parameter_elements(shapes: list[LayerShape], m: ModelConfig) -> int:
     """Elements of this rank's parameter parts: weight parts and, when learned, its feature part."""
     weights = sum(s.weight_part for s in shapes)
     first = shapes[0]
@@ -144,7 +135,7 @@ def parameter_elements(shapes: list[LayerShape], m: ModelSettings) -> int:
     return weights + features
 
 
-def adjacency_bytes(shards: list[RankShard], m: ModelSettings) -> int:
+def adjacency_bytes(shards: list[RankShard], m: ModelConfig) -> int:
     """Bytes of a rank's distinct CSR shards and their transposes, as the trainer holds them (a second
     copy of the values when the training dtype is not the stored float32; row-block pointers with
     --agg-blocks)."""
@@ -196,7 +187,7 @@ class MemoryEstimate:
 
 
 def estimate_memory(
-    shapes: list[LayerShape], rank_shards: list[list[RankShard]], m: ModelSettings, classes: int
+    shapes: list[LayerShape], rank_shards: list[list[RankShard]], m: ModelConfig, classes: int
 ) -> MemoryEstimate:
     """Per-rank memory of a grid whose ranks hold `rank_shards` ([rank][layer])."""
     adjacency = [adjacency_bytes(shards, m) for shards in rank_shards]

@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_widths
+from gtool.model import ModelConfig
 from gtool.plan.model.bandnnz import ShardNnzTable, grid_band_counts
 from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.cost import EpochTime, epoch_time
 from gtool.plan.model.memory import (
     MemoryEstimate,
-    ModelSettings,
     epoch_timeline,
     estimate_memory,
     parameter_elements,
@@ -36,9 +35,7 @@ class PlanRequest:
     """What to plan for: the rank count, the model, and the memory each rank may use (bytes)."""
 
     ranks: int
-    layers: int = 3
-    hidden: int = 128
-    settings: ModelSettings = field(default_factory=ModelSettings)
+    model: ModelConfig = field(default_factory=ModelConfig)
     memory_per_rank: int | None = None
     exact_nnz: bool = False
     ranks_per_node: int | None = None
@@ -118,12 +115,12 @@ class Plan:
         r = self.request
         return {
             "ranks": r.ranks,
-            "layers": r.layers,
-            "hidden": r.hidden,
+            "layers": r.model.layers,
+            "hidden": r.model.hidden,
             "widths": self.widths,
-            "itemsize": r.settings.itemsize,
-            "dropout": r.settings.dropout,
-            "learnable_features": r.settings.learnable_features,
+            "itemsize": r.model.itemsize,
+            "dropout": r.model.dropout,
+            "learnable_features": r.model.learnable_features,
             "memory_per_rank": r.memory_per_rank,
             "nnz_from": "tile statistics, crossed tiles split by area"
             if self.nnz_estimated
@@ -143,9 +140,9 @@ def estimate_grid(
     classes: int,
 ) -> GridEstimate:
     """The predictions for one grid."""
-    m = request.settings
+    m = request.model
     shapes = layer_shapes(grid, table.num_nodes, widths)
-    shards = table.rank_shards(grid, request.layers)
+    shards = table.rank_shards(grid, m.layers)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
     collectives = epoch_collectives(shapes, m.learnable_features)
     memory = estimate_memory(shapes, shards, m, classes)
@@ -191,7 +188,7 @@ def make_plan(
     store: Store, request: PlanRequest, profile: DeviceProfile, progress: Progress | None = None
 ) -> Plan:
     """Predict every factorization of `request.ranks` on `store` and pick the best."""
-    widths = layer_widths(store.num_features, request.hidden, store.num_classes, request.layers)
+    widths = request.model.widths(store.num_features, store.num_classes)
     grids = factorizations(request.ranks)
     table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]

@@ -8,16 +8,14 @@ tensor bytes (tests.support.tensorbytes.LiveTensorBytes).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_widths
 from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
-from gtool.plan.model.memory import ModelSettings, estimate_memory
+from gtool.plan.model.memory import estimate_memory
 from gtool.plan.model.shapes import factorizations, layer_shapes
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
@@ -54,18 +52,18 @@ def _measured_cases(cases: list[tuple[str, TrainConfig, bool]], out: Path) -> Pa
 
 def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
     store = open_store(config.store)
-    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    widths = config.model.widths(store.num_features, store.num_classes)
     shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths)
-    collectives = epoch_collectives(shapes, config.learnable_features)
+    collectives = epoch_collectives(shapes, config.model.learnable_features)
     return bytes_by_group(collectives, config.torch_dtype.itemsize)
 
 
 def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
     """Every case of the bytes test by name: the default model on every small grid, and the variants."""
-    base = TrainConfig(store=store, hidden=24)
-    cases = {_name(grid): (replace(base, grid=grid), grid) for grid in SMALL_GRIDS}
+    base = TrainConfig.of(store, hidden=24)
+    cases = {_name(grid): (base.replace(grid=grid), grid) for grid in SMALL_GRIDS}
     for variant, (grid, changes) in VARIANTS.items():
-        cases[_name(grid, variant)] = (replace(base, grid=grid, **changes), grid)
+        cases[_name(grid, variant)] = (base.replace(grid=grid, **changes), grid)
     return cases
 
 
@@ -78,8 +76,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, TrainConfig, P
     small = make_store("rmat:14:8", root / "rmat14.zarr", tiles=4, num_features=20, num_classes=7)
     large = make_store("rmat:16:8", root / "rmat16.zarr", tiles=8, num_features=64, num_classes=16)
     byte_cases = _configs(small)
-    memory = TrainConfig(store=large, hidden=64)
-    cases = [(_name(grid, "memory"), replace(memory, grid=grid), True) for grid in MEMORY_GRIDS]
+    memory = TrainConfig.of(large, hidden=64)
+    cases = [(_name(grid, "memory"), memory.replace(grid=grid), True) for grid in MEMORY_GRIDS]
     cases += [(name, config, False) for name, (config, _) in byte_cases.items()]
     return byte_cases, memory, _measured_cases(cases, root / "runs")
 
@@ -103,12 +101,11 @@ def test_predicted_collective_bytes_equal_logged_bytes(runs: tuple, variant: str
 def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, grid: tuple) -> None:
     _, config, out = runs
     store = open_store(config.store)
-    widths = layer_widths(store.num_features, config.hidden, store.num_classes, config.layers)
+    widths = config.model.widths(store.num_features, store.num_classes)
     process_grid = ProcessGrid(*grid)
-    shards = ShardNnzTable(store, set(grid)).rank_shards(process_grid, config.layers)
-    settings = ModelSettings(config.torch_dtype.itemsize, config.dropout, config.learnable_features)
+    shards = ShardNnzTable(store, set(grid)).rank_shards(process_grid, config.model.layers)
     shapes = layer_shapes(process_grid, store.num_nodes, widths)
-    predicted = estimate_memory(shapes, shards, settings, store.num_classes).peak
+    predicted = estimate_memory(shapes, shards, config.model, store.num_classes).peak
     for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):
         ratio = predicted[rank] / measured["peak"]
         assert 0.8 <= ratio <= 1.2, (

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gtool.geometry.grid import ProcessGrid
+from gtool.model import ModelConfig
 from gtool.preprocess.balanced import balanced_permutations
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
@@ -106,5 +107,7 @@ def test_skewed_graph_balance(tmp_path: Path) -> None:
     assert compared["balanced"] == pytest.approx(report["matrices"]["0"]["tile_nnz"]["max_over_mean"])
     assert compared["balanced"] <= 1.08 and compared["double"] >= 1.2
     for dims in [(2, 2, 2), (4, 2, 2), (3, 2, 1)]:
-        grid = collect_stats(built.store, GridPlan(ProcessGrid(*dims), 3, 16))["grid"]
+        grid = collect_stats(built.store, GridPlan(ProcessGrid(*dims), ModelConfig(layers=3, hidden=16)))[
+            "grid"
+        ]
         assert max(b["max_over_mean"] for b in grid["layer_balance"]) <= 1.02, dims

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gtool.geometry.grid import ProcessGrid
+from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, collect_stats
 from gtool.store import layout
 from tests.loader.expected import (
@@ -31,7 +32,9 @@ def dims(request: pytest.FixtureRequest) -> tuple[int, int, int]:
 def test_rank_shard_nnz_and_reads(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
     store, n, t = stats_store.store, stats_store.store.num_nodes, stats_store.store.tiles
     two = store.two_matrices
-    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), layers, HIDDEN))["grid"]
+    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), ModelConfig(layers=layers, hidden=HIDDEN)))[
+        "grid"
+    ]
     tile_nnz = {m: tile_counts(a, t, store.tile_size) for m, a in stats_store.matrices.items()}
     feature_bytes = store.array(layout.FEATURES).dtype.itemsize
     for rank in range(int(np.prod(dims))):
@@ -55,7 +58,9 @@ def test_rank_shard_nnz_and_reads(stats_store: StatsStore, dims: tuple[int, int,
 
 
 def test_layer_balance_summary(stats_store: StatsStore, dims: tuple[int, int, int]) -> None:
-    grid = collect_stats(stats_store.store, GridPlan(ProcessGrid(*dims), 3, HIDDEN))["grid"]
+    grid = collect_stats(
+        stats_store.store, GridPlan(ProcessGrid(*dims), ModelConfig(layers=3, hidden=HIDDEN))
+    )["grid"]
     for layer, balance in enumerate(grid["layer_balance"]):
         nnz = np.array(balance["rank_nnz"])
         a, b, _ = LAYER_AXES[layer]
@@ -105,7 +110,9 @@ def expected_wire_bytes(dims: tuple[int, ...], n: int, widths: list[int]) -> tup
 @pytest.mark.parametrize("layers", [1, 2, 4])
 def test_collective_volume(stats_store: StatsStore, dims: tuple[int, int, int], layers: int) -> None:
     store = stats_store.store
-    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), layers, HIDDEN))["grid"]
+    grid = collect_stats(store, GridPlan(ProcessGrid(*dims), ModelConfig(layers=layers, hidden=HIDDEN)))[
+        "grid"
+    ]
     widths = [store.num_features] + [HIDDEN] * (layers - 1) + [store.num_classes]
     assert grid["widths"] == widths
     want, count = expected_wire_bytes(dims, store.num_nodes, widths)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from gtool.cli.main import app
 from gtool.geometry.grid import ProcessGrid
+from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, collect_stats
 from gtool.store import layout
 from tests.stats.conftest import StatsStore, StoreCase, build
@@ -32,7 +33,9 @@ def test_json_is_the_collected_report(double_store: StatsStore) -> None:
         double_store.path, "--grid", "3x2x1", "--layers", "2", "--hidden", "8", "--compare", "--json"
     )
     assert code == 0
-    want = collect_stats(double_store.store, GridPlan(ProcessGrid(3, 2, 1), 2, 8), compare=True)
+    want = collect_stats(
+        double_store.store, GridPlan(ProcessGrid(3, 2, 1), ModelConfig(layers=2, hidden=8)), compare=True
+    )
     assert json.loads(out) == json.loads(json.dumps(want))
 
 
@@ -57,7 +60,7 @@ def test_heatmap_png(double_store: StatsStore, tmp_path: Path) -> None:
     [
         (["--grid", "2x2"], "--grid must be 3 positive integers"),
         (["--grid", "2x0x1"], "--grid must be 3 positive integers"),
-        (["--layers", "0"], "--layers and --hidden must be >= 1"),
+        (["--layers", "0"], "--layers must be >= 1, got 0"),
         (["--plot", "/no/such/folder/tiles.png"], "--plot: cannot write"),
     ],
 )

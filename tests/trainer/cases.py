@@ -67,7 +67,7 @@ def scaled_error(got: torch.Tensor, want: torch.Tensor, full: torch.Tensor) -> f
 def _reference(case: Case) -> Reference:
     config = case.config
     build = unpermuted_reference if case.reference == "unpermuted" else stored_order_reference
-    return build(config.store, config.layers, config.torch_dtype)
+    return build(config.store, config.model.layers, config.torch_dtype)
 
 
 def _gradient_error(trainer: Trainer, serial: SerialGCN) -> float:
@@ -107,7 +107,7 @@ def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.
 def run_case(case: Case, comm: GridComm, out: Path) -> None:
     """Train `case` on this rank next to the serial model and save the errors and replicas."""
     config = case.config
-    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.layers)
+    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
     trainer = Trainer(data, comm, config, CPU)
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)
@@ -118,7 +118,7 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
         losses.append(loss)
         errors["loss"] = max(errors["loss"], abs(loss - serial.train_epoch(epoch)) / abs(loss))
         errors["grad"] = max(errors["grad"], _gradient_error(trainer, serial))
-    rows = reference.rows[order_of_layer_output(config.layers - 1)]
+    rows = reference.rows[order_of_layer_output(config.model.layers - 1)]
     errors["logits"], errors["padding"] = _logits_error(trainer, serial, rows)
     target = out / case.name
     target.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,9 @@ class OperatorLog(TorchDispatchMode):
 
 def epoch_operators(store: str) -> Counter[str]:
     """The operators of one training step (dropout 0.5, 3 layers, 1x1x1) after a warm-up step."""
-    config = TrainConfig(store=store, hidden=8, dropout=0.5, agg_blocks=2)
+    config = TrainConfig.of(store, hidden=8, dropout=0.5, agg_blocks=2)
     trainer = Trainer(
-        load_rank(store, grid=(1, 1, 1), rank=0, layers=config.layers), single_rank_comm(), config, CPU
+        load_rank(store, grid=(1, 1, 1), rank=0, layers=config.model.layers), single_rank_comm(), config, CPU
     )
     trainer.step(1)
     with OperatorLog() as log:

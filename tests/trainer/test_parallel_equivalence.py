@@ -6,7 +6,6 @@ compares its blocks with the serial model and the test checks the errors and the
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ PERMS = ["none", "single", "double"]
 WORLD = 8
 TOLERANCE = {"float64": 1e-5, "float32": 1e-4}
 
-BASE = TrainConfig(store="", hidden=HIDDEN, dropout=0.0, lr=0.05, weight_decay=5e-3, dtype="float64")
+BASE = TrainConfig.of("", hidden=HIDDEN, dropout=0.0, lr=0.05, weight_decay=5e-3, dtype="float64")
 
 
 def _name(grid: tuple[int, int, int], perm: str, variant: str = "") -> str:
@@ -43,7 +42,7 @@ VARIANTS = {
     ),
     _name((3, 2, 1), "double", "adamw-first-row"): (
         "double",
-        {"grid": (3, 2, 1), "optimizer": "adamw", "weight_decay_first_only": True}
+        {"grid": (3, 2, 1), "algorithm": "adamw", "weight_decay_first_only": True}
         | {"normalize_features": "row"},
         "unpermuted",
     ),
@@ -67,7 +66,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shape = {"tiles": TILES, "seed": 5, "num_features": FEATURES, "num_classes": CLASSES}
     stores = {perm: make_store(GRAPH, stores_dir / f"{perm}.zarr", perm=perm, **shape) for perm in PERMS}
     cases = [
-        Case(name, replace(BASE, store=stores[perm], **overrides), reference=reference)
+        Case(name, BASE.replace(store=stores[perm], **overrides), reference=reference)
         for name, (perm, overrides, reference) in CASES.items()
     ]
     out = tmp_path_factory.mktemp("results")

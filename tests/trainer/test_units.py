@@ -110,6 +110,6 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
 
 def test_config_rejects_bad_values() -> None:
     with pytest.raises(ValueError, match="--layers must be >= 1"):
-        TrainConfig(store="s", layers=0)
+        TrainConfig.of("s", layers=0)
     with pytest.raises(ValueError, match="--optimizer must be one of"):
-        TrainConfig(store="s", optimizer="sgd")
+        TrainConfig.of("s", algorithm="sgd")

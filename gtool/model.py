@@ -1,0 +1,35 @@
+"""The GCN a run trains, described once: the trainer builds it, the planner prices it, stats sizes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gtool.geometry.layers import layer_widths
+from gtool.options import Options, option
+
+DTYPE_BYTES = {"float32": 4, "float64": 8}
+FEATURE_NORMALIZATIONS = ("none", "row")
+
+
+@dataclass(frozen=True)
+class ModelConfig(Options):
+    """A GCN of `layers` layers (no bias; ReLU between layers, none after the last), as trained."""
+
+    layers: int = option(3, "GCN layers.", minimum=1, short="-l")
+    hidden: int = option(128, "Width of the hidden layers.", minimum=1)
+    dropout: float = option(0.5, "Dropout rate on every layer's input.", minimum=0.0, below=1.0)
+    learnable_features: bool = option(False, "Train the input features as embeddings (sharded).")
+    normalize_features: str = option(
+        "none", "none, or row: divide each row by its L1 norm.", choices=FEATURE_NORMALIZATIONS
+    )
+    agg_blocks: int = option(1, "Row blocks per SpMM, each reduced while the next is computed.", minimum=1)
+    dtype: str = option("float32", "float32 or float64.", choices=tuple(DTYPE_BYTES))
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one value of the training dtype."""
+        return DTYPE_BYTES[self.dtype]
+
+    def widths(self, num_features: int, num_classes: int) -> list[int]:
+        """D_0 .. D_L: input features, `hidden` between layers, classes."""
+        return layer_widths(num_features, self.hidden, num_classes, self.layers)
