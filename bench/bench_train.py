@@ -4,6 +4,7 @@
     python -m bench.bench_train --scale 16        # quick
     python -m bench.bench_train --grids 1x1x1,2x1x1,2x2x2 --epochs 8
     python -m bench.bench_train --device cuda --scale 22 --edge-factor 16     # one GPU: 1x1x1 NCCL
+    python -m bench.bench_train --pyg             # adds a PyG GCNConv row (when torch_geometric imports)
 
 The store (16x16 tiles, 128 features, 32 classes) is built once with gtool shard into
 bench/results/train/. Every measurement runs in its own process under ../shared/tools/peakmem (peak RSS
@@ -12,8 +13,10 @@ of the whole process tree), with the trainer's default dropout (0.5, `--dropout`
 SerialGCN with F.dropout masks: torch.sparse CSR products, torch.optim.Adam), "gtool AxBxC" is
 `gtool train --grid AxBxC`. On the CPU every process runs one torch thread; with `--device cuda` the
 reference runs on the GPU and gtool runs 1x1x1 with NCCL (default grids), and the table adds each
-side's GPU peak (torch.cuda.max_memory_allocated). Figures are medians over the epochs after the first
-(warm-up): robust to a busy machine's hiccups.
+side's GPU peak (torch.cuda.max_memory_allocated). `--pyg` adds "pyg GCNConv": the same model, data,
+dropout and optimizer with torch_geometric's GCNConv layers (normalize=False, no bias: the store's matrix
+is already normalized) multiplying by the same sparse CSR matrices. Figures are medians over the epochs
+after the first (warm-up): robust to a busy machine's hiccups.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ def store_path(scale: int, edge_factor: int) -> Path:
     return RESULTS / f"rmat-{scale}-{edge_factor}.zarr"
 
 
-def train_reference(store: str, args: argparse.Namespace) -> dict:
-    """The child side of "reference": time a plain PyTorch GCN's epochs on the whole graph."""
+def train_reference(store: str, args: argparse.Namespace, pyg: bool = False) -> dict:
+    """The child side of "reference" (and of "pyg GCNConv"): time a plain PyTorch GCN's epochs on the
+    whole graph."""
     import torch
 
     from gtool.loader import load_rank
@@ -49,8 +53,14 @@ def train_reference(store: str, args: argparse.Namespace) -> dict:
     device = torch.device(args.device)
     config = TrainConfig.of(store, layers=args.layers, hidden=args.hidden, dropout=args.dropout)
     data = load_rank(store, grid=(1, 1, 1), rank=0, layers=args.layers)
-    model = SerialGCN(SerialGraph.from_rank_data(data, torch.float32).to(device), config, torch_dropout=True)
+    graph = SerialGraph.from_rank_data(data, torch.float32).to(device)
     del data
+    if pyg:
+        from bench.pyg_gcn import PygGCN
+
+        model = PygGCN(graph, config)
+    else:
+        model = SerialGCN(graph, config, torch_dropout=True)
     times = []
     for epoch in range(1, args.epochs + 1):
         started = time.perf_counter()
@@ -71,11 +81,22 @@ def model_flags(args: argparse.Namespace) -> list[str]:
     return [*flags, "--dropout", str(args.dropout), "--device", args.device]
 
 
-def run_reference(args: argparse.Namespace, store: str) -> dict:
-    """The reference GCN in a child process."""
-    child = [sys.executable, "-m", "bench.bench_train", "--reference-child", store, *model_flags(args)]
+def run_reference(args: argparse.Namespace, store: str, pyg: bool = False) -> dict:
+    """The reference GCN (or the PyG one) in a child process."""
+    role = ["--pyg-child"] if pyg else []
+    child = [sys.executable, "-m", "bench.bench_train", "--reference-child", store, *role, *model_flags(args)]
     peak, stdout = measured(child)
-    return {"mode": "reference", **peak, **json.loads(stdout.strip().splitlines()[-1])}
+    mode = "pyg GCNConv" if pyg else "reference"
+    return {"mode": mode, **peak, **json.loads(stdout.strip().splitlines()[-1])}
+
+
+def pyg_missing() -> str | None:
+    """Why the PyG row cannot run here, or None."""
+    try:
+        import torch_geometric.nn  # noqa: F401
+    except ImportError as error:
+        return f"torch_geometric does not import ({error})"
+    return None
 
 
 def run_gtool(args: argparse.Namespace, store: str, grid: str) -> dict:
@@ -130,33 +151,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, default=0.5, help="dropout rate of both sides")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda)")
+    parser.add_argument("--pyg", action="store_true", help="add a PyG GCNConv row (a note if PyG is absent)")
     parser.add_argument("--reference-child", metavar="STORE", help=argparse.SUPPRESS)
+    parser.add_argument("--pyg-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.grids is None:
         args.grids = "1x1x1" if args.device == "cuda" else "1x1x1,2x1x1,2x2x2"
     return args
 
 
+def build(args: argparse.Namespace) -> Path:
+    """The benchmark's store for args.scale and args.edge_factor, sharded unless it is there."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    store = store_path(args.scale, args.edge_factor)
+    options = ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"]
+    build_store(store, f"rmat:{args.scale}:{args.edge_factor}", options)
+    return store
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """Every row of the benchmark, printed as a table and saved in RESULTS."""
+    store = build(args)
+    rows = [run_reference(args, str(store))]
+    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
+    if args.pyg and (why := pyg_missing()):
+        print(f"note: no PyG GCNConv row: {why}")
+    elif args.pyg:
+        rows.append(run_reference(args, str(store), pyg=True))
+    print_table(rows, args)
+    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}.json"
+    arguments = {k: v for k, v in vars(args).items() if k not in ("reference_child", "pyg_child")}
+    summary.write_text(json.dumps({"args": arguments, "rows": rows}, indent=2))
+    return rows
+
+
 def main() -> None:
     args = parse_args()
     if args.reference_child:
-        print(json.dumps(train_reference(args.reference_child, args)))
+        print(json.dumps(train_reference(args.reference_child, args, pyg=args.pyg_child)))
         return
     if args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             sys.exit("bench_train --device cuda needs a CUDA GPU, and torch sees none")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    store = store_path(args.scale, args.edge_factor)
-    options = ["--tiles", "16x16", "--num-features", "128", "--num-classes", "32"]
-    build_store(store, f"rmat:{args.scale}:{args.edge_factor}", options)
-    rows = [run_reference(args, str(store))]
-    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
-    print_table(rows, args)
-    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}.json"
-    arguments = {k: v for k, v in vars(args).items() if k != "reference_child"}
-    summary.write_text(json.dumps({"args": arguments, "rows": rows}, indent=2))
+    run(args)
 
 
 if __name__ == "__main__":

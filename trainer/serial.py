@@ -109,7 +109,9 @@ class SerialGCN:
         self.features = features.clone().requires_grad_(config.model.learnable_features)
         dims = config.model.widths(features.shape[1], graph.num_classes)
         self.weights = [
-            initial_weight(config.runtime.seed, layer, dims[layer], dims[layer + 1], dtype).requires_grad_()
+            initial_weight(config.runtime.seed, layer, dims[layer], dims[layer + 1], dtype)
+            .to(features.device)
+            .requires_grad_()
             for layer in range(config.model.layers)
         ]
         later = self.weights[1:] + ([self.features] if config.model.learnable_features else [])
