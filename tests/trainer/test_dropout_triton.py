@@ -202,10 +202,9 @@ def test_kernels_compile_for_gpus_with_a_32_bit_hash() -> None:
     compiler = pytest.importorskip("triton.compiler")
     from triton.backends.compiler import GPUTarget
 
-    ints = {"rows": "i32", "cols": "i32", "row_stride": "i32", "col_stride": "i32", "keep_bits": "i64"}
-    ints |= {"row0": "i64", "col0": "i32", "real_cols": "i32", "row_key": "i64", "column_key": "i64"}
-    ints |= {"threshold": "i64"}
     with fresh_kernels(interpret=False) as kernels:
+        ints = {"rows": "i32", "cols": "i32", "row_stride": "i32", "col_stride": "i32"}
+        ints |= {name: "i64" for name in kernels.PER_CALL}
         for name, pointers in [
             ("_scale_kernel", {"source": "*fp32", "out": "*fp32"}),
             ("_relu_scale_kernel", {"source": "*fp64", "out": "*fp64", "flag": "*u8"}),

@@ -24,6 +24,9 @@ _M0: tl.constexpr = tl.constexpr(MIX_MULTIPLIERS[0])
 _M1: tl.constexpr = tl.constexpr(MIX_MULTIPLIERS[1])
 TILE_ELEMENTS = 4096
 """Elements per program: a tile of up to 128 columns and as many rows as make it this size."""
+PER_CALL = ["row0", "col0", "real_cols", "row_key", "column_key", "threshold", "keep_bits"]
+"""Arguments that change from call to call (the keys every epoch): typed int64 and never specialized
+on, so that their values compile nothing new."""
 
 
 @triton.jit
@@ -66,7 +69,7 @@ def _keep_value(keep_bits, FLOAT64: tl.constexpr):
     return value
 
 
-@triton.jit
+@triton.jit(do_not_specialize=PER_CALL)
 def _scale_kernel(
     source,
     out,
@@ -74,13 +77,13 @@ def _scale_kernel(
     cols,
     row_stride,
     col_stride,
-    row0,
-    col0,
-    real_cols,
-    row_key,
-    column_key,
-    threshold,
-    keep_bits,
+    row0: tl.int64,
+    col0: tl.int64,
+    real_cols: tl.int64,
+    row_key: tl.int64,
+    column_key: tl.int64,
+    threshold: tl.int64,
+    keep_bits: tl.int64,
     DROPPING: tl.constexpr,
     FLOAT64: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
@@ -93,7 +96,7 @@ def _scale_kernel(
     tl.store(out + r[:, None] * cols + c[None, :], scaled, mask=inside)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=PER_CALL)
 def _relu_scale_kernel(
     source,
     out,
@@ -102,13 +105,13 @@ def _relu_scale_kernel(
     cols,
     row_stride,
     col_stride,
-    row0,
-    col0,
-    real_cols,
-    row_key,
-    column_key,
-    threshold,
-    keep_bits,
+    row0: tl.int64,
+    col0: tl.int64,
+    real_cols: tl.int64,
+    row_key: tl.int64,
+    column_key: tl.int64,
+    threshold: tl.int64,
+    keep_bits: tl.int64,
     DROPPING: tl.constexpr,
     FLOAT64: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
@@ -122,7 +125,7 @@ def _relu_scale_kernel(
     tl.store(flag + at, kept.to(tl.uint8), mask=inside)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["keep_bits"])
 def _scale_flagged_kernel(
     source,
     flag,
@@ -131,7 +134,7 @@ def _scale_flagged_kernel(
     cols,
     row_stride,
     col_stride,
-    keep_bits,
+    keep_bits: tl.int64,
     FLOAT64: tl.constexpr,
     BLOCK_ROWS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
