@@ -55,6 +55,7 @@ def test_to_pyg_without_torch_geometric_says_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch_geometric", None)
+    monkeypatch.setitem(sys.modules, "torch_geometric.data", None)  # where an earlier test imported PyG
     store = gtool.open_store(make_store("grid:4x4", tmp_path / "g.zarr", tiles=1))
     with pytest.raises(ImportError, match="pip install torch_geometric") as error:
         gtool.to_pyg(store)
