@@ -69,8 +69,8 @@ def check(device: str) -> None:
 
 def shrink_calibration() -> None:
     """gtool plan --calibrate's microbenchmarks and epoch runs cut to seconds (the dry run's)."""
-    import gtool.plan.calibrate as micro
-    import gtool.plan.calibrate_epochs as epochs
+    import gtool.plan.calibration.epochs as epochs
+    import gtool.plan.calibration.microbench as micro
 
     micro.SPMM_SCALES, micro.GEMM_SHAPES = (8, 10), ((256, 8, 8), (1024, 16, 16))
     micro.ELEMENTWISE_SIZES = micro.MESSAGE_BYTES = (1 << 10, 1 << 14)
