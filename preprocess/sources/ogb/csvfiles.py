@@ -18,16 +18,22 @@ BLOCK_BYTES = 64 << 20
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
-def count_columns(path: str) -> int:
-    """Number of comma-separated values on the first line of a (gzipped) CSV file."""
+def first_line_values(path: str) -> int:
+    """Number of comma-separated values on the first line of a (gzipped) CSV file (0 if it is empty)."""
     try:
         with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
             first = f.readline().strip()
     except (OSError, EOFError, zlib.error) as e:
         raise InputError(path, f"cannot read the file ({e})") from None
-    if not first:
+    return first.count(",") + 1 if first else 0
+
+
+def count_columns(path: str) -> int:
+    """Number of comma-separated values on the first line of a (gzipped) CSV file, which must have some."""
+    columns = first_line_values(path)
+    if not columns:
         raise InputError(path, "expected comma-separated numbers, found an empty first line", line=1)
-    return first.count(",") + 1
+    return columns
 
 
 def _check_rows(bad: np.ndarray, path: str, line: int, problem: str) -> None:
@@ -95,6 +101,9 @@ def iter_csv_blocks(
 
 def read_csv_column(path: str, *, integer: bool, allow_nan: bool = False) -> np.ndarray:
     """A one-value-per-line file as a 1D array (value i is on line i + 1: blank lines are refused)."""
+    columns = first_line_values(path)
+    if columns > 1:
+        raise InputError(path, f"expected one value per line, found {columns} comma-separated values", line=1)
     parts = [block[:, 0] for _, block in iter_csv_blocks(path, 1, integer=integer, allow_nan=allow_nan)]
     if not parts:
         return np.zeros(0, dtype=np.int64 if integer else np.float64)

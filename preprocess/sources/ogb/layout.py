@@ -4,6 +4,8 @@ A dataset folder (ROOT/ogbn_arxiv, as ogb's NodePropPredDataset lays it out, or 
 ogb.io.DatasetSaver) holds raw/ in one of two forms, binary (raw/data.npz, raw/node-label.npz) or CSV
 (raw/edge.csv.gz, raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz, raw/node-feat.csv.gz,
 raw/node-label.csv.gz), and split/<split name>/{train,valid,test}.csv.gz (or split_dict.pt).
+Every dataset of master.csv is known by name; those gtool does not shard (heterogeneous ones such as
+ogbn-mag, multi-label ones such as ogbn-proteins) are refused with the reason (OgbInfo.refusal).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.npzmember import NpzMember
+from gtool.preprocess.sources.ogb.csvfiles import count_columns
 from gtool.preprocess.sources.ogb.pt import load_pt
 from gtool.store import layout
 
-SHORT_NAMES = {"arxiv": "ogbn-arxiv", "products": "ogbn-products", "papers100m": "ogbn-papers100M"}
 GRAPH_FILES = {
     True: ("raw/data.npz",),
     False: ("raw/edge.csv.gz", "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz"),
@@ -29,6 +32,8 @@ FORMS = " or ".join(", ".join(files) for files in GRAPH_FILES.values())
 HETERO_FILES = ("raw/edge_index_dict.npz", "raw/triplet-type-list.csv.gz")
 SPLIT_FILES = tuple(f"{name}.csv.gz" for name in layout.SPLIT_CODES)
 SPLIT_PT = "split_dict.pt"
+CLASSIFICATION_TASKS = ("multiclass classification", "binary classification")
+LABEL_FILES = {True: ("raw/node-label.npz", "node_label"), False: ("raw/node-label.csv.gz", None)}
 
 
 @dataclass(frozen=True)
@@ -42,11 +47,36 @@ class OgbInfo:
     directed: bool
     url: str | None = None
     download_name: str | None = None
+    num_tasks: int = 1
+    task_type: str = "multiclass classification"
+    hetero: bool = False
 
     @property
     def dir_name(self) -> str:
         """The folder ogb keeps the dataset in under ROOT (ogbn-arxiv -> ogbn_arxiv)."""
         return self.name.replace("-", "_")
+
+    def refusal(self) -> str | None:
+        """Why gtool does not shard this dataset, or None when it does."""
+        if self.hetero:
+            return (
+                "it is a heterogeneous graph (several node and edge types, each with its own ids); "
+                "gtool shards homogeneous graphs (one node type, one edge type) only"
+            )
+        if self.num_tasks > 1:
+            return (
+                f"it is multi-label ({self.num_tasks} {self.task_type} tasks per node); gtool's trainer "
+                "predicts one class per node (softmax cross-entropy) and has no multi-label loss"
+            )
+        if self.task_type not in CLASSIFICATION_TASKS:
+            return f"its task is {self.task_type}; gtool trains node classification only"
+        return None
+
+    def check_supported(self, where: str) -> None:
+        """Fail with the reason when gtool does not shard this dataset."""
+        reason = self.refusal()
+        if reason is not None:
+            raise InputError(where, f"not supported: {reason}")
 
 
 def master_csv() -> Path:
@@ -77,24 +107,34 @@ def master_info(name: str) -> OgbInfo:
         directed=entry["add_inverse_edge"] != "True",
         url=entry["url"],
         download_name=entry["download_name"],
+        num_tasks=int(entry["num tasks"]),
+        task_type=entry["task type"],
+        hetero=entry["is hetero"] == "True",
     )
 
 
+def short_name(name: str) -> str:
+    """A dataset name without the ogbn- prefix, in lower case (ogbn-papers100M -> papers100m)."""
+    return name.lower().replace("_", "-").removeprefix("ogbn-")
+
+
 def known_dataset(spec: str) -> OgbInfo | None:
-    """The supported OGB dataset `spec` names (ogbn-arxiv, arxiv, ogbn_arxiv, ... any case), or None."""
-    key = spec.strip().lower().replace("_", "-").removeprefix("ogbn-")
-    return master_info(SHORT_NAMES[key]) if key in SHORT_NAMES else None
+    """The OGB dataset of master.csv that `spec` names (ogbn-papers100M, papers100M, papers100m,
+    ogbn_papers100m: any case, with or without the ogbn- prefix), or None."""
+    key = short_name(spec.strip())
+    name = next((name for name in master_rows()[""] if short_name(name) == key), None)
+    return master_info(name) if name is not None else None
 
 
 def known_folder(name: str) -> OgbInfo | None:
-    """The supported dataset kept in a folder called `name` (ogbn_arxiv, or arxiv as unzipped), or None."""
-    infos = (master_info(full) for full in SHORT_NAMES.values())
+    """The master.csv dataset kept in a folder called `name` (ogbn_arxiv, or arxiv as unzipped), or None."""
+    infos = (master_info(full) for full in master_rows()[""])
     return next((info for info in infos if name in (info.dir_name, info.download_name)), None)
 
 
 def dataset_names() -> str:
-    """The accepted names, for error messages."""
-    return ", ".join(f"{full} ({short})" for short, full in SHORT_NAMES.items())
+    """The names of master.csv's datasets, for error messages."""
+    return ", ".join(f"{name} ({short_name(name)})" for name in master_rows()[""])
 
 
 @dataclass(frozen=True)
@@ -189,21 +229,40 @@ def only_split(folder: Path, preferred: str | None) -> str | None:
     return names[0] if names else None
 
 
+def label_columns(folder: Path, binary: bool) -> int:
+    """Labels per node (tasks) in the folder's node-label file, 1 when it has none."""
+    name, key = LABEL_FILES[binary]
+    path = folder / name
+    if not path.is_file():
+        return 1
+    if key is None:
+        return count_columns(str(path))
+    shape = NpzMember(str(path), key).shape
+    return shape[1] if len(shape) == 2 else 1
+
+
 def inferred_info(folder: Path) -> OgbInfo:
     """What an OGB folder not named in master.csv is, from DatasetSaver's meta_dict.pt and its files."""
-    if any((folder / rel).is_file() for rel in HETERO_FILES):
-        raise InputError(str(folder), "a heterogeneous OGB dataset; gtool reads homogeneous ones only")
-    forms = [binary for binary, files in GRAPH_FILES.items() if (folder / files[0]).is_file()]
-    if not forms:
-        raise InputError(str(folder), f"not an OGB dataset folder: expected {FORMS}")
     meta = saved_meta(folder)
-    classes = meta.get("num classes")
+    hetero = meta.get("is hetero") == "True" or any((folder / rel).is_file() for rel in HETERO_FILES)
+    forms = [binary for binary, files in GRAPH_FILES.items() if (folder / files[0]).is_file()]
+    if not forms and not hetero:
+        raise InputError(str(folder), f"not an OGB dataset folder: expected {FORMS}")
+    binary = bool(forms) and forms[0]
+    classes, tasks, task_type = meta.get("num classes"), meta.get("num tasks"), meta.get("task type")
+    if not isinstance(tasks, int) or hetero:
+        tasks = label_columns(folder, binary)
+    if not isinstance(task_type, str):
+        task_type = "binary classification" if tasks > 1 else "multiclass classification"
     return OgbInfo(
         name=folder.name,
-        binary=forms[0],
+        binary=binary,
         split=only_split(folder, meta.get("split")),
         num_classes=classes if isinstance(classes, int) and classes > 1 else None,
         directed=meta.get("add_inverse_edge") != "True",
+        num_tasks=tasks,
+        task_type=task_type,
+        hetero=hetero,
     )
 
 
@@ -212,6 +271,7 @@ def layout_of_directory(path: str) -> OgbLayout:
     folder = dataset_folder(Path(path))
     known = known_folder(folder.name)
     found = OgbLayout(folder, known or inferred_info(folder))
+    found.info.check_supported(str(folder))
     missing = found.missing(with_nodes=known is not None)
     if missing:
         raise InputError(str(folder), f"incomplete OGB dataset: missing {', '.join(missing)}")

@@ -102,13 +102,17 @@ class OgbSource(GraphSource):
 
 
 def open_ogb(spec: str, root: str | None = None, *, download: bool = True) -> OgbSource:
-    """The OGB dataset `spec`: a name (ogbn-arxiv, arxiv, products, papers100M, ...) looked up under `root`
-    ($GTOOL_DATA, else ./data) and downloaded there when missing, or a dataset folder in OGB's layout."""
+    """The OGB dataset `spec`: a dataset folder in OGB's layout (an existing path wins over a name), or a
+    name (ogbn-arxiv, arxiv, products, papers100M, ...) looked up under `root` ($GTOOL_DATA, else ./data)
+    and downloaded there when missing.
+    Datasets gtool does not shard (heterogeneous, multi-label) are refused with the reason, before any
+    download."""
+    if os.path.isdir(spec):
+        return OgbSource(layout_of_directory(spec))
     info = known_dataset(spec)
     if info is None:
-        if os.path.isdir(spec):
-            return OgbSource(layout_of_directory(spec))
         raise InputError(spec, f"neither an OGB dataset ({dataset_names()}) nor a folder in OGB's layout")
+    info.check_supported(spec)
     base = root or default_root()
     dataset = OgbLayout(Path(base) / info.dir_name, info)
     missing = dataset.missing(with_nodes=True)
