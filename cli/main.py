@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from gtool.cli.cache import app as cache_app
 from gtool.cli.info import info
 from gtool.cli.plan import plan
 from gtool.cli.shard import shard
@@ -44,3 +45,4 @@ app.command("stats")(stats)
 app.command("train")(train)
 app.command("verify")(verify)
 app.command("plan")(plan)
+app.add_typer(cache_app, name="cache")

@@ -12,6 +12,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.preprocess.budget import parse_bytes
 from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.sources.cache.extraction import Preparation
 from gtool.preprocess.summary import ShardSummary
 
 from .common import console, human_bytes, reports_errors
@@ -75,7 +76,7 @@ def shard(
         32, "--num-classes", help="Degree-quantile classes when it has no labels."
     ),
     root: str = typer.Option(
-        None, "--root", help="Where named datasets are kept [default: $GTOOL_DATA, else ./data]."
+        None, "--root", help="Where named datasets are kept (default: $GTOOL_DATA, else ./data)."
     ),
     memory_limit: str = typer.Option(
         None, "--memory-limit", help="Peak memory of the whole run, e.g. 2GB [default: half of this machine]."
@@ -91,6 +92,16 @@ def shard(
     ),
     spill_dir: str = typer.Option(
         None, "--spill-dir", help="Where intermediate files go [default: beside STORE]."
+    ),
+    cache_dir: str = typer.Option(
+        None,
+        "--cache-dir",
+        help="Where decompressed copies of compressed inputs (deflated .npz members, .gz text, OGB CSV) "
+        "are kept for later runs (default: $GTOOL_CACHE, else ROOT/gtool-cache); `gtool cache list` "
+        "shows them, `gtool cache clear` removes them.",
+    ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Decompress into the spill folder instead (removed at the end)."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
@@ -115,6 +126,8 @@ def shard(
         workers=workers,
         scheduler=scheduler,
         spill_dir=spill_dir,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
         overwrite=overwrite,
         progress=not quiet,
     )
@@ -143,6 +156,22 @@ def print_summary(s: ShardSummary) -> None:
         "peak memory",
         f"{s.peak_rss_mb:,.0f} MB RSS of the process tree (an external cluster's workers not counted)",
     )
+    if s.prepared is not None and (s.prepared.extracted or s.prepared.reused):
+        table.add_row("inputs", prepared_text(s.prepared))
     table.add_row("spill", f"{human_bytes(s.spill_peak_bytes)} on disk at most")
     table.add_row("written", human_bytes(s.bytes_written))
     console.print(table)
+
+
+def prepared_text(p: Preparation) -> str:
+    """What the prepare step did with compressed inputs: extracted (how fast) and reused, and where."""
+    parts = []
+    if p.extracted:
+        rate = p.extracted_bytes / p.extract_seconds if p.extract_seconds else 0.0
+        parts.append(
+            f"{len(p.extracted)} array(s) extracted ({human_bytes(p.extracted_bytes)} in "
+            f"{p.extract_seconds:.1f} s, {human_bytes(rate)}/s)"
+        )
+    if p.reused:
+        parts.append(f"{len(p.reused)} reused ({human_bytes(p.reused_bytes)}, nothing decompressed)")
+    return f"{'; '.join(parts)}; copies in {p.folder}"

@@ -51,6 +51,14 @@ class Engine:
     processes: int
 
 
+def run_shape(scheduler: str | None, workers: int) -> tuple[int, int]:
+    """(tasks at once, worker processes in this run's process tree) of the embedded cluster with `workers`
+    workers; for an external cluster, known only once connected, (1, 0): what the budget needs at least."""
+    if scheduler:
+        return 1, 0
+    return workers, workers if workers > 1 else 0
+
+
 @contextmanager
 def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Iterator[Engine]:
     """A client of an existing cluster, or of an embedded local cluster with `workers` workers.
@@ -78,7 +86,7 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
         ) as cluster,
         Client(cluster) as client,
     ):
-        yield Engine(client, workers, workers if processes else 0)
+        yield Engine(client, *run_shape(None, workers))
 
 
 class StageRunner:

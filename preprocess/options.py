@@ -25,6 +25,8 @@ class ShardOptions:
     workers: int | None = None
     scheduler: str | None = None
     spill_dir: str | None = None
+    cache_dir: str | None = None
+    no_cache: bool = False
     chunk_edges: int | None = None
     overwrite: bool = False
     progress: bool = False

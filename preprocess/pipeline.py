@@ -16,6 +16,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 import fsspec
 import numpy as np
@@ -26,7 +27,7 @@ from rich.console import Console
 from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
-from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers
+from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
@@ -49,6 +50,8 @@ from gtool.preprocess.reducer import (
 )
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
+from gtool.preprocess.sources.cache.entries import default_cache_dir
+from gtool.preprocess.sources.cache.extraction import prepare_source
 from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes, random_split
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url
@@ -91,19 +94,21 @@ def shard(
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
     check_options(options)
     source = resolve_source(source_spec, options)
+    limit = options.memory_limit or default_memory_limit()
+    workers = options.workers or default_workers()
+    Budget(limit, options.num_nodes or source.num_nodes() or 0, *run_shape(options.scheduler, workers))
     staged = StagedOutput(output, options.overwrite)
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
-    limit = options.memory_limit or default_memory_limit()
     try:
-        workers = options.workers or default_workers()
-        with (
-            HighWater(scratch.path) as high_water,
-            dask_engine(options.scheduler, workers, limit) as engine,
-            StageRunner(engine.client, console, options.progress) as stages,
-        ):
-            stages.on_every_worker(compiled.warm)
-            summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
-            staged.publish()
+        with HighWater(scratch.path) as high_water:
+            prepared = prepare_source(source, work_dir(options, scratch), console, options.progress)
+            with (
+                dask_engine(options.scheduler, workers, limit) as engine,
+                StageRunner(engine.client, console, options.progress) as stages,
+            ):
+                stages.on_every_worker(compiled.warm)
+                summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
+                staged.publish()
     except BaseException:
         try:
             staged.discard()
@@ -113,10 +118,22 @@ def shard(
     finally:
         scratch.cleanup()
     summary.store = output
+    summary.prepared = prepared
+    summary.stage_seconds = {"prepare": prepared.seconds, **summary.stage_seconds}
+    summary.seconds += prepared.seconds
     summary.bytes_written = stored_bytes(staged.target)
     summary.peak_rss_mb = high_water.peak_rss_mb
     summary.spill_peak_bytes = high_water.peak_spill
     return summary
+
+
+def work_dir(options: ShardOptions, scratch: SpillDir) -> Path:
+    """Where copies of compressed inputs go: the cache (--cache-dir, else ROOT/gtool-cache), kept for
+    later runs; with --no-cache, or an external cluster and no --cache-dir, the spill folder (removed at
+    the end)."""
+    if options.no_cache or (options.scheduler and not options.cache_dir):
+        return scratch.path / "prepare"
+    return Path(options.cache_dir) if options.cache_dir else default_cache_dir(options.root)
 
 
 class ShardRun:
@@ -147,10 +164,6 @@ class ShardRun:
     def execute(self) -> ShardSummary:
         opts = self.options
         zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = incomplete_marker()
-        with self.timed("prepare"):
-            workdir = self.scratch.path / "prepare"
-            workdir.mkdir()
-            self.source.prepare(str(workdir))
         n = opts.num_nodes or self.source.num_nodes()
         chunks, chunk_edges = self.edge_chunks(n or 0)
         if n is None:
@@ -248,7 +261,7 @@ class ShardRun:
                 data.split = load_split(opts.split, n)
         if data.features is not None:
             if opts.features:
-                data.features.prepare(str(self.scratch.path / "prepare"))
+                data.features.prepare(str(work_dir(opts, self.scratch)))
             if data.features.num_rows != n:
                 raise InputError(
                     data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gtool.preprocess.sources.cache.extraction import Preparation
 from gtool.store.metadata import MatrixStats
 
 
@@ -23,3 +24,4 @@ class ShardSummary:
     peak_rss_mb: float
     spill_peak_bytes: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    prepared: Preparation | None = None

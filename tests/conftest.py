@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,15 @@ from gtool.preprocess.pipeline import shard
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CORA = SHARED / "datasets" / "planetoid" / "cora"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def input_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Copies of compressed inputs go to a temporary cache ($GTOOL_CACHE), never to ./data/gtool-cache."""
+    folder = tmp_path_factory.mktemp("gtool-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GTOOL_CACHE", str(folder))
+        yield folder
 
 
 @pytest.fixture

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.npyio import header_lock, load_npy
-from gtool.preprocess.sources.fileinfo import check_readable, work_copy_path
+from gtool.preprocess.sources.cache.entries import work_copy_path
+from gtool.preprocess.sources.cache.extraction import extract_members
+from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import NpzMember, read_npy_header
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -68,14 +69,32 @@ class ArrayRef:
         except ValueError as exc:
             raise InputError(self.where, f"truncated: holds less data than its shape needs ({exc})") from None
 
+    def iter_flat(self, chunk_elems: int) -> Iterator[np.ndarray]:
+        """The elements in storage order as 1-D arrays of <= chunk_elems: streamed out of a compressed
+        member, else read from the memory map."""
+        if self.needs_extraction:
+            yield from self.member().iter_flat(chunk_elems)
+            return
+        flat = np.ravel(self.open(), order="A")
+        for start in range(0, flat.shape[0], chunk_elems):
+            yield np.array(flat[start : start + chunk_elems])
+
     def prepared(self, workdir: str) -> ArrayRef:
-        """This array, or for a compressed member a copy extracted once into workdir (same `where`)."""
-        if not self.needs_extraction:
-            return self
-        dest = work_copy_path(workdir, self.path, f".{self.key}.npy")
-        if not os.path.exists(dest):
-            self.member().extract(dest)
-        return replace(self, path=dest, key=None)
+        """This array, or for a compressed member its copy in workdir, extracted once (same `where`)."""
+        return prepare_arrays([self], workdir)[0]
+
+
+def prepare_arrays(refs: list[ArrayRef], workdir: str) -> list[ArrayRef]:
+    """The arrays memory-mappable: compressed members replaced by their copies in workdir (the cache, or
+    the spill folder), those not there yet extracted in parallel."""
+    dests = {
+        i: work_copy_path(workdir, ref.path, f".{ref.key}.npy")
+        for i, ref in enumerate(refs)
+        if ref.needs_extraction
+    }
+    by_dest = {dest: refs[i].member() for i, dest in dests.items()}
+    extract_members([(member, dest) for dest, member in by_dest.items()])
+    return [replace(ref, path=dests[i], key=None) if i in dests else ref for i, ref in enumerate(refs)]
 
 
 def load_array(ref: ArrayRef) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""What the file-format sources share: file checks, checksum, description, work copies, a base class."""
+"""What the file-format sources share: file checks, checksum, description, atomic writes, a base class."""
 
 from __future__ import annotations
 
@@ -47,14 +47,6 @@ def describe_file(path: str, fmt: str, **extra: Any) -> dict[str, Any]:
         CHECKSUM_KEY: file_checksum(path),
         **extra,
     }
-
-
-def work_copy_path(workdir: str, path: str, suffix: str) -> str:
-    """Where a decompressed copy of `path` goes in workdir: named by fingerprint, so reruns reuse it."""
-    stat = os.stat(path)
-    fingerprint = hashlib.sha256(f"{file_checksum(path)}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    os.makedirs(workdir, exist_ok=True)
-    return os.path.join(workdir, f"{os.path.basename(path)}.{fingerprint}{suffix}")
 
 
 def write_atomically(dest: str, write: Callable[[BinaryIO], None]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind
+from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, prepare_arrays
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import FileSource, describe_file
 from gtool.preprocess.sources.npzmember import NpzMember, npz_keys
@@ -100,8 +100,8 @@ class ArrayEdgeSource(FileSource):
         self.src, self.dst, self.edges = src, dst, edges
 
     def prepare(self, workdir: str) -> None:
-        self.src = replace(self.src, ref=self.src.ref.prepared(workdir))
-        self.dst = replace(self.dst, ref=self.dst.ref.prepared(workdir))
+        src, dst = prepare_arrays([self.src.ref, self.dst.ref], workdir)
+        self.src, self.dst = replace(self.src, ref=src), replace(self.dst, ref=dst)
 
     def edge_chunks(self, edges_per_chunk: int) -> list[ArrayEdgeChunk]:
         if self.src.ref.needs_extraction or self.dst.ref.needs_extraction:

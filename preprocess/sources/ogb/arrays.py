@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from gtool.preprocess.sources.arrays import ArrayRef
-from gtool.preprocess.sources.fileinfo import work_copy_path
-from gtool.preprocess.sources.ogb.csvfiles import csv_to_npy
+from gtool.preprocess.sources.cache.entries import work_copy
+from gtool.preprocess.sources.ogb.csvfiles import npy_from_csv
 
 
 def materialize(
@@ -18,8 +20,9 @@ def materialize(
     edges: bool = False,
 ) -> ArrayRef:
     """A memory-mappable array: `array` (extracted if deflated), or else `csv` converted to a .npy
-    (an edge list stored as 2 x E, see csv_to_npy)."""
+    (an edge list stored as 2 x E, see npy_from_csv)."""
     if array is not None:
         return array.prepared(workdir)
-    dest = work_copy_path(workdir, csv, ".npy")
-    return ArrayRef(csv_to_npy(csv, dest, shape, dtype, expected=expected, edges=edges))
+    write = npy_from_csv(csv, shape, dtype, expected=expected, edges=edges)
+    size = shape[0] * shape[1] * np.dtype(dtype).itemsize
+    return ArrayRef(work_copy(workdir, csv, ".npy", write, size))

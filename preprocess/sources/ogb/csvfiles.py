@@ -5,14 +5,13 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.fileinfo import write_once
 
 BLOCK_BYTES = 64 << 20
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
@@ -110,10 +109,10 @@ def read_csv_column(path: str, *, integer: bool, allow_nan: bool = False) -> np.
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def csv_to_npy(
-    src: str, dest: str, shape: tuple[int, int], dtype: type, *, expected: str, edges: bool = False
-) -> str:
-    """Stream a rows x columns CSV into the .npy `dest` (kept if an earlier run wrote it); returns dest.
+def npy_from_csv(
+    src: str, shape: tuple[int, int], dtype: type, *, expected: str, edges: bool = False
+) -> Callable[[BinaryIO], None]:
+    """What streams a rows x columns CSV as a .npy file into an open file (for an atomic write).
 
     An edge list (`edges`, an E x 2 CSV) is stored as a Fortran-order 2 x E array: the same bytes, read
     as edge_index[0] (sources) and edge_index[1] (destinations) like OGB's binary form. `expected` says
@@ -138,4 +137,4 @@ def csv_to_npy(
         if done != rows:
             raise InputError(src, f"{done} lines, expected {rows} ({expected})")
 
-    return write_once(dest, write)
+    return write

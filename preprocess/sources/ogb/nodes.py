@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.npzmember import NpzMember
 from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
 from gtool.preprocess.sources.ogb.pt import load_pt
@@ -84,24 +85,25 @@ def to_labels(values: np.ndarray, where: str, locate: Locate) -> np.ndarray:
     return filled.astype(np.int64)
 
 
-def read_labels(path: str, num_nodes: int, num_classes: int | None) -> np.ndarray:
-    """Labels from node-label.npz (`node_label`, N x 1, NaN = unlabelled) or node-label.csv.gz."""
-    if not path.endswith(".npz"):
-        values = read_csv_column(path, integer=True, allow_nan=True)
+def read_labels(labels: ArrayRef | str, num_nodes: int, num_classes: int | None) -> np.ndarray:
+    """Labels from `node_label` of node-label.npz (N x 1, NaN = unlabelled; or its extracted copy), or
+    from node-label.csv.gz (a path)."""
+    if isinstance(labels, str):
+        values = read_csv_column(labels, integer=True, allow_nan=True)
         if values.shape[0] != num_nodes:
-            raise InputError(path, f"{values.shape[0]} lines, expected one label per node ({num_nodes})")
-        return check_classes(to_labels(values, path, csv_line), num_classes, path, csv_line)
-    member = NpzMember(path, "node_label")
-    if member.shape not in ((num_nodes,), (num_nodes, 1)):
+            raise InputError(labels, f"{values.shape[0]} lines, expected one label per node ({num_nodes})")
+        return check_classes(to_labels(values, labels, csv_line), num_classes, labels, csv_line)
+    shape, _ = labels.header()
+    if shape not in ((num_nodes,), (num_nodes, 1)):
         expected = f"expected shape ({num_nodes}, 1): one label per node"
-        raise InputError(member.where, f"{expected}, got {member.shape}")
-    labels = np.empty(num_nodes, dtype=np.int64)
+        raise InputError(labels.where, f"{expected}, got {shape}")
+    out = np.empty(num_nodes, dtype=np.int64)
     done = 0
-    for flat in member.iter_flat(FLAT_CHUNK):
+    for flat in labels.iter_flat(FLAT_CHUNK):
         locate = array_index("node_label", done)
-        labels[done : done + flat.shape[0]] = to_labels(flat, member.where, locate)
+        out[done : done + flat.shape[0]] = to_labels(flat, labels.where, locate)
         done += flat.shape[0]
-    return check_classes(labels, num_classes, member.where, array_index("node_label"))
+    return check_classes(out, num_classes, labels.where, array_index("node_label"))
 
 
 def check_classes(labels: np.ndarray, num_classes: int | None, where: str, locate: Locate) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.arrays import ArrayRef, prepare_arrays
 from gtool.preprocess.sources.base import GraphSource, NodeData
 from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum
@@ -42,6 +43,10 @@ class OgbSource(GraphSource):
         edges = "data.npz" if dataset.info.binary else "edge.csv.gz"
         self.edges = OgbEdges(str(dataset.raw / edges), self._num_edges)
         self.features = self.open_features()
+        name = "node-label.npz" if dataset.info.binary else "node-label.csv.gz"
+        self.label_file = str(dataset.raw / name) if (dataset.raw / name).is_file() else None
+        binary_labels = self.label_file is not None and dataset.info.binary
+        self.label_array = ArrayRef(self.label_file, "node_label") if binary_labels else None
 
     def open_features(self) -> OgbFeatures | None:
         """node_feat of data.npz or node-feat.csv.gz, if the dataset has features."""
@@ -56,10 +61,18 @@ class OgbSource(GraphSource):
         return self._num_nodes
 
     def prepare(self, workdir: str) -> None:
-        """Make edges and features memory-mappable: convert the CSV form, extract deflated members."""
-        self.edges.prepare(workdir)
-        if self.features is not None:
-            self.features.prepare(workdir)
+        """Make edges, features and labels memory-mappable: deflated members extracted side by side (kept
+        in workdir, the cache, for later runs), the CSV form converted."""
+        parts = [self.edges] + ([self.features] if self.features is not None else [])
+        packed = [part for part in parts if part.array is not None and not part.ready]
+        labels = [self.label_array] if self.label_array is not None else []
+        prepared = prepare_arrays([part.array for part in packed] + labels, workdir)
+        for part, array in zip(packed, prepared, strict=False):
+            part.array, part.ready = array, True
+        if labels:
+            self.label_array = prepared[-1]
+        for part in parts:
+            part.prepare(workdir)
 
     def edge_chunks(self, edges_per_chunk: int) -> list[EdgeArrayChunk]:
         return self.edges.chunks(edges_per_chunk)
@@ -67,11 +80,11 @@ class OgbSource(GraphSource):
     @functools.cached_property
     def labels(self) -> np.ndarray | None:
         """Class ids per node (-1: unlabelled), read once."""
-        name = "node-label.npz" if self.dataset.info.binary else "node-label.csv.gz"
-        path = self.dataset.raw / name
-        if not path.is_file():
+        if self.label_file is None:
             return None
-        return read_labels(str(path), self._num_nodes, self.dataset.info.num_classes)
+        return read_labels(
+            self.label_array or self.label_file, self._num_nodes, self.dataset.info.num_classes
+        )
 
     @functools.cached_property
     def split(self) -> np.ndarray | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array
+from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array, prepare_arrays
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 
 CHECK_BLOCK = 1 << 22
@@ -60,7 +60,8 @@ class Compressed:
 
     def prepared(self, workdir: str) -> Compressed:
         """The arrays memory-mappable (deflated members extracted once), indptr checked."""
-        prepared = replace(self, indptr=self.indptr.prepared(workdir), indices=self.indices.prepared(workdir))
+        indptr, indices = prepare_arrays([self.indptr, self.indices], workdir)
+        prepared = replace(self, indptr=indptr, indices=indices)
         prepared.check_indptr()
         return prepared
 

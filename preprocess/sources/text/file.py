@@ -20,13 +20,12 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
+from gtool.preprocess.sources.cache.entries import work_copy
 from gtool.preprocess.sources.fileinfo import (
     COPY_BYTES,
     MIB,
     FileSource,
     check_readable,
-    work_copy_path,
-    write_once,
 )
 from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
@@ -156,7 +155,7 @@ class TextFile:
     def prepare(self, workdir: str) -> None:
         """Decompress a gzipped file once, streaming, into workdir (kept for reruns)."""
         if self.plain_path is None:
-            self.plain_path = write_once(work_copy_path(workdir, self.path, ".plain"), self.gunzip)
+            self.plain_path = work_copy(workdir, self.path, ".plain", self.gunzip)
 
     def gunzip(self, out: IO[bytes]) -> None:
         """Stream the decompressed content into `out`."""

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.fileinfo import write_atomically
 from gtool.preprocess.sources.ogb import csvfiles as ogb_csv
 
 
@@ -51,12 +52,12 @@ def test_blocks_and_nan(tmp_path: Path, tiny_blocks: None) -> None:
     assert ogb_csv.count_columns(gz(tmp_path / "f.csv.gz", "0.5,1,2\n")) == 3
 
 
-def test_csv_to_npy_stores_edges_as_2_by_e(tmp_path: Path, tiny_blocks: None) -> None:
+def test_npy_from_csv_stores_edges_as_2_by_e(tmp_path: Path, tiny_blocks: None) -> None:
     src = gz(tmp_path / "edge.csv.gz", "".join(f"{i},{10 * i}\n" for i in range(5)))
 
     def convert(name: str, rows: int) -> str:
-        dest = str(tmp_path / name)
-        return ogb_csv.csv_to_npy(src, dest, (rows, 2), np.int64, expected="edges", edges=True)
+        write = ogb_csv.npy_from_csv(src, (rows, 2), np.int64, expected="edges", edges=True)
+        return write_atomically(str(tmp_path / name), write)
 
     edges = np.load(convert("e.npy", 5), mmap_mode="r")
     assert edges.shape == (2, 5) and np.array_equal(edges[1], 10 * np.arange(5))

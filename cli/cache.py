@@ -1,0 +1,69 @@
+"""`gtool cache list | clear`: the decompressed copies of compressed inputs that `gtool shard` keeps."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from gtool.preprocess.sources.cache.entries import (
+    default_cache_dir,
+    list_entries,
+    remove_entries,
+    remove_orphan_notes,
+)
+
+from .common import console, human_bytes, reports_errors
+
+app = typer.Typer(
+    help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "
+    "input member (a deflated .npz member, a .gz text file, an OGB CSV file), named by the input's "
+    "size and modification time, in --cache-dir (default: $GTOOL_CACHE, else ROOT/gtool-cache).",
+    no_args_is_help=True,
+)
+
+CACHE_DIR = typer.Option(
+    None, "--cache-dir", help="The cache folder (default: $GTOOL_CACHE, else ROOT/gtool-cache)."
+)
+ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOOL_DATA, else ./data).")
+
+
+def folder_of(cache_dir: str | None, root: str | None) -> Path:
+    return Path(cache_dir) if cache_dir else default_cache_dir(root or os.environ.get("GTOOL_DATA"))
+
+
+@app.command("list")
+@reports_errors
+def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
+    """List the cached copies: size, state (current, stale: its input changed or is gone) and input."""
+    folder = folder_of(cache_dir, root)
+    entries = list_entries(folder)
+    table = Table(title=f"gtool cache: {folder}", title_justify="left")
+    for column in ("copy", "size", "state", "made from"):
+        table.add_column(column, justify="right" if column == "size" else "left", overflow="fold")
+    for entry in entries:
+        table.add_row(entry.path.name, human_bytes(entry.size), entry.state, entry.source or "")
+    console.print(table)
+    console.print(f"{len(entries)} copies, {human_bytes(sum(e.size for e in entries))} in all")
+
+
+@app.command("clear")
+@reports_errors
+def clear_cache(
+    cache_dir: str = CACHE_DIR,
+    root: str = ROOT,
+    stale: bool = typer.Option(
+        False,
+        "--stale",
+        help="Only copies whose input changed or is gone, and leftovers of interrupted runs.",
+    ),
+) -> None:
+    """Remove cached copies (all of them, or with --stale the outdated ones); a later shard extracts again."""
+    folder = folder_of(cache_dir, root)
+    keep = ("current", "writing", "unknown") if stale else ("writing",)
+    doomed = [e for e in list_entries(folder) if e.state not in keep]
+    freed = remove_entries(doomed)
+    remove_orphan_notes(folder)
+    console.print(f"removed {len(doomed)} copies ({human_bytes(freed)}) from {folder}")

@@ -1,0 +1,144 @@
+"""Deflated .npz members extracted into the cache: checked for room first, in parallel, with progress.
+
+A deflate stream decompresses only from its start, so one member is one thread's work; members are
+extracted side by side, one thread each up to the cores (inflate releases the GIL). When one fails, or
+the run is interrupted, the others stop within a piece. What happened (extracted or reused, bytes, time)
+is recorded for the run's summary while `watching`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from gtool.cores import available_cores
+from gtool.preprocess.sources.base import GraphSource
+from gtool.preprocess.sources.cache.entries import check_room, note_source
+from gtool.preprocess.sources.npzmember import NpzMember
+
+
+@dataclass
+class Preparation:
+    """What a run's prepare step did with deflated members: bytes extracted and reused, and the time."""
+
+    progress: Progress | None = None
+    extracted: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    extracted_bytes: int = 0
+    reused_bytes: int = 0
+    extract_seconds: float = 0.0
+    folder: str = ""
+    seconds: float = 0.0
+
+
+_watching: ContextVar[Preparation | None] = ContextVar("gtool_preparation", default=None)
+
+
+@contextmanager
+def watching(progress: Progress | None = None) -> Iterator[Preparation]:
+    """Record the extractions made in this context (with a progress bar each, if `progress` is given)."""
+    record = Preparation(progress)
+    token = _watching.set(record)
+    try:
+        yield record
+    finally:
+        _watching.reset(token)
+
+
+def prepare_source(source: GraphSource, workdir: Path, console: Console | None, show: bool) -> Preparation:
+    """source.prepare(workdir), with a progress bar per member extracted; what it did, for the summary."""
+    bars = Progress(
+        TextColumn("[bold]{task.description:<18}"),
+        BarColumn(),
+        DownloadColumn(binary_units=True),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+    )
+    start = time.perf_counter()
+    with bars, watching(bars) as record:
+        source.prepare(str(workdir))
+    record.folder, record.seconds = os.path.abspath(workdir), time.perf_counter() - start
+    return record
+
+
+def is_extracted(member: NpzMember, dest: str) -> bool:
+    """True when `dest` is a complete copy of `member` (the size its zip entry declares)."""
+    try:
+        return os.path.getsize(dest) == member.info.file_size
+    except OSError:
+        return False
+
+
+def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
+    """Extract each member to its destination, unless a complete copy is already there.
+
+    The free space for the missing copies is checked first (an error names the folder, what is needed
+    and what is free); then the members are extracted in parallel, one thread each."""
+    record = _watching.get() or Preparation()
+    missing = [(member, dest) for member, dest in jobs if not is_extracted(member, dest)]
+    done = {dest for _, dest in missing}
+    for member, dest in jobs:
+        if dest not in done:
+            record.reused.append(member.where)
+            record.reused_bytes += member.info.file_size
+    if not missing:
+        return
+    names = ", ".join(member.where for member, _ in missing)
+    for folder in {os.path.dirname(dest) for _, dest in missing}:
+        need = sum(m.info.file_size for m, dest in missing if os.path.dirname(dest) == folder)
+        check_room(Path(folder), need, f"extracting {names}")
+    start = time.perf_counter()
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(min(len(missing), available_cores()))
+    try:
+        for future in as_completed(
+            [pool.submit(extract_one, *job, record.progress, stop) for job in missing]
+        ):
+            future.result()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    record.extract_seconds += time.perf_counter() - start
+    for member, dest in missing:
+        note_source(dest, member.path)
+    record.extracted += [member.where for member, _ in missing]
+    record.extracted_bytes += sum(member.info.file_size for member, _ in missing)
+
+
+class Stopped(Exception):
+    """An extraction given up because another one failed or the run was interrupted."""
+
+
+def extract_one(member: NpzMember, dest: str, bars: Progress | None, stop: threading.Event) -> None:
+    """Extract one member, advancing a progress bar of its own; give up (leaving no copy) once `stop` is
+    set."""
+    bar = None if bars is None else bars.add_task(f"extract {member.key}", total=member.info.file_size)
+
+    def done(n: int) -> None:
+        if stop.is_set():
+            raise Stopped(member.where)
+        if bars is not None:
+            bars.advance(bar, n)
+
+    member.extract(dest, done)

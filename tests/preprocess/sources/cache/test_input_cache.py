@@ -1,0 +1,152 @@
+"""The input cache: a deflated papers100M-layout input is extracted once, in parallel; a second shard
+decompresses nothing and stores the same bytes; budgets and disk space are checked before any work."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gtool.cli.main import app
+from gtool.errors import GtoolError, InputError
+from gtool.preprocess import pipeline
+from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.sources.cache import entries, extraction
+from gtool.preprocess.sources.npzmember import NpzMember
+from tests.preprocess.sources.ogb.test_ogb import write_binary
+from tests.preprocess.test_pipeline_determinism import stored_files
+
+
+def no_decompression(*args, **kwargs):
+    raise AssertionError("a compressed member was decompressed")
+
+
+@pytest.fixture
+def papers(tmp_path: Path) -> Path:
+    """A deflated papers100M-layout dataset (np.savez_compressed, as ogb writes raw/data.npz)."""
+    folder = tmp_path / "ogbn_papers100M"
+    write_binary(folder, compressed=True)
+    return folder
+
+
+def run(source: Path, store: Path, **options) -> pipeline.ShardSummary:
+    return pipeline.shard(str(source), str(store), ShardOptions(tiles=3, workers=1, **options))
+
+
+def test_second_shard_decompresses_nothing_and_stores_the_same(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    first = run(papers, tmp_path / "a.zarr", cache_dir=str(cache))
+    assert first.prepared is not None
+    assert sorted(first.prepared.extracted) == sorted(
+        f"{papers}/raw/{name}"
+        for name in ("data.npz[edge_index]", "data.npz[node_feat]", "node-label.npz[node_label]")
+    )
+    assert [e.state for e in entries.list_entries(cache)] == ["current"] * 3
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+    streamed, iter_flat = [], NpzMember.iter_flat
+
+    def counted(self: NpzMember, chunk_elems: int):
+        streamed.append(self.key)
+        return iter_flat(self, chunk_elems)
+
+    monkeypatch.setattr(NpzMember, "iter_flat", counted)
+    second = run(papers, tmp_path / "b.zarr", cache_dir=str(cache))
+    assert second.prepared is not None and not second.prepared.extracted and len(second.prepared.reused) == 3
+    assert second.prepared.reused_bytes == first.prepared.extracted_bytes
+    assert sorted(streamed) == ["num_edges_list", "num_nodes_list"]  # one number each, read from the zip
+    assert stored_files(str(tmp_path / "a.zarr")) == stored_files(str(tmp_path / "b.zarr"))
+    monkeypatch.undo()
+    run(papers, tmp_path / "c.zarr", no_cache=True)
+    assert stored_files(str(tmp_path / "a.zarr")) == stored_files(str(tmp_path / "c.zarr"))
+    assert len(entries.list_entries(cache)) == 3
+
+
+def test_members_are_extracted_side_by_side(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    active, most = set(), []
+    extract = NpzMember.extract
+
+    def watched(self: NpzMember, dest: str, done=None) -> str:
+        active.add(self.key)
+        most.append(len(active))
+        time.sleep(0.2)
+        try:
+            return extract(self, dest, done)
+        finally:
+            active.discard(self.key)
+
+    monkeypatch.setattr(NpzMember, "extract", watched)
+    monkeypatch.setattr(extraction, "available_cores", lambda: 4)
+    run(papers, tmp_path / "s.zarr", cache_dir=str(tmp_path / "cache"))
+    assert max(most) == 3
+
+
+def test_too_small_budget_is_refused_before_extraction_or_cluster(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+    monkeypatch.setattr(pipeline, "dask_engine", no_decompression)
+    cache = tmp_path / "cache"
+    with pytest.raises(GtoolError, match=r"--memory-limit 64 MB is too small for 64 nodes with 1 workers"):
+        run(papers, tmp_path / "s.zarr", cache_dir=str(cache), memory_limit=64 << 20)
+    assert not cache.exists() and not (tmp_path / "s.zarr").exists()
+    result = CliRunner().invoke(
+        app, ["shard", str(papers), "--memory-limit", "300MB", "-w", "2", "--cache-dir", str(cache), "-q"]
+    )
+    assert result.exit_code == 2 and "is too small for 64 nodes with 2 workers" in result.output
+
+
+def test_no_room_for_the_copies_is_refused_before_extraction(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(entries, "free_bytes", lambda folder: 1000)
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+    cache = tmp_path / "cache"
+    with pytest.raises(GtoolError, match=rf"needs 0.00 GiB in {cache}, which has 0.00 GiB free"):
+        run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
+    assert entries.list_entries(cache) == [] and not (tmp_path / "s.zarr").exists()
+
+
+def test_cache_list_and_clear(papers: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
+    (cache / "data.npz.0123456789abcdef.x.npy.partial-999999999").write_bytes(b"cut")
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(app, ["cache", *args, "--cache-dir", str(cache)], env={"COLUMNS": "300"})
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    listed = cli("list")
+    assert listed.count("current") == 3 and "partial" in listed and str(papers / "raw") in listed
+    data = papers / "raw" / "data.npz"
+    os.utime(data, ns=(data.stat().st_atime_ns, data.stat().st_mtime_ns + 10**9))
+    assert cli("list").count("stale") == 2
+    assert "removed 3 copies" in cli("clear", "--stale")
+    assert [e.state for e in entries.list_entries(cache)] == ["current"]
+    assert "removed 1 copies" in cli("clear")
+    assert list(cache.iterdir()) == []
+
+
+def test_a_corrupt_member_fails_naming_it_and_leaves_no_copy(papers: Path, tmp_path: Path) -> None:
+    data = papers / "raw" / "data.npz"
+    with np.load(data) as arrays:
+        members = {key: arrays[key] for key in arrays.files}
+    members["node_feat"] = np.random.default_rng(0).random((members["node_feat"].shape[0], 4096), np.float32)
+    np.savez_compressed(data, **members)
+    member = NpzMember(str(data), "node_feat")
+    start = member.payload_offset() + member.info.compress_size // 2
+    raw = bytearray(data.read_bytes())
+    raw[start : start + 64] = bytes(64)
+    data.write_bytes(bytes(raw))
+    cache = tmp_path / "cache"
+    with pytest.raises(InputError, match=r"data.npz\[node_feat\]: corrupt or truncated compressed data"):
+        run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
+    assert not any("node_feat" in p.name or ".partial-" in p.name for p in cache.iterdir())
