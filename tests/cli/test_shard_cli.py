@@ -7,11 +7,20 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from gtool.preprocess.sources.planetoid.source import open_planetoid
 from gtool.store import layout
 from gtool.store.reader import open_store
-from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
+from tests.support.reference import (
+    assert_same_sparse,
+    normalized_adjacency,
+    permuted,
+    reassemble,
+    source_edges,
+)
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 
 def gtool(*args: str, cwd=None) -> subprocess.CompletedProcess:

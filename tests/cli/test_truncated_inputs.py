@@ -16,6 +16,8 @@ from tests.preprocess.sources.helpers import rmat_edges
 from tests.preprocess.sources.sparse.test_sparse_npz import benchmark_arrays, rmat_matrix
 from tests.preprocess.test_pipeline_sources import WRITERS
 
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
+
 
 def shard(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["shard", *args, "--tiles", "2x2", "-q"], env={"COLUMNS": "300"})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 GENERIC = ("/data/", "/shared/", "/scratch/")
 ABSOLUTE = re.compile(

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, make_store
+from tests.support.paths import REPO
+from tests.support.pyg import FakeData
+from tests.support.stores import StoreFactory
 
 PAGE = REPO / "docs" / "python.md"
-
-
-class FakeData:
-    """Stands in for torch_geometric.data.Data where torch_geometric is not installed: keeps its fields."""
-
-    def __init__(self, **fields: object):
-        self.__dict__.update(fields)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -39,8 +34,10 @@ def pyg(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, "torch_geometric.data", data)
 
 
-def test_the_python_page_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pyg: None) -> None:
-    make_store("sbm:2000:4", tmp_path / "graph.zarr", tiles=4)
+def test_the_python_page_runs_as_written(
+    stores: StoreFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pyg: None
+) -> None:
+    (tmp_path / "graph.zarr").symlink_to(stores("sbm:2000:4", tiles=4))  # the page only reads it
     monkeypatch.chdir(tmp_path)
     blocks = python_blocks(PAGE)
     assert len(blocks) >= 6

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.pipeline import shard
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.nodes.generated import RandomFeatures
 from gtool.store import layout
 from gtool.store.reader import Store
-from tests.reference import normalized_adjacency, permuted, source_edges
+from tests.support.reference import normalized_adjacency, permuted, source_edges
+from tests.support.stores import StoreFactory
 
 GRAPH = "grid:13x11"  # N = 143: divisible by none of the band counts 2, 3
 SEED, NUM_FEATURES, NUM_CLASSES = 3, 7, 4
@@ -33,9 +32,12 @@ class ReferenceStore:
     split: dict[str, np.ndarray]
 
 
-def build_store(directory: Path, source: str, tiles: int, perm: str, num_nodes: int | None = None) -> str:
-    path = str(directory / f"{source.replace(':', '_')}-{tiles}-{perm}.zarr")
-    options = ShardOptions(
+def build_store(
+    stores: StoreFactory, source: str, tiles: int, perm: str, num_nodes: int | None = None
+) -> str:
+    """The session's store of `source` with this package's node data."""
+    return stores(
+        source,
         tiles=tiles,
         perm=perm,
         seed=SEED,
@@ -43,8 +45,6 @@ def build_store(directory: Path, source: str, tiles: int, perm: str, num_nodes: 
         num_classes=NUM_CLASSES,
         num_nodes=num_nodes,
     )
-    shard(source, path, options)
-    return path
 
 
 def original_order(values: np.ndarray, pc: np.ndarray) -> np.ndarray:
@@ -100,8 +100,8 @@ SKEWED = StoreCase(
 
 
 @pytest.fixture(scope="module")
-def reference(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ReferenceStore:
+def reference(request: pytest.FixtureRequest, stores: StoreFactory) -> ReferenceStore:
     """The store case a test is parametrized with (indirectly), built once per module, with its reference."""
     case: StoreCase = request.param
-    path = build_store(tmp_path_factory.mktemp("stores"), case.source, case.tiles, case.perm, case.num_nodes)
+    path = build_store(stores, case.source, case.tiles, case.perm, case.num_nodes)
     return reference_store(path, case.source, case.num_nodes)

@@ -15,9 +15,8 @@ import zarr
 from gtool.geometry.bands import band
 from gtool.loader import RankData, load_rank
 from gtool.loader.node_rows import read_band
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.pipeline import shard
 from gtool.store import chunks
+from tests.support.stores import StoreFactory
 
 T = TypeVar("T")
 FIXED_OVERHEAD = (
@@ -37,11 +36,10 @@ def traced_peak(run: Callable[[], T]) -> tuple[T, int]:
 
 
 @pytest.fixture(scope="module")
-def medium_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+def medium_store(stores: StoreFactory) -> str:
     """rmat:15:16 (about 0.9M nonzeros per matrix), 4x4 tiles, two matrices, few features (node arrays are
     checked below); loaded once so that one-time initialization (imports, codecs, threads) is not measured."""
-    path = str(tmp_path_factory.mktemp("memory") / "rmat15.zarr")
-    shard("rmat:15:16", path, ShardOptions(tiles=4, perm="double", seed=1, num_features=4, num_classes=4))
+    path = stores("rmat:15:16", tiles=4, perm="double", seed=1, num_features=4, num_classes=4)
     load_rank(path, (2, 2, 2), 7, 1)
     return path
 

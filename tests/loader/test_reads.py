@@ -19,7 +19,7 @@ from gtool.loader import RankData, load_rank
 from gtool.store import layout
 from tests.loader.conftest import CUT, ReferenceStore
 from tests.loader.expected import layer_rects, tiles_overlapped
-from tests.storefiles import array_chunks
+from tests.support.storefiles import array_chunks
 
 pytestmark = pytest.mark.parametrize("reference", [CUT], indirect=True, ids=str, scope="module")
 

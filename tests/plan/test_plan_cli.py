@@ -15,7 +15,7 @@ from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_widths
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
 from gtool.plan.model.shapes import layer_shapes
-from tests.conftest import make_store
+from tests.support.stores import StoreFactory
 
 GTOOL = [sys.executable, "-m", "gtool.cli"]
 
@@ -30,8 +30,8 @@ def plan(*args: str):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return make_store("rmat:9:8", tmp_path_factory.mktemp("plan-cli") / "r.zarr", tiles=4, num_features=12)
+def store(stores: StoreFactory) -> str:
+    return stores("rmat:9:8", tiles=4, num_features=12)
 
 
 def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:

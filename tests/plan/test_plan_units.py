@@ -15,7 +15,7 @@ from gtool.plan.model.shapes import factorizations
 from gtool.stats.grid import ShardNnz, all_layer_shards, layer_balance
 from gtool.store.reader import open_store
 from gtool.store.scan import scan_tiles
-from tests.conftest import make_store
+from tests.support.stores import StoreFactory
 
 
 @pytest.mark.parametrize("ranks, count", [(1, 1), (2, 3), (4, 6), (7, 3), (8, 10), (12, 18), (64, 28)])
@@ -26,9 +26,9 @@ def test_factorizations_are_every_grid_of_p_ranks(ranks: int, count: int) -> Non
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+def store(stores: StoreFactory) -> str:
     # N = 143 over 5 x 5 tiles of 29: no band count below divides N or the tile grid.
-    return make_store("grid:13x11", tmp_path_factory.mktemp("units") / "g.zarr", tiles=5, num_features=6)
+    return stores("grid:13x11", tiles=5, num_features=6)
 
 
 @pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])

@@ -20,8 +20,8 @@ from gtool.plan.model.shapes import factorizations, layer_shapes
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
-from tests.conftest import make_store
 from tests.plan.ranks import measure_cases
+from tests.support.stores import StoreFactory
 
 WORLD = 8
 SMALL_GRIDS = [g.dims for p in range(1, WORLD + 1) for g in factorizations(p)]
@@ -68,13 +68,13 @@ def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, TrainConfig, Path]:
+def runs(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, TrainConfig, Path]:
     """The bytes cases (rmat:14:8, every grid up to 8 ranks and the variants) and the memory cases
     (rmat:16:8 on MEMORY_GRIDS, live tensor bytes tracked; first, in fresh processes), all in one
     spawned world."""
     root = tmp_path_factory.mktemp("plan-runs")
-    small = make_store("rmat:14:8", root / "rmat14.zarr", tiles=4, num_features=20, num_classes=7)
-    large = make_store("rmat:16:8", root / "rmat16.zarr", tiles=8, num_features=64, num_classes=16)
+    small = stores("rmat:14:8", tiles=4, num_features=20, num_classes=7)
+    large = stores("rmat:16:8", tiles=8, num_features=64, num_classes=16)
     byte_cases = _configs(small)
     memory = TrainConfig.of(large, hidden=64)
     cases = [(_name(grid, "memory"), memory.replace(grid=grid), True) for grid in MEMORY_GRIDS]

@@ -9,8 +9,16 @@ from gtool.preprocess.sources.generators import parse_generator
 from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes
 from gtool.store import layout
 from gtool.store.reader import open_store
-from tests.conftest import make_store
-from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
+from tests.support.reference import (
+    assert_same_sparse,
+    normalized_adjacency,
+    permuted,
+    reassemble,
+    source_edges,
+)
+from tests.support.stores import make_store
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 CASES = [
     ("grid:7x9", 4),

@@ -5,24 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
-from tests.conftest import make_store
+from tests.support.stores import all_arrays, make_store
 
-
-def all_arrays(path: str) -> dict[str, np.ndarray]:
-    group = zarr.open_group(path, mode="r")
-    return {name: array[:] for name, array in group.arrays()} | {
-        f"{g}/{name}": array[:] for g, sub in group.groups() for name, array in _walk(sub)
-    }
-
-
-def _walk(group):
-    for name, array in group.arrays():
-        yield name, array
-    for gname, sub in group.groups():
-        for name, array in _walk(sub):
-            yield f"{gname}/{name}", array
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 
 def test_workers_and_chunk_sizes_do_not_change_the_store(tmp_path):

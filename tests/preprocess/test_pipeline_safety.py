@@ -14,7 +14,9 @@ import zarr
 from gtool.errors import InputError, StoreError, StoreExistsError
 from gtool.preprocess import reducer
 from gtool.store.reader import open_store
-from tests.conftest import make_store
+from tests.support.stores import make_store
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 
 def leftovers(folder) -> list[str]:
@@ -141,7 +143,7 @@ def test_memory_limit_bounds_the_whole_process_tree(tmp_path):
     100 MB of interpreter each), measured by ../shared/tools/peakmem."""
     import json
 
-    from tests.conftest import SHARED
+    from tests.support.paths import SHARED
 
     peakmem = SHARED / "tools" / "peakmem"
     if not peakmem.exists():
@@ -159,7 +161,13 @@ def test_memory_limit_bounds_the_whole_process_tree(tmp_path):
 def test_store_at_an_fsspec_url(tmp_path, scheme):
     """file:// URLs are staged like paths; other URLs (here in-memory) are written in place."""
     from gtool.preprocess.sources.generators import parse_generator
-    from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble, source_edges
+    from tests.support.reference import (
+        assert_same_sparse,
+        normalized_adjacency,
+        permuted,
+        reassemble,
+        source_edges,
+    )
 
     url = f"file://{tmp_path}/s.zarr" if scheme == "file" else f"memory://{tmp_path.name}/s.zarr"
     make_store("grid:6x5", url, tiles=3, seed=2)

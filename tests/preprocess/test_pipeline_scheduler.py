@@ -6,8 +6,9 @@ import pytest
 from distributed import LocalCluster
 
 from gtool.errors import InputError
-from tests.conftest import make_store
-from tests.preprocess.test_pipeline_determinism import all_arrays
+from tests.support.stores import all_arrays, make_store
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,13 @@ import pytest
 
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
-from tests.conftest import make_store
 from tests.preprocess.sources.helpers import rmat_edges
 from tests.preprocess.sources.ogb.test_ogb import N as OGB_NODES
 from tests.preprocess.sources.ogb.test_ogb import expected_split, save_with_ogb, toy_graph
-from tests.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble
+from tests.support.reference import assert_same_sparse, normalized_adjacency, permuted, reassemble
+from tests.support.stores import make_store
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 NODES = 256
 

@@ -11,8 +11,10 @@ import scipy.sparse as sp
 import zarr
 
 from gtool.store import layout
-from tests.conftest import make_store
 from tests.preprocess.sources.sparse.test_sparse_npz import N, benchmark_arrays, rmat_matrix
+from tests.support.stores import make_store
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 OPTIONS = {"tiles": 3, "seed": 4, "chunk_edges": 300}
 

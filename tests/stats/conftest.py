@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from gtool.store.reader import Store
-from tests.conftest import make_store
-from tests.reference import reassemble
+from tests.support.reference import reassemble
+from tests.support.stores import StoreFactory
 
 SEED = 3
 
@@ -38,11 +37,10 @@ class StatsStore:
     matrices: dict[int, sp.csr_matrix]
 
 
-def build(directory: Path, case: StoreCase, seed: int = SEED, **options) -> StatsStore:
-    """Shard a case (one worker, generated node data) and reassemble its matrices."""
-    path = make_store(
+def build(stores: StoreFactory, case: StoreCase, seed: int = SEED, **options) -> StatsStore:
+    """The session's store of a case (generated node data) with its matrices reassembled."""
+    path = stores(
         case.source,
-        directory / f"{case}.zarr",
         tiles=case.tiles,
         perm=case.perm,
         seed=seed,
@@ -60,8 +58,8 @@ CASES = [StoreCase("grid:13x11", 5, p) for p in ("none", "single", "double", "ba
 
 
 @pytest.fixture(scope="package", params=CASES, ids=str)
-def stats_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> StatsStore:
-    return build(tmp_path_factory.mktemp("stats"), request.param)
+def stats_store(request: pytest.FixtureRequest, stores: StoreFactory) -> StatsStore:
+    return build(stores, request.param)
 
 
 def tile_counts(matrix: sp.spmatrix, tiles: int, size: int) -> np.ndarray:

@@ -13,8 +13,9 @@ from gtool.preprocess.balanced import balanced_permutations
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
 from gtool.stats.report import GridPlan, collect_stats
-from tests.reference import assert_same_sparse, normalized_adjacency, permuted, source_edges
 from tests.stats.conftest import StatsStore, StoreCase, build
+from tests.support.reference import assert_same_sparse, normalized_adjacency, permuted, source_edges
+from tests.support.stores import StoreFactory
 
 
 def skewed_degrees(n: int, seed: int = 0) -> np.ndarray:
@@ -83,25 +84,27 @@ def check_balanced_store(built: StatsStore, source: str, directed: bool = False)
 @pytest.mark.parametrize(
     "case", [StoreCase("grid:13x11", 5, "balanced"), StoreCase("rmat:9:4", 4, "balanced")]
 )
-def test_balanced_store_holds_the_permuted_adjacency(tmp_path: Path, case: StoreCase, directed: bool) -> None:
-    check_balanced_store(build(tmp_path, case, directed=directed), case.source, directed)
+def test_balanced_store_holds_the_permuted_adjacency(
+    stores: StoreFactory, case: StoreCase, directed: bool
+) -> None:
+    check_balanced_store(build(stores, case, directed=directed), case.source, directed)
 
 
-def test_balanced_store_from_an_edge_file_without_node_count(tmp_path: Path) -> None:
+def test_balanced_store_from_an_edge_file_without_node_count(stores: StoreFactory, tmp_path: Path) -> None:
     """The degree pass re-reads the chunks the node-count scan spilled."""
     edges = tmp_path / "edges.txt"
     rng = np.random.default_rng(5)
     np.savetxt(edges, rng.integers(0, 90, size=(400, 2)), fmt="%d")
-    built = build(tmp_path, StoreCase(str(edges), 3, "balanced"), chunk_edges=64)
+    built = build(stores, StoreCase(str(edges), 3, "balanced"), chunk_edges=64)
     check_balanced_store(built, str(edges))
 
 
-def test_skewed_graph_balance(tmp_path: Path) -> None:
+def test_skewed_graph_balance(stores: StoreFactory) -> None:
     """rmat:14:8, 8 x 8 tiles (~3,800 nonzeros a tile): random placement leaves ~1.6% noise per tile
     (sqrt of the count), ~4% on the largest of 64, so balanced is held to 1.08, while double keeps
     hubs together (>= 1.2, 1.29 to 1.38 over seeds 0-5). Ranks hold 1/8 to 1/2 of the matrix (>= 30,000
     nonzeros, ~0.6% noise): within 2% on uneven grids and layers."""
-    built = build(tmp_path, StoreCase("rmat:14:8", 8, "balanced"), seed=0)
+    built = build(stores, StoreCase("rmat:14:8", 8, "balanced"), seed=0)
     report = collect_stats(built.store, compare=True)
     compared = {c["scheme"]: c["matrices"]["0"]["max_over_mean"] for c in report["compare"]}
     assert compared["balanced"] == pytest.approx(report["matrices"]["0"]["tile_nnz"]["max_over_mean"])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -11,6 +9,7 @@ from gtool.preprocess.permutation import SCHEMES, make_permutations
 from gtool.stats.compare import COMPARED
 from gtool.stats.report import collect_stats
 from tests.stats.conftest import SEED, StatsStore, StoreCase, build
+from tests.support.stores import StoreFactory
 
 
 def original_entries(stats_store: StatsStore) -> tuple[np.ndarray, np.ndarray]:
@@ -62,11 +61,11 @@ def test_stored_scheme_reproduces_the_store(stats_store: StatsStore, compared: d
         assert np.array_equal(own[str(m)]["tile_nnz"], store.tile_nnz(m))
 
 
-def test_compare_predicts_a_store_sharded_with_another_scheme(tmp_path: Path) -> None:
+def test_compare_predicts_a_store_sharded_with_another_scheme(stores: StoreFactory) -> None:
     """Counting from a double store predicts the tiles the pipeline writes for balanced (same seed):
     degrees from the tiles equal the pipeline's own degree pass."""
-    double = build(tmp_path, StoreCase("rmat:9:4", 4, "double"))
-    balanced = build(tmp_path, StoreCase("rmat:9:4", 4, "balanced"))
+    double = build(stores, StoreCase("rmat:9:4", 4, "double"))
+    balanced = build(stores, StoreCase("rmat:9:4", 4, "balanced"))
     compared = {c["scheme"]: c for c in collect_stats(double.store, compare=True)["compare"]}
     for m in balanced.store.matrices:
         assert np.array_equal(
@@ -74,12 +73,12 @@ def test_compare_predicts_a_store_sharded_with_another_scheme(tmp_path: Path) ->
         )
 
 
-def test_plexus_figures_on_a_lattice(tmp_path: Path) -> None:
+def test_plexus_figures_on_a_lattice(stores: StoreFactory) -> None:
     """grid:1000x1000, 8 x 8 tiles: one permutation gives (d + T) / (d + 1) within 2% (the self-loops all
     on the diagonal tiles), two give at most 1.01. A tile holds ~78,000 nonzeros, so random placement
     leaves ~0.4% noise per tile (sqrt of the count) and ~1% on the largest of 64: balanced (degrees
     3 to 5, nothing to balance) is held to 1.015."""
-    lattice = build(tmp_path, StoreCase("grid:1000x1000", 8, "double"), seed=1)
+    lattice = build(stores, StoreCase("grid:1000x1000", 8, "double"), seed=1)
     n, t = lattice.store.num_nodes, lattice.store.tiles
     d = (lattice.matrices[0].nnz - n) / n
     report = collect_stats(lattice.store, compare=True)

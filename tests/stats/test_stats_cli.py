@@ -16,11 +16,12 @@ from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, collect_stats
 from gtool.store import layout
 from tests.stats.conftest import StatsStore, StoreCase, build
+from tests.support.stores import StoreFactory
 
 
 @pytest.fixture(scope="module")
-def double_store(tmp_path_factory: pytest.TempPathFactory) -> StatsStore:
-    return build(tmp_path_factory.mktemp("cli"), StoreCase("grid:13x11", 5, "double"))
+def double_store(stores: StoreFactory) -> StatsStore:
+    return build(stores, StoreCase("grid:13x11", 5, "double"))
 
 
 def run(*args: str) -> tuple[int, str]:

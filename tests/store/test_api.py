@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +10,9 @@ import pytest
 import gtool
 from gtool.preprocess.sources.generators import parse_generator
 from gtool.store.convert import PYG_MISSING
-from tests.conftest import make_store
-from tests.docs.test_python_examples import FakeData
-from tests.reference import assert_same_sparse, normalized_adjacency, source_edges
+from tests.support.pyg import FakeData
+from tests.support.reference import assert_same_sparse, normalized_adjacency, source_edges
+from tests.support.stores import StoreFactory
 
 
 def fake_pyg(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,9 +22,9 @@ def fake_pyg(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch_geometric.data", module)
 
 
-def test_a_store_back_in_original_order_is_the_generated_graph(tmp_path: Path) -> None:
+def test_a_store_back_in_original_order_is_the_generated_graph(stores: StoreFactory) -> None:
     spec, n = "sbm:900:3:6:2", 900
-    store = gtool.open_store(make_store(spec, tmp_path / "s.zarr", tiles=3, seed=4))
+    store = gtool.open_store(stores(spec, tiles=3, seed=4))
     source = parse_generator(spec)
     want = normalized_adjacency(*source_edges(source), n)
     for matrix in (0, 1):
@@ -37,9 +36,9 @@ def test_a_store_back_in_original_order_is_the_generated_graph(tmp_path: Path) -
     assert sum(1 for _ in store.iter_tiles(1)) == 9
 
 
-def test_to_pyg_keeps_edge_direction_and_masks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_to_pyg_keeps_edge_direction_and_masks(stores: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_pyg(monkeypatch)
-    store = gtool.open_store(make_store("rmat:6:4", tmp_path / "d.zarr", tiles=2, directed=True))
+    store = gtool.open_store(stores("rmat:6:4", tiles=2, directed=True))
     src, dst = source_edges(parse_generator("rmat:6:4"))
     data = gtool.to_pyg(store)
     got = set(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist(), strict=True))
@@ -52,11 +51,11 @@ def test_to_pyg_keeps_edge_direction_and_masks(tmp_path: Path, monkeypatch: pyte
 
 
 def test_to_pyg_without_torch_geometric_says_what_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch_geometric", None)
     monkeypatch.setitem(sys.modules, "torch_geometric.data", None)  # where an earlier test imported PyG
-    store = gtool.open_store(make_store("grid:4x4", tmp_path / "g.zarr", tiles=1))
+    store = gtool.open_store(stores("grid:4x4", tiles=1))
     with pytest.raises(ImportError, match="pip install torch_geometric") as error:
         gtool.to_pyg(store)
     assert str(error.value) == PYG_MISSING

@@ -19,9 +19,9 @@ from gtool.preprocess import chunk_writer
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.store.verify import verify_store
-from tests.conftest import make_store
-from tests.reference import assert_same_sparse, reassemble
-from tests.storefiles import CHUNK_KEY
+from tests.support.reference import assert_same_sparse, reassemble
+from tests.support.storefiles import CHUNK_KEY
+from tests.support.stores import StoreFactory, make_store
 
 FAMILIES = {"adjacency": "adj/", "features": "nodes/features", "labels": "nodes/labels/", "perm": "perm/"}
 FLIPS = 50
@@ -34,10 +34,8 @@ def gtool(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("integrity") / "s.zarr"
-    make_store("rmat:7:4", path, tiles=3, num_features=8, num_classes=4)
-    return path
+def store(stores: StoreFactory) -> Path:
+    return Path(stores("rmat:7:4", tiles=3, num_features=8, num_classes=4))
 
 
 def chunk_files(store: Path, families: dict[str, str] = FAMILIES) -> dict[str, list[Path]]:

@@ -14,7 +14,7 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.store import layout
 from gtool.store.reader import Store
 from gtool.trainer.serial import SerialGraph
-from tests.reference import normalized_adjacency, source_edges
+from tests.support.reference import normalized_adjacency, source_edges
 
 
 def original_order(stored: np.ndarray, perm: np.ndarray) -> np.ndarray:

@@ -18,8 +18,10 @@ import pytest
 import torch
 
 from gtool.trainer.launch import free_port
-from tests.conftest import make_store
-from tests.storefiles import array_chunks
+from tests.support.storefiles import array_chunks
+from tests.support.stores import StoreFactory
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 TRAIN = [sys.executable, "-m", "gtool.cli", "train"]
 MODEL = ["--layers", "2", "--hidden", "16", "--dropout", "0.5"]
@@ -54,9 +56,8 @@ def final_state(checkpoints: Path, ranks: int) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("cli") / "rmat.zarr"
-    return make_store("rmat:9:8", path, tiles=4, num_features=32, num_classes=6)
+def store(stores: StoreFactory) -> str:
+    return stores("rmat:9:8", tiles=4, num_features=32, num_classes=6)
 
 
 def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Path) -> None:

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # builds stores / runs the command line
+
 KIPF = ["--layers", "2", "--hidden", "16", "--dropout", "0.5", "--lr", "0.01", "--weight-decay", "5e-4"]
 KIPF += ["--weight-decay-first-only", "--epochs", "200", "--normalize-features", "row"]
 

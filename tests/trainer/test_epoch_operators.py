@@ -4,14 +4,13 @@ that makes the host wait for the device (.item(), nonzero, ...)."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.loop import Trainer
-from tests.conftest import make_store
+from tests.support.stores import StoreFactory
 from tests.trainer.cases import CPU, single_rank_comm
 
 WAITS_FOR_DEVICE = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
@@ -41,10 +40,10 @@ def epoch_operators(store: str) -> Counter[str]:
     return log.calls
 
 
-def test_an_epoch_dispatches_the_same_operators_on_a_16x_larger_graph(tmp_path: Path) -> None:
+def test_an_epoch_dispatches_the_same_operators_on_a_16x_larger_graph(stores: StoreFactory) -> None:
     shape = {"tiles": 2, "num_features": 6, "num_classes": 3}
-    small = epoch_operators(make_store("grid:8x8", tmp_path / "small.zarr", **shape))
-    large = epoch_operators(make_store("grid:32x32", tmp_path / "large.zarr", **shape))
+    small = epoch_operators(stores("grid:8x8", **shape))
+    large = epoch_operators(stores("grid:32x32", **shape))
     assert small == large
     assert sum(small.values()) < 200, small
     assert not WAITS_FOR_DEVICE & set(small), "the step waits for the device"

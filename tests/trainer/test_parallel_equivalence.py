@@ -13,7 +13,7 @@ import torch
 
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
-from tests.conftest import make_store
+from tests.support.stores import StoreFactory
 from tests.trainer.cases import Case, run_cases
 
 GRAPH = "grid:7x11"  # N = 77: no band count of any grid below divides it
@@ -60,13 +60,12 @@ CASES = {**EXACT, **VARIANTS}
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def results(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Write one store per permutation, run every case in one world, return the results directory."""
-    stores_dir = tmp_path_factory.mktemp("stores")
     shape = {"tiles": TILES, "seed": 5, "num_features": FEATURES, "num_classes": CLASSES}
-    stores = {perm: make_store(GRAPH, stores_dir / f"{perm}.zarr", perm=perm, **shape) for perm in PERMS}
+    by_perm = {perm: stores(GRAPH, perm=perm, **shape) for perm in PERMS}
     cases = [
-        Case(name, BASE.replace(store=stores[perm], **overrides), reference=reference)
+        Case(name, BASE.replace(store=by_perm[perm], **overrides), reference=reference)
         for name, (perm, overrides, reference) in CASES.items()
     ]
     out = tmp_path_factory.mktemp("results")

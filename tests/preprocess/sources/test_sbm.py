@@ -14,8 +14,8 @@ from gtool.errors import InputError
 from gtool.preprocess.sources import blocks
 from gtool.preprocess.sources.generators import parse_generator
 from gtool.preprocess.sources.sbm import SBM_HOMOPHILY, SBM_SIGNAL, sbm_classes
-from tests.conftest import make_store
-from tests.reference import source_edges
+from tests.support.reference import source_edges
+from tests.support.stores import make_store
 
 
 def edges(spec: str, edges_per_chunk: int) -> tuple[np.ndarray, np.ndarray]:
@@ -57,6 +57,7 @@ def test_bad_specs_say_what_is_expected(spec: str) -> None:
         parse_generator(spec)
 
 
+@pytest.mark.integration
 def test_a_short_training_run_learns_the_planted_classes(tmp_path: Path) -> None:
     store = make_store("sbm:3000:4", tmp_path / "sbm.zarr", tiles=2)
     log = tmp_path / "log.jsonl"

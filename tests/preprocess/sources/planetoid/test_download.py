@@ -102,6 +102,7 @@ def test_cut_short_download_is_an_error(tmp_path: Path, serve, monkeypatch: pyte
     assert not list((tmp_path / "root").rglob("ind.*"))
 
 
+@pytest.mark.integration
 def test_shard_cora_by_name(tmp_path: Path, cora_dir: Path) -> None:
     env = {URL_VARIABLE: cora_dir.as_uri(), "GTOOL_DATA": str(tmp_path / "data")}
     out = tmp_path / "cora.zarr"
