@@ -12,6 +12,8 @@ import pytest
 
 from tests.support.package_tree import REPO, package_tree
 
+pytestmark = pytest.mark.integration  # the tools run as processes
+
 CORE_PACKAGE = "gtool/geometry"
 
 
