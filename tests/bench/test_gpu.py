@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO
+import pytest
+
+from tests.support.paths import REPO
+
+pytestmark = pytest.mark.integration  # runs the benchmark's command
 
 
 def test_the_gpu_benchmark_runs_every_step_on_the_cpu() -> None:

@@ -37,6 +37,7 @@ def run(source: Path, store: Path, **options) -> pipeline.ShardSummary:
     return pipeline.shard(str(source), str(store), ShardOptions(tiles=3, workers=1, **options))
 
 
+@pytest.mark.integration
 def test_second_shard_decompresses_nothing_and_stores_the_same(
     papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -67,6 +68,7 @@ def test_second_shard_decompresses_nothing_and_stores_the_same(
     assert len(entries.list_entries(cache)) == 3
 
 
+@pytest.mark.integration
 def test_members_are_extracted_side_by_side(
     papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +116,7 @@ def test_no_room_for_the_copies_is_refused_before_extraction(
     assert entries.list_entries(cache) == [] and not (tmp_path / "s.zarr").exists()
 
 
+@pytest.mark.integration
 def test_cache_list_and_clear(papers: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
