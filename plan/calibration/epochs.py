@@ -84,7 +84,9 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     results, made = {}, {}
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
-        comm = build_grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
+        comm = build_grid_comm(
+            grid, config.runtime.timeout, PhaseTimer(device), device, made, cast=config.cast_dtype
+        )
         data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
         trainer = Trainer(data, comm, config, device)
         del data
