@@ -14,7 +14,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.distributed import grid_comm
 from gtool.trainer.dropout import cuda_notice
 from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
 from gtool.trainer.loop import Trainer, fit
@@ -52,7 +52,7 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     grid = ProcessGrid(*config.grid)
     timer = PhaseTimer(device)
-    comm = build_grid_comm(grid, config.runtime.timeout, timer, device)
+    comm = grid_comm(grid, config.runtime.timeout, timer, device)
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)

@@ -81,8 +81,8 @@ class SerialGraph:
     def to(self, device: torch.device) -> SerialGraph:
         """The same graph on `device`."""
         matrices = [(matrix.to(device), transpose.to(device)) for matrix, transpose in self.matrices]
-        moved = [t.to(device) for t in (self.features, self.labels, self.split)]
-        return SerialGraph(matrices, *moved, self.num_classes)
+        features, labels, split = (t.to(device) for t in (self.features, self.labels, self.split))
+        return SerialGraph(matrices, features, labels, split, self.num_classes)
 
     @classmethod
     def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:

@@ -49,7 +49,7 @@ from gtool.plan.model.planner import PlanRequest, estimate_grid
 from gtool.plan.model.profile import DeviceProfile, EpochFactors
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.distributed import GroupCache, grid_comm
 from gtool.trainer.launch import RankEnv, join_world, run_local
 from gtool.trainer.loop import Trainer
 from gtool.trainer.timing import PhaseTimer
@@ -58,7 +58,6 @@ EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)
 EPOCHS = 6
 WARMUP = 2
-STORE_OPTIONS = {"tiles": 8, "num_features": 128, "num_classes": 32, "seed": 11}
 PHASES = ("seconds", "spmm", "dense", "comm")
 
 Report = Callable[[str], None]
@@ -81,10 +80,11 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     torch.set_num_threads(config.runtime.threads)
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     join_world(env, config.runtime.backend, timedelta(seconds=300))
-    results, made = {}, {}
+    results: dict[str, list[list[float]]] = {}
+    made: GroupCache = {}
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
-        comm = build_grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
+        comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
         data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
         trainer = Trainer(data, comm, config, device)
         del data
@@ -146,16 +146,16 @@ def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile:
                 comm_measured,
             )
         )
-    model_s, model_d, comm, count, layers, seconds, spmm, dense, comm_measured = map(
+    model_s, model_d, comms, counts, layers, all_seconds, spmms, denses, comms_measured = map(
         np.array, zip(*rows, strict=True)
     )
-    factors = {"spmm": _slope(spmm, model_s, layers), "dense": _slope(dense, model_d, layers)}
-    factors["allocation"] = _slope(spmm + dense, model_s + model_d, layers)
-    left = seconds - comm_measured - factors["spmm"] * model_s - factors["dense"] * model_d
-    collectives = count.sum()
+    factors = {"spmm": _slope(spmms, model_s, layers), "dense": _slope(denses, model_d, layers)}
+    factors["allocation"] = _slope(spmms + denses, model_s + model_d, layers)
+    left = all_seconds - comms_measured - factors["spmm"] * model_s - factors["dense"] * model_d
+    collectives = counts.sum()
     return {
         **{kind: float(value) for kind, value in factors.items()},
-        "collective_latency": max(float((comm_measured - comm).sum()) / collectives, 0.0)
+        "collective_latency": max(float((comms_measured - comms).sum()) / collectives, 0.0)
         if collectives
         else 0.0,
         "overhead_per_layer": max(float(np.mean(left / layers)), 0.0),
@@ -172,7 +172,11 @@ def _stores(scratch: Path, report: Report) -> dict[str, str]:
         source = f"rmat:{scale}:8"
         report(f"building the calibration store {source}")
         stores[source] = str(scratch / f"rmat-{scale}-8.zarr")
-        shard(source, stores[source], ShardOptions(workers=1, **STORE_OPTIONS))
+        shard(
+            source,
+            stores[source],
+            ShardOptions(tiles=8, num_features=128, num_classes=32, seed=11, workers=1),
+        )
     return stores
 
 

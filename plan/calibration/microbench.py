@@ -13,6 +13,7 @@ epochs on small stores, alone and side by side, measure what those microbenchmar
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import platform
 import tempfile
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -167,7 +169,7 @@ def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
     for m, k, n in GEMM_SHAPES:
         for left, right in (((m, k), (k, n)), ((k, m), (m, n))):
             a, b = torch.rand(*left, device=device), torch.rand(*right, device=device)
-            seconds = best_seconds(lambda a=a, b=b: a @ b, device)
+            seconds = best_seconds(functools.partial(torch.matmul, a, b), device)
             points.append({"m": left[0], "k": left[1], "n": right[1], "seconds": seconds})
     rows = [
         [2 * p["m"] * p["k"] * p["n"], 4 * (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]), 1]
@@ -178,13 +180,14 @@ def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
 
 
 def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[dict]]:
-    points = []
+    points: list[dict[str, Any]] = []
     for size in ELEMENTWISE_SIZES:
         x = torch.rand(size, device=device)
-        for name, op in (("relu", torch.relu), ("mul", lambda t: t * t)):
-            points.append(
-                {"op": name, "elements": size, "seconds": best_seconds(lambda op=op, x=x: op(x), device)}
-            )
+        for name, op in (
+            ("relu", functools.partial(torch.relu, x)),
+            ("mul", functools.partial(torch.mul, x, x)),
+        ):
+            points.append({"op": name, "elements": size, "seconds": best_seconds(op, device)})
     byte, call = fit_relative([[8 * p["elements"], 1] for p in points], [p["seconds"] for p in points])
     return ElementwiseCost(float(byte), float(call)), points
 
@@ -195,7 +198,9 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
     spec = MaskSpec.of(0, 1, 1, 0.5, 1 << 20)
     for rows, width in ((1 << 12, 16), (1 << 12, 128), (1 << 16, 16), (1 << 16, 128), (1 << 18, 64)):
         x = torch.randn(rows, width, device=device)
-        seconds = best_seconds(lambda x=x: relu_dropout(x, spec, (0, x.shape[0], 0, x.shape[1])), device)
+        seconds = best_seconds(
+            functools.partial(relu_dropout, x, spec, (0, x.shape[0], 0, x.shape[1])), device
+        )
         points.append({"rows": rows, "width": width, "seconds": seconds})
     fitted = fit_relative([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
@@ -208,9 +213,9 @@ def calibrate_allocation(device: torch.device) -> tuple[AllocationCost, list[dic
     points = []
     for nbytes in ALLOCATION_BYTES:
         existing = torch.empty(nbytes // 4, device=device)
-        fill = best_seconds(lambda existing=existing: existing.fill_(1.0), device)
+        fill = best_seconds(functools.partial(existing.fill_, 1.0), device)
         del existing
-        fresh = best_seconds(lambda nbytes=nbytes: torch.empty(nbytes // 4, device=device).fill_(1.0), device)
+        fresh = best_seconds(functools.partial(torch.ones, nbytes // 4, device=device), device)
         points.append({"bytes": nbytes, "fill": fill, "fresh": fresh})
     per_byte = [max(p["fresh"] - p["fill"], 0.0) / p["bytes"] for p in points]
     return AllocationCost([float(p["bytes"]) for p in points], per_byte), points

@@ -158,7 +158,7 @@ def estimate_grid(
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     fitting = [g for g in ranked if g.fits]
     over = len(ranked) - len(fitting)
-    if not fitting:
+    if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
