@@ -1,4 +1,4 @@
-"""The two halves of a 3D-parallel GCN layer as autograd functions (../shared/docs/3d-gcn.md).
+"""The two halves of a 3D-parallel GCN layer as autograd functions (docs/3d-gcn.md).
 
 With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group of A[a, b] @ F[b, c]
 and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
