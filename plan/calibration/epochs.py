@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -50,7 +49,7 @@ from gtool.plan.model.profile import DeviceProfile, EpochFactors
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GroupCache, grid_comm
-from gtool.trainer.launch import RankEnv, join_world, run_local
+from gtool.trainer.launch import RankEnv, join_world, rank_device, run_local
 from gtool.trainer.loop import Trainer
 from gtool.trainer.timing import PhaseTimer
 
@@ -63,22 +62,13 @@ PHASES = ("seconds", "spmm", "dense", "comm")
 Report = Callable[[str], None]
 
 
-def _rank_device(device_type: str, env: RankEnv) -> torch.device:
-    if device_type != "cuda":
-        return torch.device("cpu")
-    device = torch.device("cuda", env.local_rank)
-    torch.cuda.set_device(device)
-    return device
-
-
 def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int, out: str) -> None:
     """One of k ranks: train every case (all grids of k ranks) for its epochs and write the phase times
     of each epoch after the first `warmup` to OUT.RANK (settings come as arguments: a spawned process
     sees the module's defaults, not a caller's)."""
     config = cases[0][1]
-    device = _rank_device(config.runtime.device_type, env)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     torch.set_num_threads(config.runtime.threads)
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     join_world(env, config.runtime.backend, timedelta(seconds=300))
     results: dict[str, list[list[float]]] = {}
     made: GroupCache = {}
@@ -107,7 +97,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     grid = ProcessGrid(*config.grid)
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
-    table = ShardNnzTable(store, set(grid.dims))
+    table = ShardNnzTable.of(store, set(grid.dims))
     estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)

@@ -18,7 +18,6 @@ import json
 import platform
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -30,6 +29,7 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from gtool.loader.csr import csr_tensor
 from gtool.plan.calibration.epochs import calibrate_epochs
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.model.profile import (
@@ -43,7 +43,7 @@ from gtool.plan.model.profile import (
 )
 from gtool.preprocess.sources.generators import rmat_block
 from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, join_world, launch_local
+from gtool.trainer.launch import RankEnv, join_world, launch_local, rank_device
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -93,14 +93,12 @@ def rmat_matrix(scale: int, degree: int, device: torch.device, seed: int = 7) ->
     rows, cols = rng.permutation(n)[src], rng.permutation(n)[dst]
     csr = sp.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(n, n))
     csr.sum_duplicates()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.sparse_csr_tensor(
-            torch.from_numpy(csr.indptr.astype(np.int64)),
-            torch.from_numpy(csr.indices.astype(np.int64)),
-            torch.from_numpy(csr.data),
-            size=csr.shape,
-        ).to(device)
+    return csr_tensor(
+        torch.from_numpy(csr.indptr.astype(np.int64)),
+        torch.from_numpy(csr.indices.astype(np.int64)),
+        torch.from_numpy(csr.data),
+        csr.shape,
+    ).to(device)
 
 
 def _spmm_seconds(matrix: torch.Tensor, width: int, device: torch.device) -> float:
@@ -245,9 +243,7 @@ def _collective_rank(
 ) -> None:
     """One process of the collective benchmark: time all-reduces of each size in each group of the first g
     ranks (sizes are passed in: a spawned process sees the module's defaults, not a caller's)."""
-    device = torch.device("cuda", env.local_rank) if device_type == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    device = rank_device(env, device_type, backend)
     torch.set_num_threads(1)
     join_world(env, backend, timedelta(seconds=120))
     results: dict[str, list] = {}

@@ -190,7 +190,7 @@ def make_plan(
     """Predict every factorization of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
     grids = factorizations(request.ranks)
-    table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
+    table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None
