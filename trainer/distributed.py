@@ -122,7 +122,10 @@ class AxisGroup:
             return self.casts.cast(slot, tensor)
 
     def all_reduce(
-        self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM, slot: Hashable | None = None
+        self,
+        tensor: torch.Tensor,
+        op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM,
+        slot: Hashable | None = None,
     ) -> torch.Tensor:
         """Reduce `tensor` in place over the group and return it (through the cast buffer of `slot`)."""
         if self.group is not None:
@@ -238,3 +241,18 @@ def build_grid_comm(
         return None
     everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device, "all", sent)
     return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer, sent)
+
+
+def grid_comm(
+    grid: ProcessGrid,
+    timeout: float,
+    timer: PhaseTimer,
+    device: torch.device,
+    made: GroupCache | None = None,
+    cast: torch.dtype | None = None,
+) -> GridComm:
+    """build_grid_comm on a world whose every rank is in the grid."""
+    comm = build_grid_comm(grid, timeout, timer, device, made, cast)
+    if comm is None:
+        raise ValueError(f"world rank {dist.get_rank()} is outside the {grid} grid")
+    return comm

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -16,9 +15,17 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, build_grid_comm
+from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
-from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
+from gtool.trainer.launch import (
+    RankEnv,
+    environment_rank,
+    free_port,
+    join_world,
+    launch_local,
+    rank_device,
+    rank_failure,
+)
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
@@ -27,32 +34,15 @@ STARTUP_TIMEOUT = timedelta(minutes=30)
 """How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
 
 
-def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
-    """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
-    are, so that several ranks can share one GPU (collectives then go through the host)."""
-    if config.runtime.device_type == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise GtoolError(
-            f"--device cuda (--backend {config.runtime.backend}) needs CUDA GPUs, and torch sees none"
-        )
-    index = env.local_rank if config.runtime.backend == "nccl" else env.local_rank % torch.cuda.device_count()
-    device = torch.device("cuda", index)
-    torch.cuda.set_device(device)
-    return device
-
-
 def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm]:
     """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
     torch.set_num_threads(config.runtime.threads)
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    device = rank_device(config, env)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     timer = PhaseTimer(device)
-    comm = build_grid_comm(
+    return device, grid_comm(
         ProcessGrid(*config.grid), config.runtime.timeout, timer, device, cast=config.cast_dtype
     )
-    return device, comm
 
 
 def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
