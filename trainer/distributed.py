@@ -186,22 +186,23 @@ class GridComm:
     def coords(self) -> tuple[int, int, int]:
         return self.grid.coords(self.rank)
 
+    def cast_all_reduces(self, dtype: torch.dtype | None) -> GridComm:
+        """Have the x, y and z groups carry the all-reduces that name a cast slot (those of H, Q, dH and
+        dF) in `dtype` (bfloat16; None: in their own dtype), through one set of buffers; returns self."""
+        casts = CastBuffers(dtype) if dtype is not None else None
+        for axis in self.axes:
+            axis.casts = casts
+        return self
+
 
 GroupCache = dict[tuple[int, ...], object]
 """Process groups made so far in a world, by their ranks (new_group's result, a non-member's too)."""
 
 
 def build_grid_comm(
-    grid: ProcessGrid,
-    timeout: float,
-    timer: PhaseTimer,
-    device: torch.device,
-    made: GroupCache | None = None,
-    cast: torch.dtype | None = None,
+    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
 ) -> GridComm | None:
     """Create the grid's process groups over world ranks 0..grid.size-1 (every world rank must call this).
-
-    With `cast` (bfloat16), the x, y and z groups carry the all-reduces that name a slot in that dtype.
 
     World ranks beyond the grid (a test running several grids in one world) take part in creating the
     groups and get None. With `made`, groups of the same ranks are made once and shared by every grid
@@ -221,7 +222,6 @@ def build_grid_comm(
         return made[key]
 
     sent = CommBytes()
-    casts = CastBuffers(cast) if cast is not None else None
     inside = world_rank < grid.size
     coords = grid.coords(world_rank) if inside else (0, 0, 0)
     axes = []
@@ -235,7 +235,7 @@ def build_grid_comm(
                 group = new_group(members)
                 if world_rank in members:
                     mine = group
-        axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device, GROUPS[axis], sent, casts))
+        axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device, GROUPS[axis], sent))
     everyone_group = new_group(list(range(grid.size))) if grid.size > 1 else None
     if not inside:
         return None
@@ -244,15 +244,10 @@ def build_grid_comm(
 
 
 def grid_comm(
-    grid: ProcessGrid,
-    timeout: float,
-    timer: PhaseTimer,
-    device: torch.device,
-    made: GroupCache | None = None,
-    cast: torch.dtype | None = None,
+    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
 ) -> GridComm:
     """build_grid_comm on a world whose every rank is in the grid."""
-    comm = build_grid_comm(grid, timeout, timer, device, made, cast)
+    comm = build_grid_comm(grid, timeout, timer, device, made)
     if comm is None:
         raise ValueError(f"world rank {dist.get_rank()} is outside the {grid} grid")
     return comm

@@ -40,9 +40,8 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     timer = PhaseTimer(device)
-    return device, grid_comm(
-        ProcessGrid(*config.grid), config.runtime.timeout, timer, device, cast=config.cast_dtype
-    )
+    comm = grid_comm(ProcessGrid(*config.grid), config.runtime.timeout, timer, device)
+    return device, comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_rank(env: RankEnv, config: TrainConfig) -> Summary:

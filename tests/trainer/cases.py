@@ -139,7 +139,8 @@ def joined_world(env: RankEnv) -> Iterator[None]:
 def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
     """The groups of the run's grid over the first ranks of the test world (None on the ranks beyond it),
     sharing the groups `made` for earlier grids of the world; casting as the run's --comm-dtype says."""
-    return build_grid_comm(ProcessGrid(*config.grid), 120, PhaseTimer(CPU), CPU, made, cast=config.cast_dtype)
+    comm = build_grid_comm(ProcessGrid(*config.grid), 120, PhaseTimer(CPU), CPU, made)
+    return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
