@@ -10,5 +10,12 @@ from gtool.store import layout
 
 
 def create_array(**kwargs: Any) -> zarr.Array:
-    """zarr.create_array with gtool's codecs (compressed and checksummed chunks) and chunk keys."""
-    return zarr.create_array(compressors=layout.CHUNK_CODECS, chunk_key_encoding=layout.CHUNK_KEYS, **kwargs)
+    """zarr.create_array with gtool's codecs (compressed and checksummed chunks) and chunk keys, storing
+    every chunk, also one equal to the fill value (zarr skips those by default), so that a missing chunk
+    file always means damage."""
+    return zarr.create_array(
+        compressors=layout.CHUNK_CODECS,
+        chunk_key_encoding=layout.CHUNK_KEYS,
+        config={"write_empty_chunks": True},
+        **kwargs,
+    )

@@ -436,6 +436,7 @@ class ShardRun:
             created_by=f"gtool {__version__}",
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             stats=stats,
+            every_chunk=True,
         )
         group = zarr.open_group(store=self.store, mode="r+")
         group.attrs[layout.META_KEY] = meta.to_dict()

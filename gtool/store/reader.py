@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,10 +11,10 @@ from typing import Any
 import numpy as np
 import zarr
 
-from gtool.errors import StoreError
+from gtool.errors import DamagedChunkError, StoreError
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
-from gtool.store.chunks import read_checked
+from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
 
 
@@ -68,6 +70,8 @@ class Store:
             )
         self.meta = StoreMeta.from_dict(meta, self.location)
         self._check_arrays()
+        if not self.meta.every_chunk:
+            old_store_notice(self.location)
 
     @property
     def num_nodes(self) -> int:
@@ -125,7 +129,7 @@ class Store:
         missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
         if missing:
             raise StoreError(f"{where}: missing array {missing[0]}")
-        parts = [read_checked(self.group[p], where=where) for p in paths]
+        parts = [self.read(self.group[p], where=where) for p in paths]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
             raise StoreError(
@@ -146,9 +150,36 @@ class Store:
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
-        return read_checked(
-            self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS), where=self.location
-        )
+        return self.read(self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS))
+
+    def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
+        """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's
+        writer stored every chunk, raise DamagedChunkError naming `where` (default: the store)."""
+        return read_checked(array, selection, where or self.location, every_chunk=self.meta.every_chunk)
+
+    def absent_chunks(
+        self, arrays: dict[str, zarr.Array] | None = None
+    ) -> dict[str, tuple[zarr.Array, list[tuple[int, ...]], int]]:
+        """Arrays missing chunk files (of `arrays`, default all), by path: (array, the first missing chunks,
+        how many are missing), from one listing of the store. Empty for stores written before every chunk
+        was stored (StoreMeta.every_chunk), where a missing chunk cannot be told from a fill value."""
+        if not self.meta.every_chunk:
+            return {}
+        keys = stored_keys(self.group)
+        found = {}
+        for path, array in sorted((arrays if arrays is not None else store_arrays(self)).items()):
+            first, missing = absent_chunks(array, keys)
+            if missing:
+                found[path] = (array, first, missing)
+        return found
+
+    def check_every_chunk(self) -> None:
+        """Raise DamagedChunkError naming the first array that misses chunk files (`absent_chunks`)."""
+        absent = self.absent_chunks()
+        if absent:
+            array, first, missing = next(iter(absent.values()))
+            more = f" ({len(absent) - 1} more arrays miss chunks)" if len(absent) > 1 else ""
+            raise DamagedChunkError(f"{self.location}: {missing_chunks_text(array, first, missing)}{more}")
 
     def _check_arrays(self) -> None:
         n = self.num_nodes
@@ -188,6 +219,21 @@ class Store:
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):
                 raise StoreError(f"{self.location}: stats of A{m} do not describe a {t}x{t} tiling")
+
+
+def store_arrays(store: Store) -> dict[str, zarr.Array]:
+    """Every array of the store by path."""
+    return {path: node for path, node in store.group.members(max_depth=None) if isinstance(node, zarr.Array)}
+
+
+@functools.cache
+def old_store_notice(location: str) -> None:
+    """Say once per store and process that its missing chunks cannot be told from fill values."""
+    logging.getLogger("gtool").warning(
+        "notice: %s was written before gtool stored every chunk: a missing chunk file reads as zeros "
+        "instead of failing (re-shard it to have missing chunks detected)",
+        location,
+    )
 
 
 def open_store(location: str, storage_options: dict[str, Any] | None = None) -> Store:

@@ -20,7 +20,7 @@ from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.store.verify import verify_store
 from tests.support.reference import assert_same_sparse, reassemble
-from tests.support.storefiles import CHUNK_KEY
+from tests.support.storefiles import CHUNK_KEY, array_chunks
 from tests.support.stores import StoreFactory, make_store
 
 FAMILIES = {"adjacency": "adj/", "features": "nodes/features", "labels": "nodes/labels/", "perm": "perm/"}
@@ -196,3 +196,78 @@ def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: P
     ]
     for text in expected:
         assert any(p.startswith(text) for p in problems), (text, problems)
+
+
+def without_chunk(store: Path, target: Path, chunk: Path) -> Path:
+    """A fresh copy of the store with one chunk file removed."""
+    shutil.copytree(store, target)
+    (target / chunk.relative_to(store)).unlink()
+    return target
+
+
+def test_a_missing_chunk_file_of_any_array_fails_verify_and_reads_naming_the_array(
+    store: Path, tmp_path: Path
+) -> None:
+    """Zarr reads a missing chunk as its fill value (labels 0, features 0); gtool stores every chunk, so a
+    missing one is damage: verify lists it, reads and the trainer's check refuse it, naming the array."""
+    rng = np.random.default_rng(1)
+    files = chunk_files(store, {**FAMILIES, "split": "nodes/split/"})
+    sampled = [
+        family[k]
+        for family in files.values()
+        for k in rng.choice(len(family), min(2, len(family)), replace=False)
+    ]
+    for k, chunk in enumerate(sampled):
+        array = array_of(chunk, store)
+        copy = open_store(str(without_chunk(store, tmp_path / f"m{k}.zarr", chunk)))
+        problems = verify_store(copy).problems
+        assert [p for p in problems if p.startswith(f"array {array}, chunk ") and ": missing" in p], problems
+        with pytest.raises(DamagedChunkError, match=f"array {array}, chunk .*: missing"):
+            copy.check_every_chunk()
+        with pytest.raises(DamagedChunkError, match=f"array {array}, chunk .*: missing"):
+            copy.read(copy.array(array))
+        shutil.rmtree(copy.location)
+
+
+def test_loading_a_rank_refuses_a_missing_feature_chunk(store: Path, tmp_path: Path) -> None:
+    chunk = chunk_files(store)["features"][0]
+    copy = without_chunk(store, tmp_path / "m.zarr", chunk)
+    with pytest.raises(DamagedChunkError, match=r"array nodes/features, chunk \(0, 0\): missing"):
+        load_rank(str(copy), (1, 1, 1), 0, 2)
+
+
+def test_gtool_verify_and_train_refuse_a_store_missing_a_label_chunk(store: Path, tmp_path: Path) -> None:
+    """The issue's case: without nodes/labels/c/c.0 every label read as class 0 and training 'succeeded'."""
+    copy = without_chunk(store, tmp_path / "m.zarr", store / layout.LABELS["c"] / "c.0")
+    run = gtool("verify", str(copy))
+    assert run.returncode == 1
+    assert "problem: array nodes/labels/c, chunk 0: missing" in run.stderr
+    assert "not so: see the problems below" in run.stderr  # the summary claims no check that failed
+    run = gtool("train", str(copy), "--grid", "1x1x1", "--epochs", "1", "--layers", "2", "--hidden", "8")
+    assert run.returncode == 2
+    assert "error: " in run.stderr and "array nodes/labels/c, chunk 0: missing" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_store_written_before_every_chunk_was_stored_opens_with_a_notice(
+    store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Old stores lack `every_chunk_stored`: their missing chunks read as fill values, as they always did."""
+    copy = without_chunk(store, tmp_path / "old.zarr", store / layout.SPLIT["r"] / "c.0")
+    group = zarr.open_group(str(copy), mode="r+")
+    meta = dict(group.attrs["gtool"])
+    assert meta.pop("every_chunk_stored") is True
+    group.attrs["gtool"] = meta
+    with caplog.at_level("WARNING", logger="gtool"):
+        old = open_store(str(copy))
+    assert "written before gtool stored every chunk" in caplog.text
+    assert not old.meta.every_chunk and old.absent_chunks() == {}
+    assert verify_store(old).ok
+    assert (old.read(old.array(layout.SPLIT["r"])) == 0).all()
+
+
+def test_arrays_are_written_with_every_chunk_also_those_equal_to_the_fill_value(tmp_path: Path) -> None:
+    from gtool.preprocess.codecs import create_array
+
+    create_array(store=str(tmp_path / "z"), name="split", data=np.zeros(5, dtype=np.int8), chunks=(2,))
+    assert [p.name for p in array_chunks(tmp_path / "z" / "split")] == ["c.0", "c.1", "c.2"]
