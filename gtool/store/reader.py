@@ -56,6 +56,11 @@ class Store:
             self.group = zarr.open_group(store=self.location, mode="r", storage_options=storage_options)
         except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError) as exc:
             raise StoreError(f"{self.location}: not a gtool store ({exc})") from None
+        if self.group.metadata.zarr_format != 3:
+            raise StoreError(
+                f"{self.location}: a Zarr v{self.group.metadata.zarr_format} group, expected Zarr v3 (gtool "
+                "writes and reads Zarr v3 stores only; re-run gtool shard)"
+            )
         meta = dict(self.group.attrs).get(layout.META_KEY)
         if not isinstance(meta, dict):
             raise StoreError(f"{self.location}: not a gtool store (no '{layout.META_KEY}' attributes)")
@@ -113,23 +118,35 @@ class Store:
 
     def array(self, path: str) -> zarr.Array:
         """An array of the store by path, with an error naming the store when it is missing."""
-        try:
-            node = self.group[path]
-        except KeyError:
-            raise StoreError(f"{self.location}: missing array {path}") from None
+        node = self.node(path)
+        if node is None:
+            raise StoreError(f"{self.location}: missing array {path}")
         if not isinstance(node, zarr.Array):
             raise StoreError(f"{self.location}: {path} is not an array")
         return node
+
+    def node(self, path: str) -> zarr.Array | zarr.Group | None:
+        """The array or group at `path`, None when there is none; a zarr.json zarr cannot read (an unknown
+        codec, bad JSON) is a StoreError naming it."""
+        try:
+            return self.group[path]
+        except KeyError:
+            return None
+        except Exception as exc:  # zarr raises its own errors, ValueError or TypeError for bad metadata
+            raise StoreError(
+                f"{self.location}: {path}/zarr.json cannot be read ({unreadable(exc)})"
+            ) from None
 
     def read_tile(self, matrix: int, i: int, j: int) -> TileData:
         """Read tile (i, j) of a matrix, checking it against the metadata and its entries (sorted by
         (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
         where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
         paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
-        missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
+        arrays = [self.node(p) for p in paths]
+        missing = [p for p, a in zip(paths, arrays, strict=True) if not isinstance(a, zarr.Array)]
         if missing:
             raise StoreError(f"{where}: missing array {missing[0]}")
-        parts = [self.read(self.group[p], where=where) for p in paths]
+        parts = [self.read(a, where=where) for a in arrays]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
             raise StoreError(
@@ -208,7 +225,7 @@ class Store:
                 f"{tile_size(n, self.tiles)} for N = {n}, T = {self.tiles}"
             )
         for m in (0, 1):
-            stored = f"adj/{m}" in self.group
+            stored = self.node(f"adj/{m}") is not None
             if stored != (m in self.matrices):
                 said = "describes" if m in self.matrices else "does not describe"
                 raise StoreError(
@@ -222,8 +239,19 @@ class Store:
 
 
 def store_arrays(store: Store) -> dict[str, zarr.Array]:
-    """Every array of the store by path."""
-    return {path: node for path, node in store.group.members(max_depth=None) if isinstance(node, zarr.Array)}
+    """Every array of the store by path (a zarr.json zarr cannot read is a StoreError)."""
+    try:
+        members = list(store.group.members(max_depth=None))
+    except Exception as exc:  # as in Store.node
+        raise StoreError(
+            f"{store.location}: an array's zarr.json cannot be read ({unreadable(exc)})"
+        ) from None
+    return {path: node for path, node in members if isinstance(node, zarr.Array)}
+
+
+def unreadable(exc: Exception) -> str:
+    """Why zarr could not read some metadata, in words."""
+    return f"{type(exc).__name__}: {exc}"
 
 
 @functools.cache
