@@ -118,9 +118,11 @@ def full_region(array: zarr.Array, selection: Selection = ()) -> Selection:
 
 
 def chunk_regions(array: zarr.Array, region: Selection) -> Iterator[tuple[tuple[int, ...], Selection]]:
-    """(chunk coordinates, the chunk's whole region) of every chunk that `region` overlaps."""
+    """(chunk coordinates, the chunk's whole region) of every chunk that `region` overlaps, lazily (the
+    first axis is never materialized: metadata may claim billions of chunks)."""
     spans = [range(r.start // c, -(-r.stop // c)) for r, c in zip(region, array.chunks, strict=True)]
-    for coords in itertools.product(*spans):
+    rows, others = (spans[0], spans[1:]) if spans else (range(1), [])
+    for coords in ((k, *rest)[: len(spans)] for k in rows for rest in itertools.product(*others)):
         yield (
             coords,
             tuple(

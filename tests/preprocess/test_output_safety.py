@@ -191,7 +191,7 @@ def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, mon
     assert leftovers(tmp_path) == []
 
 
-def start_shard(out: Path, source: str = "rmat:16:8") -> subprocess.Popen:
+def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
     cmd = [
         sys.executable,
         "-m",
@@ -234,7 +234,7 @@ def test_two_runs_on_one_output_one_wins_the_other_is_told(tmp_path: Path) -> No
         out = tmp_path / f"r{round_}" / "s.zarr"
         out.parent.mkdir()
         first = start_shard(out)
-        time.sleep(float(rng.uniform(0, 1)))
+        time.sleep(float(rng.uniform(0, 0.5)))
         second = start_shard(out)
         results = [(p.wait(timeout=120), p.stderr.read()) for p in (first, second)]
         assert sorted(code for code, _ in results) == [0, 2], results

@@ -3,16 +3,20 @@ stores written before checksums, or with chunk keys in folders, still open and v
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
+from typer.testing import CliRunner
 from zarr.codecs import ZstdCodec
 
+from gtool.cli.main import app
 from gtool.errors import DamagedChunkError
 from gtool.loader import load_rank
 from gtool.preprocess import chunk_writer
@@ -271,3 +275,78 @@ def test_arrays_are_written_with_every_chunk_also_those_equal_to_the_fill_value(
 
     create_array(store=str(tmp_path / "z"), name="split", data=np.zeros(5, dtype=np.int8), chunks=(2,))
     assert [p.name for p in array_chunks(tmp_path / "z" / "split")] == ["c.0", "c.1", "c.2"]
+
+
+def edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def unknown_codec(copy: Path) -> None:
+    edit_json(copy / "perm" / "r" / "zarr.json", lambda d: d["codecs"][1].update(name="nosuchcodec"))
+
+
+def no_stats(copy: Path) -> None:
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"].pop("stats"))
+
+
+def zarr_v2(copy: Path) -> None:
+    shutil.rmtree(copy)
+    zarr.open_group(str(copy), mode="w", zarr_format=2).attrs["gtool"] = {"layout": 1, "complete": True}
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (unknown_codec, "perm/r/zarr.json cannot be read (UnknownCodecError: Unknown codec: 'nosuchcodec')"),
+        (no_stats, "metadata has no 'stats' (re-run gtool shard)"),
+        (zarr_v2, "a Zarr v2 group, expected Zarr v3"),
+    ],
+    ids=["unknown-codec", "no-stats", "zarr-v2"],
+)
+@pytest.mark.parametrize("command", ["info", "verify", "stats"])
+def test_unreadable_store_metadata_is_one_error_line(
+    store: Path, tmp_path: Path, damage, message: str, command: str
+) -> None:
+    copy = shutil.copytree(store, tmp_path / "bad.zarr")
+    damage(copy)
+    result = CliRunner().invoke(app, [command, str(copy)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"error: {copy}: {message}" in result.output
+
+
+def test_verify_of_metadata_claiming_a_trillion_nodes_lists_the_missing_chunks_without_reading(
+    store: Path, tmp_path: Path
+) -> None:
+    """Every node array's zarr.json and the metadata edited to 10^12 rows: verify lists, in bounded memory,
+    that the claimed chunks were never stored (it allocated 931 GiB for the permutation check before)."""
+    copy = shutil.copytree(store, tmp_path / "big.zarr")
+    nodes = 10**12
+
+    def claim(meta: dict) -> None:
+        meta["num_nodes"], meta["tile_size"] = nodes, -(-nodes // 3)
+
+    edit_json(copy / "zarr.json", lambda d: claim(d["attributes"]["gtool"]))
+    node_arrays = [layout.PERM_ROWS, layout.PERM_COLS, layout.FEATURES, *layout.LABELS.values()]
+    for path in [*node_arrays, *layout.SPLIT.values()]:
+        edit_json(copy / path / "zarr.json", lambda d: d["shape"].__setitem__(0, nodes))
+    tracemalloc.start()
+    try:
+        report = verify_store(open_store(str(copy)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20
+    for path in [*node_arrays, *layout.SPLIT.values()]:
+        assert any(p.startswith(f"array {path}, chunk ") and "more: missing" in p for p in report.problems)
+    assert not report.clean("chunks")
+
+
+def test_verify_refuses_a_permutation_check_beyond_its_memory_budget(store: Path) -> None:
+    report = verify_store(open_store(str(store)), memory_budget=100)
+    assert report.problems == [
+        "arrays perm/r and perm/c: not checked: 128 node ids need 256 bytes of marks, beyond the memory "
+        "budget of 100 bytes (metadata num_nodes too large?)"
+    ]
+    assert not report.clean("perm") and report.clean("nodes/", "adj/", "A0", "A1", "chunks")
