@@ -33,14 +33,16 @@ def read_checked(
     a missing chunk when `every_chunk` (the store's writer stored every chunk: StoreMeta.every_chunk).
 
     Zarr reads a missing chunk as its fill value, so without the check a deleted chunk file of labels or
-    features would read as zeros."""
+    features would read as zeros. Only chunks whose part of the result is all fill value are looked up,
+    so reads of real data cost no look-up at all."""
     region = full_region(array, selection)
-    if every_chunk and (absent := missing_chunks(array, region)):
-        raise DamagedChunkError(f"{where + ': ' if where else ''}{missing_chunks_text(array, absent)}")
     try:
-        return array[region]
+        data = array[region]
     except Exception as exc:  # zarr reports a damaged chunk as ValueError or as a codec's own error
         raise damaged_chunk_error(array, region, exc, where) from None
+    if every_chunk and (absent := missing_chunks(array, region, data)):
+        raise DamagedChunkError(f"{where + ': ' if where else ''}{missing_chunks_text(array, absent)}")
+    return data
 
 
 def chunk_key(array: zarr.Array, coords: tuple[int, ...]) -> str:
@@ -49,9 +51,10 @@ def chunk_key(array: zarr.Array, coords: tuple[int, ...]) -> str:
     return f"{array.store_path.path}/{key}" if array.store_path.path else key
 
 
-def missing_chunks(array: zarr.Array, region: Selection) -> list[tuple[int, ...]]:
-    """Coordinates of the chunks `region` overlaps that the store does not hold (one round of checks)."""
-    coords = [c for c, _ in chunk_regions(array, region)]
+def missing_chunks(array: zarr.Array, region: Selection, data: np.ndarray) -> list[tuple[int, ...]]:
+    """Coordinates of the chunks `region` overlaps that the store does not hold, looked up (in one round)
+    only for those whose part of `data` (array[region]) is all fill value, as a missing chunk reads."""
+    coords = [c for c, chunk in chunk_regions(array, region) if all_fill(data[part(chunk, region)], array)]
     if not coords:
         return []
     store = array.store_path.store
@@ -60,6 +63,22 @@ def missing_chunks(array: zarr.Array, region: Selection) -> list[tuple[int, ...]
         return await asyncio.gather(*(store.exists(chunk_key(array, c)) for c in coords))
 
     return [c for c, found in zip(coords, sync(present()), strict=True) if not found]
+
+
+def part(chunk: Selection, region: Selection) -> Selection:
+    """Where a chunk's overlap with `region` lies in array[region]."""
+    return tuple(
+        slice(max(c.start, r.start) - r.start, min(c.stop, r.stop) - r.start)
+        for c, r in zip(chunk, region, strict=True)
+    )
+
+
+def all_fill(values: np.ndarray, array: zarr.Array) -> bool:
+    """Whether every value equals the array's fill value (as a missing chunk reads)."""
+    fill = array.fill_value
+    if isinstance(fill, float) and np.isnan(fill):
+        return bool(np.isnan(values).all())
+    return bool((values == fill).all())
 
 
 def stored_keys(group: zarr.Group) -> set[str]:
