@@ -37,7 +37,7 @@ def read_checked(
     so reads of real data cost no look-up at all."""
     region = full_region(array, selection)
     try:
-        data = array[region]
+        data = np.asarray(array[region])
     except Exception as exc:  # zarr reports a damaged chunk as ValueError or as a codec's own error
         raise damaged_chunk_error(array, region, exc, where) from None
     if every_chunk and (absent := missing_chunks(array, region, data)):

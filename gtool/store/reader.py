@@ -142,10 +142,11 @@ class Store:
         (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
         where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
         paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
-        arrays = [self.node(p) for p in paths]
-        missing = [p for p, a in zip(paths, arrays, strict=True) if not isinstance(a, zarr.Array)]
-        if missing:
-            raise StoreError(f"{where}: missing array {missing[0]}")
+        nodes = [self.node(p) for p in paths]
+        arrays = [a for a in nodes if isinstance(a, zarr.Array)]
+        if len(arrays) < len(paths):
+            missing = next(p for p, a in zip(paths, nodes, strict=True) if not isinstance(a, zarr.Array))
+            raise StoreError(f"{where}: missing array {missing}")
         parts = [self.read(a, where=where) for a in arrays]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
