@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from gtool.errors import GtoolError
+from gtool.errors import GtoolError, Terminated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,7 +19,8 @@ console = Console(stderr=True)
 
 
 def reports_errors(command: F) -> F:
-    """Print a GtoolError as one red line (no traceback) and exit with status 2; Ctrl-C exits 130."""
+    """Print a GtoolError as one red line (no traceback) and exit with status 2; Ctrl-C exits 130, SIGTERM
+    (where the command turns it into Terminated) 143."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -27,6 +29,9 @@ def reports_errors(command: F) -> F:
         except GtoolError as exc:
             console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
+        except Terminated:
+            console.print("[bold red]terminated[/]")
+            raise typer.Exit(128 + signal.SIGTERM) from None
         except KeyboardInterrupt:
             console.print("[bold red]interrupted[/]")
             raise typer.Exit(130) from None

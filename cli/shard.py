@@ -103,7 +103,11 @@ def shard(
     no_cache: bool = typer.Option(
         False, "--no-cache", help="Decompress into the spill folder instead (removed at the end)."
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing store."),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="Replace an existing gtool store (or empty folder); nothing else is replaced.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""

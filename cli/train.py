@@ -64,6 +64,7 @@ def train(
     from gtool.trainer.run import train as run_training
 
     opened = open_store(store)
+    opened.check_every_chunk()
     try:
         config = TrainConfig.of(store, **options)
         if grid == "auto":

@@ -13,13 +13,22 @@ from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_
 from .common import console, reports_errors
 
 
-def summary_table(report: VerifyReport) -> Table:
-    """What was checked, one row per family of checks."""
+def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
+    """What was checked, one row per family of checks; a family with a problem says so instead of
+    claiming it holds."""
     table = Table(title=f"gtool verify {report.location}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     checksums = report.arrays - report.unchecksummed_arrays
-    table.add_row("chunks", f"{report.chunks:,} chunks of {report.arrays:,} arrays read once")
+    table.add_row(
+        "chunks",
+        f"{report.chunks:,} chunks of {report.arrays:,} arrays read once; "
+        + (
+            "every chunk file present" + checked(report.clean("chunks"))
+            if every_chunk
+            else "written before gtool stored every chunk: a missing chunk file reads as zeros, unnoticed"
+        ),
+    )
     table.add_row(
         "checksums",
         f"crc32c in {checksums:,} arrays"
@@ -34,20 +43,33 @@ def summary_table(report: VerifyReport) -> Table:
         table.add_row(
             f"A{m}",
             f"{tiles:,} tiles, {report.nonzeros[m]:,} nonzeros: sorted unique (row, col), indices inside "
-            "their tile, finite positive weights, tile and total nnz as in the metadata",
+            "their tile, finite positive weights, tile and total nnz as in the metadata"
+            + checked(report.clean(f"adj/{m}/", f"A{m}")),
         )
     if report.transposed_pairs:
         other = "A1" if 1 in report.tiles else "A0"
         table.add_row(
-            "symmetry", f"{report.transposed_pairs:,} tile pairs: {other} tile (j, i) = A0 tile (i, j)^T"
+            "symmetry",
+            f"{report.transposed_pairs:,} tile pairs: {other} tile (j, i) = A0 tile (i, j)^T"
+            + checked(report.clean("symmetry")),
         )
     else:
         table.add_row("symmetry", "not checked: the graph is not symmetrized")
-    table.add_row("permutations", "perm/r and perm/c hold every node id once (scheme respected)")
     table.add_row(
-        "nodes", f"{report.node_rows:,} feature rows finite; labels and splits of both orders in range"
+        "permutations",
+        "perm/r and perm/c hold every node id once (scheme respected)" + checked(report.clean("perm")),
+    )
+    table.add_row(
+        "nodes",
+        f"{report.node_rows:,} feature rows finite; labels and splits of both orders in range"
+        + checked(report.clean("nodes/")),
     )
     return table
+
+
+def checked(clean: bool) -> str:
+    """What a summary row adds when a problem was found in what it describes."""
+    return "" if clean else " [bold red](not so: see the problems below)[/]"
 
 
 @reports_errors
@@ -59,7 +81,7 @@ def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
         report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))
-    console.print(summary_table(report))
+    console.print(summary_table(report, opened.meta.every_chunk))
     if report.ok:
         console.print("[bold green]ok[/]: no problems found")
         return

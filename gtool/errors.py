@@ -40,3 +40,7 @@ class StoreExistsError(GtoolError):
 
 class DamagedChunkError(StoreError):
     """A stored chunk whose bytes fail their checksum or cannot be decoded."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: the run unwinds as after Ctrl-C, cleaning up what it wrote."""

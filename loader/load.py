@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
-import zarr
 
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
@@ -53,13 +52,13 @@ def load_rank(
         }
     order = geometry.label_order
     features = read_node_rows(
-        opened.array(layout.FEATURES), geometry.feature_rows, geometry.feature_cols, 0, stats, device
+        opened, layout.FEATURES, geometry.feature_rows, geometry.feature_cols, 0, stats, device
     )
     labels = read_node_rows(
-        opened.array(layout.LABELS[order]), geometry.label_rows, None, layout.LABEL_NONE, stats, device
+        opened, layout.LABELS[order], geometry.label_rows, None, layout.LABEL_NONE, stats, device
     )
     split = read_node_rows(
-        opened.array(layout.SPLIT[order]), geometry.label_rows, None, layout.SPLIT_NONE, stats, device
+        opened, layout.SPLIT[order], geometry.label_rows, None, layout.SPLIT_NONE, stats, device
     )
     stats.seconds = time.perf_counter() - started
     return RankData(
@@ -80,9 +79,15 @@ def load_rank(
 
 
 def read_node_rows(
-    array: zarr.Array, rows: Band, cols: Band | None, fill: int, stats: ReadStats, device: torch.device | str
+    store: Store,
+    path: str,
+    rows: Band,
+    cols: Band | None,
+    fill: int,
+    stats: ReadStats,
+    device: torch.device | str,
 ) -> torch.Tensor:
-    """A padded band of a node array as a tensor on `device`, counting the bytes read."""
-    block, nbytes = read_band(array, rows, cols, fill)
+    """A padded band of a node array of the store as a tensor on `device`, counting the bytes read."""
+    block, nbytes = read_band(store.array(path), rows, cols, fill, store.meta.every_chunk)
     stats.add_bytes(nbytes)
     return torch.from_numpy(block).to(device)

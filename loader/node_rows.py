@@ -9,12 +9,15 @@ from gtool.geometry.bands import Band
 from gtool.store.chunks import block_rows, read_checked
 
 
-def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | float) -> tuple[np.ndarray, int]:
+def read_band(
+    array: zarr.Array, rows: Band, cols: Band | None, fill: int | float, every_chunk: bool = True
+) -> tuple[np.ndarray, int]:
     """array[real rows of `rows`, real columns of `cols`], padded to rows.size x cols.size with `fill`,
     and the number of bytes read.
 
     cols None keeps every trailing dimension. Only the band is read (zarr slicing), in chunk-aligned
-    blocks, into the output, so the temporaries are one block whatever the band size.
+    blocks, into the output, so the temporaries are one block whatever the band size. With `every_chunk`
+    (StoreMeta.every_chunk) a missing chunk is damage.
     """
     trailing = tuple(array.shape[1:]) if cols is None else (cols.size,)
     shape = (rows.size, *trailing)
@@ -29,6 +32,6 @@ def read_band(array: zarr.Array, rows: Band, cols: Band | None, fill: int | floa
     while first < rows.stop:
         last = min((first // step + 1) * step, rows.stop)
         target = (slice(first - rows.start, last - rows.start), *target_cols)
-        out[target] = read_checked(array, (slice(first, last), *source_cols))
+        out[target] = read_checked(array, (slice(first, last), *source_cols), every_chunk=every_chunk)
         first = last
     return out, rows.real * width * array.dtype.itemsize

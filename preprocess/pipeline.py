@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 import os
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
+from gtool.preprocess.interrupts import Interrupts
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
@@ -37,6 +38,7 @@ from gtool.preprocess.node_writer import (
     write_permutations,
 )
 from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.output_lock import OutputLock
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.reducer import (
@@ -54,7 +56,7 @@ from gtool.preprocess.sources.cache.entries import default_cache_dir
 from gtool.preprocess.sources.cache.extraction import prepare_source
 from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes, random_split
 from gtool.preprocess.spill import SpillDir
-from gtool.preprocess.staging import StagedOutput, is_url
+from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
@@ -93,12 +95,34 @@ def shard(
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
     check_options(options)
+    try:
+        with Interrupts() as interrupts, output_lock(output) as lock:
+            if lock is not None:
+                interrupts.on_abandon(lock.release)
+            return shard_locked(source_spec, output, options, console, interrupts)
+    except OSError as exc:
+        if (error := storage_error(exc, output)) is not None:
+            raise error from None
+        raise
+
+
+def output_lock(output: str) -> AbstractContextManager:
+    """The lock of a local output (one writer per output); URLs are not locked."""
+    return nullcontext() if is_url(output) else OutputLock(Path(os.path.abspath(local_path(output))))
+
+
+def shard_locked(
+    source_spec: str, output: str, options: ShardOptions, console: Console | None, interrupts: Interrupts
+) -> ShardSummary:
+    """`shard` once the output is this run's: a failure or an interrupt removes what it wrote."""
+    staged = StagedOutput(output, options.overwrite)
+    interrupts.on_abandon(staged.discard)
     source = resolve_source(source_spec, options)
     limit = options.memory_limit or default_memory_limit()
     workers = options.workers or default_workers()
     Budget(limit, options.num_nodes or source.num_nodes() or 0, *run_shape(options.scheduler, workers))
-    staged = StagedOutput(output, options.overwrite)
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
+    interrupts.on_abandon(scratch.cleanup)
     try:
         with HighWater(scratch.path) as high_water:
             prepared = prepare_source(source, work_dir(options, scratch), console, options.progress)
@@ -437,6 +461,7 @@ class ShardRun:
             created_by=f"gtool {__version__}",
             created_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             stats=stats,
+            every_chunk=True,
         )
         group = zarr.open_group(store=self.store, mode="r+")
         group.attrs[layout.META_KEY] = meta.to_dict()

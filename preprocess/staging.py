@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import logging
+import os
+import re
 import shutil
 from pathlib import Path
 
 import fsspec
+from fsspec import AbstractFileSystem
 
-from gtool.errors import StoreExistsError
+from gtool.errors import GtoolError, StoreExistsError
+from gtool.store import layout
+
+STORAGE_FAILURES = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+}
+"""OS errors that are the storage's, not gtool's: reported as one line, not a traceback."""
+SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+"""numpy's OSError (no errno) when a file took fewer bytes than written to it (a full device)."""
 
 
 def is_url(location: str) -> bool:
@@ -29,12 +47,73 @@ def staging_path(location: str) -> str:
     return str(target.parent / f".{target.name}.partial")
 
 
+def storage_error(exc: OSError, output: str) -> GtoolError | None:
+    """The one-line error of a run that failed for lack of space or permission, else None."""
+    if exc.errno in STORAGE_FAILURES:
+        why = STORAGE_FAILURES[exc.errno]
+    elif exc.errno is None and SHORT_WRITE.search(str(exc)):
+        why = f"a short write ({exc}): the device is probably full"
+    else:
+        return None
+    where = exc.filename or output
+    return GtoolError(
+        f"{where}: {why}; nothing was published to {output} (a store that was there is unchanged)"
+    )
+
+
+def replaceable(fs: AbstractFileSystem, path: str) -> bool:
+    """Whether --overwrite may remove what is at `path`: a gtool store (a Zarr group whose attributes hold
+    gtool's metadata) or an empty folder; never a file or any other folder."""
+    if not fs.isdir(path):
+        return False
+    if not fs.ls(path, detail=False):
+        return True
+    try:
+        document = json.loads(fs.cat_file(f"{path.rstrip('/')}/zarr.json"))
+    except (OSError, ValueError):
+        return False
+    attributes = document.get("attributes") if isinstance(document, dict) else None
+    return isinstance(attributes, dict) and isinstance(attributes.get(layout.META_KEY), dict)
+
+
+def check_replaceable(fs: AbstractFileSystem, path: str, location: str, overwrite: bool) -> None:
+    """Refuse an existing output without --overwrite, and one --overwrite may not replace."""
+    if not fs.exists(path):
+        return
+    if not overwrite:
+        raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
+    if not replaceable(fs, path):
+        raise StoreExistsError(
+            f"{location} exists and is neither a gtool store nor an empty folder: --overwrite replaces "
+            "only those (remove it yourself, or choose another -o)"
+        )
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of what is at `path`, None when nothing is."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def sync_folder(folder: Path) -> None:
+    """Make the renames inside a folder durable (fsync of the folder)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class StagedOutput:
     """The output location of a run: where to write now, and how to publish or discard it.
 
     Local paths are written to `.NAME.partial` beside the target and renamed at the end; a leftover
-    partial from an interrupted run is removed first. URLs are written in place (metadata `complete`
-    is set last, so readers refuse them until the end).
+    partial (and `.NAME.old`) from an interrupted run is removed first, which is safe because the run
+    holds the output's lock (gtool.preprocess.output_lock). URLs are written in place (metadata
+    `complete` is set last, so readers refuse them until the end).
     """
 
     def __init__(self, location: str, overwrite: bool):
@@ -42,19 +121,23 @@ class StagedOutput:
         self.published = False
         if is_url(location):
             fs, path = fsspec.core.url_to_fs(location)
-            if fs.exists(path) and not overwrite:
-                raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
+            check_replaceable(fs, path, location, overwrite)
             if fs.exists(path):
                 fs.rm(path, recursive=True)
             self.path = location
             return
         self.target = local_path(location)
         target = Path(self.target)
-        if target.exists() and not overwrite:
-            raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
+        if Path.cwd().resolve().is_relative_to(target.resolve()):
+            raise GtoolError(
+                f"-o {location}: the output would hold the current folder; name a new folder for the store"
+            )
+        self.recover_old()
+        check_replaceable(fsspec.filesystem("file"), str(target), location, overwrite)
         target.parent.mkdir(parents=True, exist_ok=True)
         self.path = staging_path(location)
         shutil.rmtree(self.path, ignore_errors=True)
+        self.started_from = identity(target)
 
     @property
     def identity(self) -> str:
@@ -66,16 +149,40 @@ class StagedOutput:
         """A local path the spill directory can sit beside."""
         return Path.cwd() / "gtool-store" if is_url(self.target) else Path(self.target)
 
+    @property
+    def old(self) -> Path:
+        """Where a replaced store waits while the new one moves in: `.NAME.old`."""
+        target = Path(self.target)
+        return target.parent / f".{target.name}.old"
+
+    def recover_old(self) -> None:
+        """A `.NAME.old` left by a run killed while publishing: put back in place when the store is missing
+        (the run was killed between its two renames), else removed."""
+        if not self.old.exists():
+            return
+        if Path(self.target).exists():
+            shutil.rmtree(self.old, ignore_errors=True)
+            return
+        self.old.rename(self.target)
+        logging.getLogger("gtool").warning(
+            "notice: %s: put back the store a killed run had moved to %s", self.target, self.old
+        )
+
     def publish(self) -> None:
-        """Move the finished store into place (replacing an old one only now; a URL is already there)."""
+        """Move the finished store into place (replacing an old one only now, and only the one that was
+        there when the run started; a URL is already there); `.NAME.old` goes once the renames are on disk."""
         if not is_url(self.target):
             target, partial = Path(self.target), Path(self.path)
-            old = target.parent / f".{target.name}.old"
-            if target.exists():
-                shutil.rmtree(old, ignore_errors=True)
-                target.rename(old)
+            if identity(target) != self.started_from:
+                raise GtoolError(
+                    f"{self.target} was created, replaced or removed by another program while this run "
+                    "wrote its store; nothing was published"
+                )
+            if self.started_from is not None:
+                target.rename(self.old)
             partial.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
+            sync_folder(target.parent)
+            shutil.rmtree(self.old, ignore_errors=True)
         self.published = True
 
     def discard(self) -> None:

@@ -44,6 +44,20 @@ def _write_json(path: Path, content: dict[str, Any]) -> None:
     _write_atomically(path, lambda handle: handle.write(json.dumps(content, indent=1).encode()))
 
 
+def _read_record(path: Path, key: str, kind: type) -> dict[str, Any]:
+    """A JSON object of a checkpoint that must hold `key` of type `kind`; anything else (bad JSON, bad
+    bytes, another shape) is a CheckpointError naming the file."""
+    try:
+        record = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path}: not valid JSON ({exc}); the checkpoint is damaged") from None
+    if not isinstance(record, dict) or not isinstance(record.get(key), kind):
+        raise CheckpointError(
+            f"{path}: expected a JSON object with '{key}' ({kind.__name__}); the checkpoint is damaged"
+        )
+    return record
+
+
 def _epoch_dir(epoch: int) -> str:
     return f"epoch-{epoch:06d}"
 
@@ -58,11 +72,10 @@ def latest_manifest(directory: Path) -> dict[str, Any] | None:
     pointer = directory / LATEST
     if not pointer.exists():
         return None
-    where = directory / json.loads(pointer.read_text())["path"]
-    try:
-        manifest = json.loads((where / MANIFEST).read_text())
-    except FileNotFoundError:
-        raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)") from None
+    where = directory / _read_record(pointer, "path", str)["path"]
+    if not (where / MANIFEST).exists():
+        raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)")
+    manifest = _read_record(where / MANIFEST, "shape", dict)
     manifest["path"] = str(where)
     return manifest
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec
 from zarr.core.metadata import ArrayV3Metadata
+from zarr.core.sync import sync
 
 from gtool.errors import DamagedChunkError
 
@@ -25,14 +27,99 @@ def has_checksums(array: zarr.Array) -> bool:
     return isinstance(metadata, ArrayV3Metadata) and any(isinstance(c, Crc32cCodec) for c in metadata.codecs)
 
 
-def read_checked(array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
+def read_checked(
+    array: zarr.Array, selection: Selection = (), where: str | None = None, *, every_chunk: bool = True
+) -> np.ndarray:
     """array[selection] (slices, the missing trailing ones whole); a chunk that fails its checksum or
-    cannot be decoded raises DamagedChunkError naming `where`, the array and every bad chunk."""
+    cannot be decoded raises DamagedChunkError naming `where`, the array and every bad chunk, and so does
+    a missing chunk when `every_chunk` (the store's writer stored every chunk: StoreMeta.every_chunk).
+
+    Zarr reads a missing chunk as its fill value, so without the check a deleted chunk file of labels or
+    features would read as zeros. Only chunks whose part of the result is all fill value are looked up,
+    so reads of real data cost no look-up at all."""
     region = full_region(array, selection)
     try:
-        return np.asarray(array[region])
+        data = np.asarray(array[region])
     except Exception as exc:  # zarr reports a damaged chunk as ValueError or as a codec's own error
         raise damaged_chunk_error(array, region, exc, where) from None
+    if every_chunk and (absent := missing_chunks(array, region, data)):
+        raise DamagedChunkError(f"{where + ': ' if where else ''}{missing_chunks_text(array, absent)}")
+    return data
+
+
+def chunk_key(array: zarr.Array, coords: tuple[int, ...]) -> str:
+    """The store key of one chunk of the array."""
+    key = array.metadata.encode_chunk_key(coords)
+    return f"{array.store_path.path}/{key}" if array.store_path.path else key
+
+
+def missing_chunks(array: zarr.Array, region: Selection, data: np.ndarray) -> list[tuple[int, ...]]:
+    """Coordinates of the chunks `region` overlaps that the store does not hold, looked up (in one round)
+    only for those whose part of `data` (array[region]) is all fill value, as a missing chunk reads."""
+    coords = [c for c, chunk in chunk_regions(array, region) if all_fill(data[part(chunk, region)], array)]
+    if not coords:
+        return []
+    store = array.store_path.store
+
+    async def present() -> list[bool]:
+        return await asyncio.gather(*(store.exists(chunk_key(array, c)) for c in coords))
+
+    return [c for c, found in zip(coords, sync(present()), strict=True) if not found]
+
+
+def part(chunk: Selection, region: Selection) -> Selection:
+    """Where a chunk's overlap with `region` lies in array[region]."""
+    return tuple(
+        slice(max(c.start, r.start) - r.start, min(c.stop, r.stop) - r.start)
+        for c, r in zip(chunk, region, strict=True)
+    )
+
+
+def all_fill(values: np.ndarray, array: zarr.Array) -> bool:
+    """Whether every value equals the array's fill value (as a missing chunk reads)."""
+    fill = array.fill_value
+    if isinstance(fill, float) and np.isnan(fill):
+        return bool(np.isnan(values).all())
+    return bool((values == fill).all())
+
+
+def stored_keys(group: zarr.Group) -> set[str]:
+    """Every key of the store below the group (one listing)."""
+    root = group.store_path
+
+    async def listing() -> set[str]:
+        return {key async for key in root.store.list_prefix(f"{root.path}/" if root.path else "")}
+
+    return sync(listing())
+
+
+def absent_chunks(array: zarr.Array, keys: set[str]) -> tuple[list[tuple[int, ...]], int]:
+    """The first NAMED_CHUNKS chunks of the array missing from `keys` (a `stored_keys` listing), and how
+    many are missing."""
+    prefix = f"{array.store_path.path}/"
+    present = sum(1 for key in keys if key.startswith(prefix) and not key.endswith("zarr.json"))
+    missing = int(array.nchunks) - present if array.size else 0
+    if missing <= 0:
+        return [], 0
+    first = []
+    for coords, _ in chunk_regions(array, full_region(array)):
+        if chunk_key(array, coords) not in keys:
+            first.append(coords)
+            if len(first) == NAMED_CHUNKS:
+                break
+    return first, missing
+
+
+def missing_chunks_text(array: zarr.Array, absent: list[tuple[int, ...]], total: int | None = None) -> str:
+    """'array P, chunk 3: missing ...' naming up to NAMED_CHUNKS of the absent chunks."""
+    names = ", ".join(chunk_name(c) for c in absent[:NAMED_CHUNKS])
+    count = total if total is not None else len(absent)
+    if count > NAMED_CHUNKS:
+        names += f" and {count - NAMED_CHUNKS:,} more"
+    return (
+        f"array {array.path}, {names}: missing (no chunk file; the store's writer stored every chunk, "
+        "so the store is damaged or was copied incompletely)"
+    )
 
 
 def block_rows(array: zarr.Array) -> int:
@@ -52,9 +139,11 @@ def full_region(array: zarr.Array, selection: Selection = ()) -> Selection:
 
 
 def chunk_regions(array: zarr.Array, region: Selection) -> Iterator[tuple[tuple[int, ...], Selection]]:
-    """(chunk coordinates, the chunk's whole region) of every chunk that `region` overlaps."""
+    """(chunk coordinates, the chunk's whole region) of every chunk that `region` overlaps, lazily (the
+    first axis is never materialized: metadata may claim billions of chunks)."""
     spans = [range(r.start // c, -(-r.stop // c)) for r, c in zip(region, array.chunks, strict=True)]
-    for coords in itertools.product(*spans):
+    rows, others = (spans[0], spans[1:]) if spans else (range(1), [])
+    for coords in ((k, *rest)[: len(spans)] for k in rows for rest in itertools.product(*others)):
         yield (
             coords,
             tuple(

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gtool.store import layout
-from gtool.store.chunks import read_checked
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -49,7 +48,7 @@ def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
 
 def original_rows(store: Store, path: str, order: str) -> np.ndarray:
     """A node array stored in pr ('r') or pc ('c') order, put back in original node order."""
-    stored = read_checked(store.array(path), where=store.location)
+    stored = store.read(store.array(path))
     out = np.empty_like(stored)
     out[store.perm(order)] = stored
     return out

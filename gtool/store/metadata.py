@@ -87,6 +87,10 @@ class Fields:
     def flag(self, key: str) -> bool:
         return self.typed(key, bool, "true or false")
 
+    def optional_flag(self, key: str) -> bool:
+        """A flag that older stores lack (false when absent)."""
+        return key in self.content and self.flag(key)
+
     def nested(self, key: str) -> Fields:
         return Fields(self.raw(key), self.where, f"{self.path}{key}.")
 
@@ -185,6 +189,9 @@ class StoreMeta:
     self_loops: bool = True
     complete: bool = True
     layout: int = LAYOUT_VERSION
+    every_chunk: bool = False
+    """`every_chunk_stored`: the writer stored every chunk, also those equal to the fill value, so a missing
+    chunk file is damage. Stores written before lack the key: a missing chunk reads as the fill value."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys beyond those above (written by a newer gtool), kept as they were."""
 
@@ -233,6 +240,7 @@ class StoreMeta:
             created_by=fields.text("created_by"),
             created_at=fields.text("created_at"),
             stats={int(m): MatrixStats.from_dict(stats.raw(m), where, f"stats.{m}.") for m in matrices},
+            every_chunk=fields.optional_flag(EVERY_CHUNK),
             extra={k: v for k, v in content.items() if k not in known},
         )
 
@@ -262,6 +270,7 @@ class StoreMeta:
             "created_by": self.created_by,
             "created_at": self.created_at,
             "stats": {str(m): s.to_dict() for m, s in self.stats.items()},
+            **({EVERY_CHUNK: True} if self.every_chunk else {}),
             **self.extra,
         }
 
@@ -286,8 +295,11 @@ KEY_ORDER = (
     "created_by",
     "created_at",
     "stats",
+    "every_chunk_stored",
 )
 """The keys of layout 1, in the order they are written."""
+EVERY_CHUNK = "every_chunk_stored"
+"""The key of StoreMeta.every_chunk (absent in stores written before every chunk was stored)."""
 
 
 def incomplete_marker() -> dict[str, Any]:

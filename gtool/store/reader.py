@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,10 +11,10 @@ from typing import Any
 import numpy as np
 import zarr
 
-from gtool.errors import StoreError
+from gtool.errors import DamagedChunkError, StoreError
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
-from gtool.store.chunks import read_checked
+from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
 
 
@@ -54,6 +56,11 @@ class Store:
             self.group = zarr.open_group(store=self.location, mode="r", storage_options=storage_options)
         except (FileNotFoundError, zarr.errors.GroupNotFoundError, ValueError) as exc:
             raise StoreError(f"{self.location}: not a gtool store ({exc})") from None
+        if self.group.metadata.zarr_format != 3:
+            raise StoreError(
+                f"{self.location}: a Zarr v{self.group.metadata.zarr_format} group, expected Zarr v3 (gtool "
+                "writes and reads Zarr v3 stores only; re-run gtool shard)"
+            )
         meta = dict(self.group.attrs).get(layout.META_KEY)
         if not isinstance(meta, dict):
             raise StoreError(f"{self.location}: not a gtool store (no '{layout.META_KEY}' attributes)")
@@ -68,6 +75,8 @@ class Store:
             )
         self.meta = StoreMeta.from_dict(meta, self.location)
         self._check_arrays()
+        if not self.meta.every_chunk:
+            old_store_notice(self.location)
 
     @property
     def num_nodes(self) -> int:
@@ -109,23 +118,36 @@ class Store:
 
     def array(self, path: str) -> zarr.Array:
         """An array of the store by path, with an error naming the store when it is missing."""
-        try:
-            node = self.group[path]
-        except KeyError:
-            raise StoreError(f"{self.location}: missing array {path}") from None
+        node = self.node(path)
+        if node is None:
+            raise StoreError(f"{self.location}: missing array {path}")
         if not isinstance(node, zarr.Array):
             raise StoreError(f"{self.location}: {path} is not an array")
         return node
+
+    def node(self, path: str) -> zarr.Array | zarr.Group | None:
+        """The array or group at `path`, None when there is none; a zarr.json zarr cannot read (an unknown
+        codec, bad JSON) is a StoreError naming it."""
+        try:
+            return self.group[path]
+        except KeyError:
+            return None
+        except Exception as exc:  # zarr raises its own errors, ValueError or TypeError for bad metadata
+            raise StoreError(
+                f"{self.location}: {path}/zarr.json cannot be read ({unreadable(exc)})"
+            ) from None
 
     def read_tile(self, matrix: int, i: int, j: int) -> TileData:
         """Read tile (i, j) of a matrix, checking it against the metadata and its entries (sorted by
         (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
         where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
         paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
-        missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
-        if missing:
-            raise StoreError(f"{where}: missing array {missing[0]}")
-        parts = [read_checked(self.array(p), where=where) for p in paths]
+        nodes = [self.node(p) for p in paths]
+        arrays = [a for a in nodes if isinstance(a, zarr.Array)]
+        if len(arrays) < len(paths):
+            missing = next(p for p, a in zip(paths, nodes, strict=True) if not isinstance(a, zarr.Array))
+            raise StoreError(f"{where}: missing array {missing}")
+        parts = [self.read(a, where=where) for a in arrays]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
             raise StoreError(
@@ -146,9 +168,36 @@ class Store:
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
-        return read_checked(
-            self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS), where=self.location
-        )
+        return self.read(self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS))
+
+    def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
+        """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's
+        writer stored every chunk, raise DamagedChunkError naming `where` (default: the store)."""
+        return read_checked(array, selection, where or self.location, every_chunk=self.meta.every_chunk)
+
+    def absent_chunks(
+        self, arrays: dict[str, zarr.Array] | None = None
+    ) -> dict[str, tuple[zarr.Array, list[tuple[int, ...]], int]]:
+        """Arrays missing chunk files (of `arrays`, default all), by path: (array, the first missing chunks,
+        how many are missing), from one listing of the store. Empty for stores written before every chunk
+        was stored (StoreMeta.every_chunk), where a missing chunk cannot be told from a fill value."""
+        if not self.meta.every_chunk:
+            return {}
+        keys = stored_keys(self.group)
+        found = {}
+        for path, array in sorted((arrays if arrays is not None else store_arrays(self)).items()):
+            first, missing = absent_chunks(array, keys)
+            if missing:
+                found[path] = (array, first, missing)
+        return found
+
+    def check_every_chunk(self) -> None:
+        """Raise DamagedChunkError naming the first array that misses chunk files (`absent_chunks`)."""
+        absent = self.absent_chunks()
+        if absent:
+            array, first, missing = next(iter(absent.values()))
+            more = f" ({len(absent) - 1} more arrays miss chunks)" if len(absent) > 1 else ""
+            raise DamagedChunkError(f"{self.location}: {missing_chunks_text(array, first, missing)}{more}")
 
     def _check_arrays(self) -> None:
         n = self.num_nodes
@@ -177,7 +226,7 @@ class Store:
                 f"{tile_size(n, self.tiles)} for N = {n}, T = {self.tiles}"
             )
         for m in (0, 1):
-            stored = f"adj/{m}" in self.group
+            stored = self.node(f"adj/{m}") is not None
             if stored != (m in self.matrices):
                 said = "describes" if m in self.matrices else "does not describe"
                 raise StoreError(
@@ -188,6 +237,32 @@ class Store:
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):
                 raise StoreError(f"{self.location}: stats of A{m} do not describe a {t}x{t} tiling")
+
+
+def store_arrays(store: Store) -> dict[str, zarr.Array]:
+    """Every array of the store by path (a zarr.json zarr cannot read is a StoreError)."""
+    try:
+        members = list(store.group.members(max_depth=None))
+    except Exception as exc:  # as in Store.node
+        raise StoreError(
+            f"{store.location}: an array's zarr.json cannot be read ({unreadable(exc)})"
+        ) from None
+    return {path: node for path, node in members if isinstance(node, zarr.Array)}
+
+
+def unreadable(exc: Exception) -> str:
+    """Why zarr could not read some metadata, in words."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+@functools.cache
+def old_store_notice(location: str) -> None:
+    """Say once per store and process that its missing chunks cannot be told from fill values."""
+    logging.getLogger("gtool").warning(
+        "notice: %s was written before gtool stored every chunk: a missing chunk file reads as zeros "
+        "instead of failing (re-shard it to have missing chunks detected)",
+        location,
+    )
 
 
 def open_store(location: str, storage_options: dict[str, Any] | None = None) -> Store:

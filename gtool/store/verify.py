@@ -2,7 +2,10 @@
 
 Memory stays at a few tiles, one block of node rows and O(N) bits for the permutation check, however
 large the store: tiles are read one pair at a time (tile (i, j) of A0 with tile (j, i) of A1, which must
-be its transpose when the graph is symmetrized), node arrays in blocks of whole chunks.
+be its transpose when the graph is symmetrized), node arrays in blocks of whole chunks. Before reading,
+the store's keys are listed once: an array missing chunk files is one problem and is not read (so
+metadata claiming more rows than were ever stored costs a listing, not a read per claimed chunk), and the
+permutation check is skipped with a problem when its O(N) marks would exceed the memory budget.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import psutil
 import zarr
 
 from gtool.errors import DamagedChunkError
 from gtool.store import layout
-from gtool.store.chunks import Selection, block_rows, has_checksums, read_checked
-from gtool.store.reader import Store, TileData, tile_problem
+from gtool.store.chunks import Selection, block_rows, has_checksums, missing_chunks_text, read_checked
+from gtool.store.reader import Store, TileData, store_arrays, tile_problem
 
 Progress = Callable[[int], None]
 """Called with the number of chunks just read."""
@@ -38,15 +42,16 @@ class VerifyReport:
     nonzeros: dict[int, int] = field(default_factory=dict)
     transposed_pairs: int = 0
     node_rows: int = 0
+    flagged: set[str] = field(default_factory=set)
+    """Arrays (paths) and checks (A0, A1, perm, nodes) some problem was found in."""
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
-
-def store_arrays(store: Store) -> dict[str, zarr.Array]:
-    """Every array of the store by path."""
-    return {path: node for path, node in store.group.members(max_depth=None) if isinstance(node, zarr.Array)}
+    def clean(self, *names: str) -> bool:
+        """Whether no problem was found in any of these arrays or checks (by path prefix)."""
+        return not any(f.startswith(names) for f in self.flagged)
 
 
 def total_chunks(arrays: dict[str, zarr.Array]) -> int:
@@ -54,22 +59,38 @@ def total_chunks(arrays: dict[str, zarr.Array]) -> int:
     return sum(a.nchunks for a in arrays.values() if a.size)
 
 
+def default_memory_budget() -> int:
+    """Bytes the O(N) checks may hold: half of the memory available now."""
+    return psutil.virtual_memory().available // 2
+
+
 def verify_store(
-    store: Store, arrays: dict[str, zarr.Array] | None = None, progress: Progress | None = None
+    store: Store,
+    arrays: dict[str, zarr.Array] | None = None,
+    progress: Progress | None = None,
+    memory_budget: int | None = None,
 ) -> VerifyReport:
     """Check every chunk and invariant of an opened store; problems are collected, never raised."""
-    return Verifier(store, arrays if arrays is not None else store_arrays(store), progress).run()
+    arrays = arrays if arrays is not None else store_arrays(store)
+    budget = memory_budget if memory_budget is not None else default_memory_budget()
+    return Verifier(store, arrays, progress, budget).run()
 
 
 class Verifier:
     """One verification run: reads each array through `read`, which records damage as a problem."""
 
-    def __init__(self, store: Store, arrays: dict[str, zarr.Array], progress: Progress | None):
+    def __init__(
+        self, store: Store, arrays: dict[str, zarr.Array], progress: Progress | None, memory_budget: int
+    ):
         self.store, self.arrays, self.progress = store, arrays, progress
+        self.memory_budget = memory_budget
         self.report = VerifyReport(store.location)
         self.done: set[str] = set()
+        self.incomplete: set[str] = set()
 
     def run(self) -> VerifyReport:
+        if self.store.meta.every_chunk:
+            self.check_chunks_present()
         self.check_tiles()
         self.check_permutations()
         self.check_node_arrays()
@@ -78,15 +99,26 @@ class Verifier:
                 pass
         return self.report
 
-    def problem(self, message: str) -> None:
+    def problem(self, message: str, *where: str) -> None:
+        """Record a problem found in the arrays or checks `where`."""
         self.report.problems.append(message)
+        self.report.flagged.update(where)
+
+    def check_chunks_present(self) -> None:
+        """Every chunk file of every array exists (the writer stored every chunk); an array missing some is
+        one problem and is not read."""
+        for path, (array, first, missing) in self.store.absent_chunks(self.arrays).items():
+            self.problem(missing_chunks_text(array, first, missing), path, "chunks")
+            self.incomplete.add(path)
+            self.done.add(path)
+            self.report.arrays += 1
 
     def array(self, path: str) -> zarr.Array | None:
-        """An array of the store, or None (a problem) when missing."""
+        """An array of the store, or None (a problem) when missing or missing chunks."""
         if path not in self.arrays:
-            self.problem(f"array {path}: missing")
+            self.problem(f"array {path}: missing", path)
             return None
-        return self.arrays[path]
+        return None if path in self.incomplete else self.arrays[path]
 
     def read(self, path: str, selection: Selection = ()) -> np.ndarray | None:
         """array[selection], or None when a chunk is damaged (recorded with the chunks it names)."""
@@ -97,10 +129,10 @@ class Verifier:
             self.done.add(path)
             self.report.arrays += 1
             self.report.unchecksummed_arrays += not has_checksums(array)
-        try:
-            return read_checked(array, selection)
+        try:  # chunks present: checked by check_chunks_present (stores that store every chunk)
+            return read_checked(array, selection, every_chunk=False)
         except DamagedChunkError as exc:
-            self.problem(str(exc))
+            self.problem(str(exc), path)
             return None
         finally:
             chunks = chunks_in(array, selection)
@@ -157,7 +189,9 @@ class Verifier:
         lengths = [p.shape[0] for p in (row, col, val)]
         self.report.nonzeros[m] += lengths[0]
         if lengths != [expected] * 3:
-            self.problem(f"{where}: row/col/val lengths {lengths}, metadata tile_nnz says {expected}")
+            self.problem(
+                f"{where}: row/col/val lengths {lengths}, metadata tile_nnz says {expected}", f"A{m}"
+            )
             return None
         tile = TileData(row, col, val)
         (r0, r1), (c0, c1) = self.store.tile_bounds(i, j)
@@ -165,7 +199,7 @@ class Verifier:
         if problem is None and not np.all(np.isfinite(tile.val) & (tile.val > 0)):
             problem = "weights that are not finite and positive"
         if problem:
-            self.problem(f"{where} (array {layout.tile_group(m, i, j)}): {problem}")
+            self.problem(f"{where} (array {layout.tile_group(m, i, j)}): {problem}", f"A{m}")
             return None
         return tile
 
@@ -183,19 +217,21 @@ class Verifier:
             self.problem(
                 f"A{m} tile ({j}, {i}) (array {layout.tile_group(m, j, i)}) is not A0 tile ({i}, {j}) "
                 f"transposed: different nonzero positions ({other.nnz} vs {tile.nnz} entries), but the "
-                "metadata says the graph is symmetrized"
+                "metadata says the graph is symmetrized",
+                "symmetry",
             )
         elif not np.allclose(other.val, tile.val[order], rtol=VALUE_RTOL, atol=0):
             self.problem(
                 f"A{m} tile ({j}, {i}) (array {layout.tile_group(m, j, i)}) is not A0 tile ({i}, {j}) "
-                "transposed: weights differ, but the metadata says the graph is symmetrized"
+                "transposed: weights differ, but the metadata says the graph is symmetrized",
+                "symmetry",
             )
 
     def check_total(self, m: int) -> None:
         stated = self.store.meta.nnz[m]
         counted = int(self.store.tile_nnz(m).sum())
         if stated != counted:
-            self.problem(f"metadata nnz of A{m} is {stated}, its tile_nnz add up to {counted}")
+            self.problem(f"metadata nnz of A{m} is {stated}, its tile_nnz add up to {counted}", f"A{m}")
 
     # node arrays
 
@@ -203,6 +239,16 @@ class Verifier:
         """perm/r and perm/c hold each node id once; equal (identity) for the single (none) scheme."""
         n = self.store.num_nodes
         scheme = self.store.meta.permutation.scheme
+        paths = (layout.PERM_ROWS, layout.PERM_COLS)
+        if self.incomplete & set(paths):
+            return  # an array missing chunks is one problem already
+        if 2 * n > self.memory_budget:
+            self.problem(
+                f"arrays perm/r and perm/c: not checked: {n:,} node ids need {2 * n:,} bytes of marks, "
+                f"beyond the memory budget of {self.memory_budget:,} bytes (metadata num_nodes too large?)",
+                "perm",
+            )
+            return
         seen = {path: np.zeros(n, dtype=bool) for path in (layout.PERM_ROWS, layout.PERM_COLS)}
         differ, readable = False, True
         step = block_rows(self.store.array(layout.PERM_ROWS))
@@ -217,26 +263,29 @@ class Verifier:
             differ = differ or not np.array_equal(pr, pc)
             if scheme == "none" and not np.array_equal(pr, np.arange(rows.start, rows.stop)):
                 self.problem(
-                    f"array {layout.PERM_ROWS}: not the identity, but the permutation scheme is none"
+                    f"array {layout.PERM_ROWS}: not the identity, but the permutation scheme is none", "perm"
                 )
         for path, marks in seen.items():
             missing = n - int(np.count_nonzero(marks))
             if missing and readable:
-                self.problem(f"array {path}: not a permutation ({missing} of {n} node ids never appear)")
+                self.problem(
+                    f"array {path}: not a permutation ({missing} of {n} node ids never appear)", "perm"
+                )
         if scheme in ("single", "none") and differ:
-            self.problem(f"arrays perm/r and perm/c differ, but the permutation scheme is {scheme}")
+            self.problem(f"arrays perm/r and perm/c differ, but the permutation scheme is {scheme}", "perm")
         if readable and differ != self.store.two_matrices:
             stored = "both A0 and A1" if self.store.two_matrices else "only A0"
-            self.problem(f"the store holds {stored}, but perm/r and perm/c are {'un' * (not differ)}equal")
+            equal = f"{'un' * (not differ)}equal"
+            self.problem(f"the store holds {stored}, but perm/r and perm/c are {equal}", "perm")
 
     def mark_ids(self, path: str, ids: np.ndarray, seen: np.ndarray) -> None:
         n = seen.shape[0]
         if ids.size and (ids.min() < 0 or ids.max() >= n):
-            self.problem(f"array {path}: node ids outside [0, {n})")
+            self.problem(f"array {path}: node ids outside [0, {n})", "perm")
             return
         repeated = np.count_nonzero(seen[ids]) + ids.size - np.unique(ids).size
         if repeated:
-            self.problem(f"array {path}: not a permutation (node ids repeated)")
+            self.problem(f"array {path}: not a permutation (node ids repeated)", "perm")
         seen[ids] = True
 
     def check_node_arrays(self) -> None:
@@ -245,21 +294,25 @@ class Verifier:
             self.report.node_rows += rows.stop - rows.start
             if block is not None and not np.all(np.isfinite(block)):
                 bad = rows.start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-                self.problem(f"array {layout.FEATURES}: non-finite values (first in row {bad})")
+                self.problem(
+                    f"array {layout.FEATURES}: non-finite values (first in row {bad})", layout.FEATURES
+                )
         for order in ("r", "c"):
             for rows, labels in self.blocks(layout.LABELS[order]):
                 low, high = (-1, classes - 1) if labels is None or labels.ndim == 1 else (-1, 1)
                 if labels is not None and labels.size and (labels.min() < low or labels.max() > high):
                     self.problem(
                         f"array {layout.LABELS[order]}: values outside [{low}, {high}] in rows "
-                        f"{rows.start}-{rows.stop - 1}"
+                        f"{rows.start}-{rows.stop - 1}",
+                        layout.LABELS[order],
                     )
             codes = np.array([layout.SPLIT_NONE, *layout.SPLIT_CODES.values()])
             for rows, split in self.blocks(layout.SPLIT[order]):
                 if split is not None and not np.all(np.isin(split, codes)):
                     self.problem(
                         f"array {layout.SPLIT[order]}: codes other than {codes.tolist()} in rows "
-                        f"{rows.start}-{rows.stop - 1}"
+                        f"{rows.start}-{rows.stop - 1}",
+                        layout.SPLIT[order],
                     )
 
 

@@ -3,16 +3,20 @@ stores written before checksums, or with chunk keys in folders, still open and v
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
+from typer.testing import CliRunner
 from zarr.codecs import ZstdCodec
 
+from gtool.cli.main import app
 from gtool.errors import DamagedChunkError
 from gtool.loader import load_rank
 from gtool.preprocess import chunk_writer
@@ -20,7 +24,7 @@ from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.store.verify import verify_store
 from tests.support.reference import assert_same_sparse, reassemble
-from tests.support.storefiles import CHUNK_KEY
+from tests.support.storefiles import CHUNK_KEY, array_chunks
 from tests.support.stores import StoreFactory, make_store
 
 FAMILIES = {"adjacency": "adj/", "features": "nodes/features", "labels": "nodes/labels/", "perm": "perm/"}
@@ -196,3 +200,153 @@ def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: P
     ]
     for text in expected:
         assert any(p.startswith(text) for p in problems), (text, problems)
+
+
+def without_chunk(store: Path, target: Path, chunk: Path) -> Path:
+    """A fresh copy of the store with one chunk file removed."""
+    shutil.copytree(store, target)
+    (target / chunk.relative_to(store)).unlink()
+    return target
+
+
+def test_a_missing_chunk_file_of_any_array_fails_verify_and_reads_naming_the_array(
+    store: Path, tmp_path: Path
+) -> None:
+    """Zarr reads a missing chunk as its fill value (labels 0, features 0); gtool stores every chunk, so a
+    missing one is damage: verify lists it, reads and the trainer's check refuse it, naming the array."""
+    rng = np.random.default_rng(1)
+    files = chunk_files(store, {**FAMILIES, "split": "nodes/split/"})
+    sampled = [
+        family[k]
+        for family in files.values()
+        for k in rng.choice(len(family), min(2, len(family)), replace=False)
+    ]
+    for k, chunk in enumerate(sampled):
+        array = array_of(chunk, store)
+        copy = open_store(str(without_chunk(store, tmp_path / f"m{k}.zarr", chunk)))
+        problems = verify_store(copy).problems
+        assert [p for p in problems if p.startswith(f"array {array}, chunk ") and ": missing" in p], problems
+        with pytest.raises(DamagedChunkError, match=f"array {array}, chunk .*: missing"):
+            copy.check_every_chunk()
+        with pytest.raises(DamagedChunkError, match=f"array {array}, chunk .*: missing"):
+            copy.read(copy.array(array))
+        shutil.rmtree(copy.location)
+
+
+def test_loading_a_rank_refuses_a_missing_feature_chunk(store: Path, tmp_path: Path) -> None:
+    chunk = chunk_files(store)["features"][0]
+    copy = without_chunk(store, tmp_path / "m.zarr", chunk)
+    with pytest.raises(DamagedChunkError, match=r"array nodes/features, chunk \(0, 0\): missing"):
+        load_rank(str(copy), (1, 1, 1), 0, 2)
+
+
+def test_gtool_verify_and_train_refuse_a_store_missing_a_label_chunk(store: Path, tmp_path: Path) -> None:
+    """The issue's case: without nodes/labels/c/c.0 every label read as class 0 and training 'succeeded'."""
+    copy = without_chunk(store, tmp_path / "m.zarr", store / layout.LABELS["c"] / "c.0")
+    run = gtool("verify", str(copy))
+    assert run.returncode == 1
+    assert "problem: array nodes/labels/c, chunk 0: missing" in run.stderr
+    assert "not so: see the problems below" in run.stderr  # the summary claims no check that failed
+    run = gtool("train", str(copy), "--grid", "1x1x1", "--epochs", "1", "--layers", "2", "--hidden", "8")
+    assert run.returncode == 2
+    assert "error: " in run.stderr and "array nodes/labels/c, chunk 0: missing" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_store_written_before_every_chunk_was_stored_opens_with_a_notice(
+    store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Old stores lack `every_chunk_stored`: their missing chunks read as fill values, as they always did."""
+    copy = without_chunk(store, tmp_path / "old.zarr", store / layout.SPLIT["r"] / "c.0")
+    group = zarr.open_group(str(copy), mode="r+")
+    meta = dict(group.attrs["gtool"])
+    assert meta.pop("every_chunk_stored") is True
+    group.attrs["gtool"] = meta
+    with caplog.at_level("WARNING", logger="gtool"):
+        old = open_store(str(copy))
+    assert "written before gtool stored every chunk" in caplog.text
+    assert not old.meta.every_chunk and old.absent_chunks() == {}
+    assert verify_store(old).ok
+    assert (old.read(old.array(layout.SPLIT["r"])) == 0).all()
+
+
+def test_arrays_are_written_with_every_chunk_also_those_equal_to_the_fill_value(tmp_path: Path) -> None:
+    from gtool.preprocess.codecs import create_array
+
+    create_array(store=str(tmp_path / "z"), name="split", data=np.zeros(5, dtype=np.int8), chunks=(2,))
+    assert [p.name for p in array_chunks(tmp_path / "z" / "split")] == ["c.0", "c.1", "c.2"]
+
+
+def edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def unknown_codec(copy: Path) -> None:
+    edit_json(copy / "perm" / "r" / "zarr.json", lambda d: d["codecs"][1].update(name="nosuchcodec"))
+
+
+def no_stats(copy: Path) -> None:
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"].pop("stats"))
+
+
+def zarr_v2(copy: Path) -> None:
+    shutil.rmtree(copy)
+    zarr.open_group(str(copy), mode="w", zarr_format=2).attrs["gtool"] = {"layout": 1, "complete": True}
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (unknown_codec, "perm/r/zarr.json cannot be read (UnknownCodecError: Unknown codec: 'nosuchcodec')"),
+        (no_stats, "metadata has no 'stats' (re-run gtool shard)"),
+        (zarr_v2, "a Zarr v2 group, expected Zarr v3"),
+    ],
+    ids=["unknown-codec", "no-stats", "zarr-v2"],
+)
+@pytest.mark.parametrize("command", ["info", "verify", "stats"])
+def test_unreadable_store_metadata_is_one_error_line(
+    store: Path, tmp_path: Path, damage, message: str, command: str
+) -> None:
+    copy = shutil.copytree(store, tmp_path / "bad.zarr")
+    damage(copy)
+    result = CliRunner().invoke(app, [command, str(copy)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"error: {copy}: {message}" in result.output
+
+
+def test_verify_of_metadata_claiming_a_trillion_nodes_lists_the_missing_chunks_without_reading(
+    store: Path, tmp_path: Path
+) -> None:
+    """Every node array's zarr.json and the metadata edited to 10^12 rows: verify lists, in bounded memory,
+    that the claimed chunks were never stored (it allocated 931 GiB for the permutation check before)."""
+    copy = shutil.copytree(store, tmp_path / "big.zarr")
+    nodes = 10**12
+
+    def claim(meta: dict) -> None:
+        meta["num_nodes"], meta["tile_size"] = nodes, -(-nodes // 3)
+
+    edit_json(copy / "zarr.json", lambda d: claim(d["attributes"]["gtool"]))
+    node_arrays = [layout.PERM_ROWS, layout.PERM_COLS, layout.FEATURES, *layout.LABELS.values()]
+    for path in [*node_arrays, *layout.SPLIT.values()]:
+        edit_json(copy / path / "zarr.json", lambda d: d["shape"].__setitem__(0, nodes))
+    tracemalloc.start()
+    try:
+        report = verify_store(open_store(str(copy)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20
+    for path in [*node_arrays, *layout.SPLIT.values()]:
+        assert any(p.startswith(f"array {path}, chunk ") and "more: missing" in p for p in report.problems)
+    assert not report.clean("chunks")
+
+
+def test_verify_refuses_a_permutation_check_beyond_its_memory_budget(store: Path) -> None:
+    report = verify_store(open_store(str(store)), memory_budget=100)
+    assert report.problems == [
+        "arrays perm/r and perm/c: not checked: 128 node ids need 256 bytes of marks, beyond the memory "
+        "budget of 100 bytes (metadata num_nodes too large?)"
+    ]
+    assert not report.clean("perm") and report.clean("nodes/", "adj/", "A0", "A1", "chunks")

@@ -113,3 +113,11 @@ def test_config_rejects_bad_values() -> None:
         TrainConfig.of("s", layers=0)
     with pytest.raises(ValueError, match="--optimizer must be one of"):
         TrainConfig.of("s", algorithm="sgd")
+
+
+@pytest.mark.parametrize("content", [b'{"epoch": 3, "pa', b"\xff\xfe", b'["epoch-000003"]'])
+def test_a_damaged_latest_json_is_a_checkpoint_error_naming_it(tmp_path, content: bytes) -> None:
+    (tmp_path / "latest.json").write_bytes(content)
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1]})
+    with pytest.raises(CheckpointError, match=r"latest.json: .*the checkpoint is damaged"):
+        checkpoints.latest()

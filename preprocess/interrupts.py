@@ -1,0 +1,68 @@
+"""SIGTERM (timeout, SLURM, docker stop) and SIGINT (Ctrl-C) end a run the way an error does: cleaned up.
+
+The first signal raises Terminated (SIGTERM) or KeyboardInterrupt (SIGINT) in the main thread, so the run
+unwinds through its own cleanup. Python drops an exception raised where it ignores errors (a callback
+during an import, a finalizer), and a run can then go on or hang; so the first signal also starts a
+watchdog that, if the process still runs GRACE_SECONDS later, runs the registered cleanups itself and
+exits. A second signal does that at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from gtool.errors import Terminated
+
+GRACE_SECONDS = 30.0
+"""How long a signalled run may take to unwind before the watchdog cleans up and exits."""
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupts:
+    """Inside the block, SIGTERM and SIGINT end the run as described above; cleanups given to
+    `on_abandon` are what the watchdog (or a second signal) runs before exiting. Outside the main thread,
+    where Python cannot set handlers, nothing changes."""
+
+    def __init__(self) -> None:
+        self.cleanups: list[Callable[[], None]] = []
+        self.previous: dict[int, object] = {}
+        self.received: int | None = None
+
+    def on_abandon(self, cleanup: Callable[[], None]) -> None:
+        """Run `cleanup` (last registered first) should the run be abandoned after a signal."""
+        self.cleanups.append(cleanup)
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self.handle) for s in SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            self.abandon(signum)
+        self.received = signum
+        threading.Thread(target=self.abandon_later, args=(signum,), daemon=True).start()
+        if signum == signal.SIGTERM:
+            raise Terminated(f"terminated by {signal.Signals(signum).name}")
+        raise KeyboardInterrupt
+
+    def abandon_later(self, signum: int) -> None:
+        time.sleep(GRACE_SECONDS)
+        self.abandon(signum)
+
+    def abandon(self, signum: int) -> None:
+        """Run the cleanups and exit with the signal's status."""
+        for cleanup in reversed(self.cleanups):
+            with contextlib.suppress(Exception):
+                cleanup()
+        os._exit(128 + signum)

@@ -1,0 +1,271 @@
+"""One writer per output, what --overwrite may replace, and runs that end by a signal or a full disk."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from typer.testing import CliRunner
+
+from gtool.cli.main import app
+from gtool.errors import GtoolError, StoreExistsError
+from gtool.preprocess import pipeline
+from gtool.preprocess.output_lock import OutputLock, OutputLockedError
+from gtool.preprocess.staging import StagedOutput
+from gtool.store.reader import open_store
+from gtool.store.verify import verify_store
+from tests.support.stores import make_store
+
+LOCKED = "another gtool shard run is writing this output"
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def fake_store(path: Path) -> Path:
+    """A folder that looks like a gtool store to --overwrite (a group with gtool's metadata)."""
+    zarr.open_group(str(path), mode="w").attrs["gtool"] = {"layout": 1, "complete": True}
+    return path
+
+
+def shard_cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["shard", *args, "-q"], env={"COLUMNS": "300"})
+    return result.exit_code, result.output
+
+
+def test_a_second_lock_on_an_output_is_refused_naming_its_owner(tmp_path: Path) -> None:
+    with OutputLock(tmp_path / "s.zarr"):
+        owner = json.loads((tmp_path / ".s.zarr.lock").read_text())
+        assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
+        with pytest.raises(OutputLockedError, match=f"s.zarr: {LOCKED} \\(pid {os.getpid()} on host "):
+            OutputLock(tmp_path / "s.zarr").__enter__()
+    assert leftovers(tmp_path) == []
+    with OutputLock(tmp_path / "s.zarr"):  # free again
+        pass
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over_with_a_notice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    stale = {"pid": 999_999_999, "host": socket.gethostname(), "started": "2026-01-01T00:00:00+00:00"}
+    (tmp_path / ".s.zarr.lock").write_text(json.dumps(stale))
+    with caplog.at_level("WARNING", logger="gtool"), OutputLock(tmp_path / "s.zarr"):
+        assert json.loads((tmp_path / ".s.zarr.lock").read_text())["pid"] == os.getpid()
+    assert "taking over the lock of a run that is gone (pid 999999999" in caplog.text
+    assert leftovers(tmp_path) == []
+
+
+def test_a_lock_file_of_another_host_is_refused_and_kept(tmp_path: Path) -> None:
+    other = {"pid": 12, "host": "elsewhere", "started": "2026-01-01T00:00:00+00:00"}
+    (tmp_path / ".s.zarr.lock").write_text(json.dumps(other))
+    with pytest.raises(OutputLockedError, match="on another host .*pid 12 on host elsewhere"):
+        OutputLock(tmp_path / "s.zarr").__enter__()
+    assert json.loads((tmp_path / ".s.zarr.lock").read_text()) == other
+
+
+def test_shard_on_a_locked_output_exits_2_before_any_work(tmp_path: Path) -> None:
+    out = fake_store(tmp_path / "s.zarr")
+    with OutputLock(out):
+        code, output = shard_cli("grid:3x3", "-o", str(out), "--overwrite")
+    assert code == 2 and f"error: {out}: {LOCKED}" in output and "Traceback" not in output
+    assert zarr.open_group(str(out), mode="r").attrs["gtool"] == {"layout": 1, "complete": True}
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_overwrite_refuses_what_is_not_a_gtool_store(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "precious"
+    if kind == "file":
+        out.write_text("data")
+    else:
+        out.mkdir()
+        (out / "thesis.tex").write_text("data")
+    code, output = shard_cli("grid:3x3", "-o", str(out), "--overwrite")
+    assert code == 2
+    assert (
+        "exists and is neither a gtool store nor an empty folder: --overwrite replaces only those" in output
+    )
+    assert (
+        out.exists() and (out.read_text() if kind == "file" else (out / "thesis.tex").read_text()) == "data"
+    )
+    assert leftovers(tmp_path) == []
+
+
+def test_overwrite_accepts_a_gtool_store_and_an_empty_folder(tmp_path: Path) -> None:
+    StagedOutput(str(fake_store(tmp_path / "s.zarr")), overwrite=True)
+    (tmp_path / "empty").mkdir()
+    StagedOutput(str(tmp_path / "empty"), overwrite=True)
+    with pytest.raises(StoreExistsError, match="pass --overwrite"):
+        StagedOutput(str(tmp_path / "s.zarr"), overwrite=False)
+
+
+@pytest.mark.parametrize("output", [".", ".."])
+def test_output_holding_the_current_folder_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("data")
+    monkeypatch.chdir(work)
+    code, text = shard_cli("rmat:30", "-o", output, "--overwrite")  # rmat:30 would take hours
+    assert code == 2 and f"error: -o {output}: the output would hold the current folder" in text
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+
+
+def test_publishing_never_replaces_a_store_the_run_did_not_start_from(tmp_path: Path) -> None:
+    staged = StagedOutput(str(tmp_path / "s.zarr"), overwrite=False)
+    fake_store(Path(staged.path))
+    fake_store(tmp_path / "s.zarr")  # written by another program meanwhile
+    marker = tmp_path / "s.zarr" / "theirs"
+    marker.write_text("theirs")
+    with pytest.raises(GtoolError, match="s.zarr was created, replaced or removed by another program"):
+        staged.publish()
+    assert marker.read_text() == "theirs"
+
+
+def test_a_leftover_old_store_is_removed_or_put_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kill -9 during publishing can leave .NAME.old: removed when the store is in place, put back when the
+    kill came between the two renames (the store itself was moved away)."""
+    fake_store(tmp_path / "s.zarr")
+    fake_store(tmp_path / ".s.zarr.old")
+    StagedOutput(str(tmp_path / "s.zarr"), overwrite=True)
+    assert leftovers(tmp_path) == []
+    (tmp_path / "s.zarr").rename(tmp_path / ".s.zarr.old")
+    with caplog.at_level("WARNING", logger="gtool"), pytest.raises(StoreExistsError):
+        StagedOutput(str(tmp_path / "s.zarr"), overwrite=False)
+    assert (tmp_path / "s.zarr" / "zarr.json").exists() and leftovers(tmp_path) == []
+    assert "put back the store a killed run had moved to" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        OSError(errno.ENOSPC, "No space left on device", "x/c.0"),
+        OSError(errno.EROFS, "Read-only file system", "x/.s.zarr.lock"),
+        OSError("16384 requested and 4080 written"),
+    ],
+    ids=["disk-full", "read-only", "short-write"],
+)
+def test_storage_failures_are_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: OSError
+) -> None:
+    out = fake_store(tmp_path / "s.zarr")
+
+    def fails(*args: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(pipeline, "resolve_source", fails)
+    code, output = shard_cli("grid:3x3", "-o", str(out), "--overwrite")
+    assert code == 2 and "Traceback" not in output
+    why = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system"}
+    assert f"error: {failure.filename or out}: {why.get(failure.errno, 'a short write')}" in output
+    assert f"nothing was published to {out}" in output
+    assert zarr.open_group(str(out), mode="r").attrs["gtool"] == {"layout": 1, "complete": True}
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.integration
+def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, monkeypatch) -> None:
+    path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
+
+    def full(batch, plan):
+        raise OSError(errno.ENOSPC, "No space left on device", "adj/0/0_0/row/c.0")
+
+    monkeypatch.setattr(pipeline, "write_tiles", full)
+    with pytest.raises(GtoolError, match="adj/0/0_0/row/c.0: no space left on the device"):
+        make_store("grid:6x6", tmp_path / "s.zarr", tiles=2, overwrite=True)
+    assert open_store(path).num_nodes == 16
+    assert leftovers(tmp_path) == []
+
+
+def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
+    cmd = [
+        sys.executable,
+        "-m",
+        "gtool.cli",
+        "shard",
+        source,
+        "-o",
+        str(out),
+        "--tiles",
+        "4x4",
+        "-q",
+        "-w",
+        "1",
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("sent", "status", "said"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_a_signalled_run_removes_what_it_wrote(tmp_path: Path, sent: int, status: int, said: str) -> None:
+    proc = start_shard(tmp_path / "s.zarr", "rmat:18:8")
+    deadline = time.time() + 60
+    while not (tmp_path / ".s.zarr.partial" / "zarr.json").exists() and time.time() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run finished before it could be signalled"
+    proc.send_signal(sent)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == status and said in stderr and "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, partial, spill folder or lock
+
+
+@pytest.mark.integration
+def test_two_runs_on_one_output_one_wins_the_other_is_told(tmp_path: Path) -> None:
+    """Started a random fraction of a second apart: exactly one writes a store that verifies; the other
+    exits 2 naming the run that holds the output, and removes nothing of it."""
+    rng = np.random.default_rng(21)
+    for round_ in range(2):
+        out = tmp_path / f"r{round_}" / "s.zarr"
+        out.parent.mkdir()
+        first = start_shard(out)
+        time.sleep(float(rng.uniform(0, 0.5)))
+        second = start_shard(out)
+        results = [(p.wait(timeout=120), p.stderr.read()) for p in (first, second)]
+        assert sorted(code for code, _ in results) == [0, 2], results
+        loser = next(text for code, text in results if code == 2)
+        assert f"error: {out}: {LOCKED} (pid " in loser.replace("\n", "")
+        assert verify_store(open_store(str(out))).ok
+        assert leftovers(out.parent) == []
+
+
+def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first signal raises in the main thread; where Python drops that exception the watchdog (here
+    called at once) or a second signal runs the cleanups, last registered first, and exits."""
+    from gtool.errors import Terminated
+    from gtool.preprocess import interrupts
+
+    exits, done = [], []
+    monkeypatch.setattr(interrupts.os, "_exit", exits.append)
+    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
+    with interrupts.Interrupts() as watch:
+        watch.on_abandon(lambda: done.append("lock"))
+        watch.on_abandon(lambda: done.append("partial"))
+        with pytest.raises(Terminated):
+            watch.handle(signal.SIGTERM, None)
+        assert done == [] and exits == []
+        with pytest.raises(Terminated):  # (os._exit returned: it is a stand-in)
+            watch.handle(signal.SIGTERM, None)
+        assert done == ["partial", "lock"] and exits == [143]
+        # the watchdog's own path ends the same way
+        monkeypatch.setattr(interrupts.time, "sleep", lambda seconds: None)
+        watch.abandon_later(signal.SIGINT)
+        assert exits == [143, 130]
+    assert signal.getsignal(signal.SIGTERM) is not watch.handle
