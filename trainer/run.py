@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 from gtool.errors import GtoolError
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import build_grid_comm
@@ -50,7 +50,7 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     device = rank_device(config, env)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
-    grid = ProcessGrid(*config.grid)
+    grid = config.process_grid
     timer = PhaseTimer(device)
     comm = build_grid_comm(grid, config.runtime.timeout, timer, device)
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
@@ -60,9 +60,10 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
+    placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {grid} ({env.world_size} ranks, {env.launcher}); loaded in "
+        f"classes; grid {grid}{placed} ({env.world_size} ranks, {env.launcher}); loaded in "
         f"{time.perf_counter() - started:.1f}s"
     )
     summary = fit(Trainer(data, comm, config, device), reporter, device)

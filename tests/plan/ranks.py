@@ -24,7 +24,7 @@ CPU = torch.device("cpu")
 
 
 def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
-    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
     trainer = Trainer(data, comm, config, CPU)
     del data
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()
@@ -58,7 +58,7 @@ def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig, bool]], out:
     made: GroupCache = {}
     with joined_world(env):
         for name, config, track_memory in cases:
-            comm = grid_comm(config.grid, made)
+            comm = grid_comm(config.process_grid, made)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))

@@ -107,7 +107,7 @@ def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.
 def run_case(case: Case, comm: GridComm, out: Path) -> None:
     """Train `case` on this rank next to the serial model and save the errors and replicas."""
     config = case.config
-    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
     trainer = Trainer(data, comm, config, CPU)
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)
@@ -138,10 +138,10 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int], made: GroupCache) -> GridComm | None:
+def grid_comm(grid: ProcessGrid, made: GroupCache) -> GridComm | None:
     """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
     the groups `made` for earlier grids of the world."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made)
+    return build_grid_comm(grid, 120, PhaseTimer(CPU), CPU, made)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
@@ -149,6 +149,6 @@ def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid, made)
+            comm = grid_comm(case.config.process_grid, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
