@@ -37,7 +37,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         table.add_row(
             str(place),
             str(g.grid),
-            f"{g.grid.placement} ({''.join(g.node_axes) or '-'})",
+            f"{g.grid.placement} ({','.join(g.node_axes) or '-'})",
             f"{t.total:.3f}",
             f"{t.spmm.max(axis=0).sum():.3f}",
             f"{t.dense.max(axis=0).sum():.3f}",
