@@ -25,8 +25,8 @@ class Topology(Options):
 
     gpus_per_node: int | None = option(
         None,
-        "Ranks (GPUs) per node; default: torchrun's LOCAL_WORLD_SIZE or srun's SLURM_NTASKS_PER_NODE, "
-        "else every rank on one node.",
+        "Ranks (GPUs) per node, for pricing groups across nodes (gtool plan, --grid auto); default: "
+        "torchrun's LOCAL_WORLD_SIZE or srun's SLURM_NTASKS_PER_NODE, else every rank on one node.",
         minimum=1,
         aliases=("--ranks-per-node",),
     )
