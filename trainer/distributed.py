@@ -82,7 +82,9 @@ class AxisGroup:
         if self.sent is not None:
             self.sent.add(self.name, kind, tensor)
 
-    def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM) -> torch.Tensor:
+    def all_reduce(
+        self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+    ) -> torch.Tensor:
         """Reduce `tensor` in place over the group and return it."""
         if self.group is not None:
             self._count("all_reduce", tensor)
@@ -188,3 +190,13 @@ def build_grid_comm(
         return None
     everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device, "all", sent)
     return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer, sent)
+
+
+def grid_comm(
+    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
+) -> GridComm:
+    """build_grid_comm on a world whose every rank is in the grid."""
+    comm = build_grid_comm(grid, timeout, timer, device, made)
+    if comm is None:
+        raise ValueError(f"world rank {dist.get_rank()} is outside the {grid} grid")
+    return comm

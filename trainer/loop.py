@@ -67,7 +67,14 @@ class Trainer:
         loss = self.step(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        record = EpochRecord(epoch=epoch, loss=float(loss), seconds=seconds, **phases)
+        record = EpochRecord(
+            epoch=epoch,
+            loss=float(loss),
+            seconds=seconds,
+            spmm=phases["spmm"],
+            dense=phases["dense"],
+            comm=phases["comm"],
+        )
         record.comm_bytes = self.comm_bytes()
         return record
 

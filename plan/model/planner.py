@@ -186,7 +186,7 @@ def _placement_note(estimate: GridEstimate, ranks_per_node: int) -> str:
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     fitting = [g for g in ranked if g.fits]
     over = len(ranked) - len(fitting)
-    if not fitting:
+    if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
@@ -220,7 +220,7 @@ def make_plan(
     """Predict every factorization of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
     grids = factorizations(request.ranks)
-    table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
+    table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None
