@@ -136,10 +136,12 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: ProcessGrid, made: GroupCache) -> GridComm | None:
-    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
-    the groups `made` for earlier grids of the world."""
-    return build_grid_comm(grid, 120, PhaseTimer(CPU), CPU, made)
+def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
+    """The groups of the run's grid, placed as it says, over the first ranks of the test world (None on
+    the ranks beyond it), sharing the groups `made` for earlier grids of the world; casting as the run's
+    --comm-dtype says."""
+    comm = build_grid_comm(config.process_grid, 120, PhaseTimer(CPU), CPU, made)
+    return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
@@ -147,6 +149,6 @@ def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.process_grid, made)
+            comm = grid_comm(case.config, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
