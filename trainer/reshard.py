@@ -36,7 +36,8 @@ class TrainedParameters:
     def __init__(self, manifest: dict[str, Any]):
         shape = manifest["shape"]
         self.folder = manifest["path"]
-        self.grid = ProcessGrid(*shape["grid"], placement=shape.get("placement", DEFAULT_PLACEMENT))
+        gx, gy, gz = shape["grid"]
+        self.grid = ProcessGrid(gx, gy, gz, shape.get("placement", DEFAULT_PLACEMENT))
         self.dims: list[int] = shape["dims"]
         layers, nodes = len(self.dims) - 1, shape["num_nodes"]
         self.geometry = [rank_layers(self.grid, rank, layers, nodes, False) for rank in range(self.grid.size)]
