@@ -13,6 +13,7 @@ from rich.console import Console
 from gtool.errors import GtoolError
 from gtool.model import ModelConfig
 from gtool.store.reader import open_store
+from gtool.topology import Topology
 
 from .common import console, reports_errors
 from .options import with_options
@@ -51,7 +52,9 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int) ->
     groups = ", ".join(str(g) for g in sorted(profile.collectives)) or "none"
     console.print(
         f"gtool plan: wrote {output} ({profile.describe()}; all-reduce groups {groups}) "
-        f"in {time.perf_counter() - started:.0f} s"
+        f"in {time.perf_counter() - started:.0f} s. All-reduces were measured inside this machine only "
+        "(intra-node rows); for groups across nodes add inter_node_collectives (docs/plan.md, Profiles)",
+        highlight=False,
     )
 
 
@@ -60,7 +63,7 @@ PLANNED = ("layers", "hidden", "dtype", "comm_dtype", "dropout", "learnable_feat
 
 
 @reports_errors
-@with_options((ModelConfig, PLANNED))
+@with_options((ModelConfig, PLANNED), (Topology, ("gpus_per_node",)))
 def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
@@ -73,9 +76,6 @@ def plan(
     exact_nnz: bool = typer.Option(
         False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
     ),
-    ranks_per_node: int = typer.Option(
-        None, help="Ranks computing side by side on one machine (CPU profiles; default: all ranks)."
-    ),
     top: int = typer.Option(0, help="Show only the N best grids (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
@@ -87,7 +87,8 @@ def plan(
 ) -> None:
     """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.
 
-    Costs come from a device profile measured by `gtool plan --calibrate` (formulas: docs/plan.md).
+    Costs come from a device profile measured by `gtool plan --calibrate` (formulas: docs/plan.md). Each
+    grid's axes are placed over nodes of --gpus-per-node ranks the way that communicates fastest.
     """
     if calibrate:
         _calibrate(output, device, threads, max_group)
@@ -97,7 +98,8 @@ def plan(
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
-    request = plan_request(ranks, model, memory_per_rank, exact_nnz, ranks_per_node)
+    gpus_per_node = model.pop("gpus_per_node")
+    request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node)
     cost_profile, note = load_profile(profile)
     opened = open_store(store)
     result = make_plan(opened, request, cost_profile)
@@ -115,7 +117,7 @@ def plan_request(
     model: dict[str, Any],
     memory_per_rank: str | None,
     exact_nnz: bool = False,
-    ranks_per_node: int | None = None,
+    gpus_per_node: int | None = None,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
     from gtool.plan.model.planner import PlanRequest
@@ -123,14 +125,13 @@ def plan_request(
 
     if ranks < 1:
         raise GtoolError(f"--ranks must be >= 1, got {ranks}")
-    if ranks_per_node is not None and ranks_per_node < 1:
-        raise GtoolError(f"--ranks-per-node must be >= 1, got {ranks_per_node}")
     try:
         limit = parse_bytes(memory_per_rank) if memory_per_rank else None
     except ValueError as exc:
         raise GtoolError(f"--memory-per-rank: {exc}") from None
     try:
         config = ModelConfig(**model)
+        topology = Topology(gpus_per_node=gpus_per_node)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
-    return PlanRequest(ranks, config, limit, exact_nnz, ranks_per_node)
+    return PlanRequest(ranks, config, limit, exact_nnz, topology.ranks_per_node(ranks))

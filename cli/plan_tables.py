@@ -17,6 +17,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right")
     table.add_column("grid", style="bold", no_wrap=True)
+    table.add_column("placed (in node)", no_wrap=True)
     for name in (
         "epoch s",
         "SpMM s",
@@ -36,6 +37,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         table.add_row(
             str(place),
             str(g.grid),
+            f"{g.grid.placement} ({','.join(g.node_axes) or '-'})",
             f"{t.total:.3f}",
             f"{t.spmm.max(axis=0).sum():.3f}",
             f"{t.dense.max(axis=0).sum():.3f}",
@@ -68,13 +70,17 @@ def memory_table(best: GridEstimate) -> Table:
 def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]:
     r = plan.request
     widths = " -> ".join(map(str, plan.widths))
-    title = f"gtool plan {store}: {num_nodes:,} nodes, {r.ranks} ranks, widths {widths}"
+    title = (
+        f"gtool plan {store}: {num_nodes:,} nodes, {r.ranks} ranks ({r.node_ranks} per node), widths {widths}"
+    )
     if plan.nnz_estimated:
         title += " (nnz of tiles crossed by band edges split by area; --exact-nnz counts them)"
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    summary.add_row("best", str(plan.best.grid) if plan.best else "none fits")
+    summary.add_row(
+        "best", f"{plan.best.grid}, placed {plan.best.grid.placement}" if plan.best else "none fits"
+    )
     summary.add_row("why", plan.reason)
     tables = [grid_table(title, plan, top), summary]
     if plan.best is not None:

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from gtool.errors import GtoolError
-from gtool.geometry.grid import ProcessGrid, parse_dims
+from gtool.geometry.grid import parse_dims
 from gtool.trainer.config import RuntimeConfig
 
 from .common import console, reports_errors
@@ -47,7 +47,8 @@ def predict(
     from gtool.trainer.predict import prediction_job
 
     try:
-        dims = ProcessGrid(*parse_dims(grid, 3, "--grid")).dims
+        gx, gy, gz = parse_dims(grid, 3, "--grid")
+        dims = (gx, gy, gz)
         runtime = RuntimeConfig(**options)
     except ValueError as error:
         raise GtoolError(str(error)) from None

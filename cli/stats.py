@@ -30,7 +30,10 @@ def grid_plan(grid: str | None, model: dict[str, Any]) -> GridPlan | None:
     """The --grid, --layers and --hidden options as a GridPlan (None without --grid)."""
     try:
         config = ModelConfig(**model)
-        return GridPlan(ProcessGrid(*parse_dims(grid, 3, "--grid")), config) if grid else None
+        if not grid:
+            return None
+        gx, gy, gz = parse_dims(grid, 3, "--grid")
+        return GridPlan(ProcessGrid(gx, gy, gz), config)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
 

@@ -12,6 +12,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import Store, open_store
+from gtool.topology import Topology
 from gtool.trainer.config import OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .common import console, reports_errors
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 
 def auto_grid(
     store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
-) -> str:
-    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks."""
+) -> tuple[str, str]:
+    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks,
+    as GXxGYxGZ and its placement (every rank plans alike, so every rank finds the same)."""
     from gtool.plan.model.auto import choose_grid
     from gtool.trainer.launch import environment_rank
 
@@ -38,11 +40,11 @@ def auto_grid(
     grid, why = choose_grid(store, request(ranks), profile)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
-    return "x".join(map(str, grid.dims))
+    return str(grid), grid.placement
 
 
 @reports_errors
-@with_options(ModelConfig, OptimizerConfig, RuntimeConfig)
+@with_options(ModelConfig, OptimizerConfig, RuntimeConfig, Topology)
 def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(
@@ -68,7 +70,16 @@ def train(
     try:
         config = TrainConfig.of(store, **options)
         if grid == "auto":
-            dims = auto_grid(opened, ranks, plan_profile, lambda p: PlanRequest(p, config.model))
+            if config.topology.placement is not None:
+                raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
+            topology = config.topology
+            dims, placement = auto_grid(
+                opened,
+                ranks,
+                plan_profile,
+                lambda p: PlanRequest(p, config.model, ranks_per_node=topology.ranks_per_node(p)),
+            )
+            config = config.replace(placement=placement)
         elif ranks is not None:
             raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
         else:

@@ -26,6 +26,8 @@ class Option:
     """The flag's spelling when it is not --field-name (e.g. --optimizer for `algorithm`)."""
     short: str | None = None
     """A one-letter spelling as well (e.g. -l)."""
+    aliases: tuple[str, ...] = ()
+    """Older spellings the flag still answers to."""
     minimum: float | None = None
     below: float | None = None
     """An exclusive upper bound."""
@@ -37,8 +39,8 @@ class Option:
         return self.flag or "--" + name.replace("_", "-")
 
     def spellings(self, name: str) -> list[str]:
-        """Every spelling of the flag: the long one, then the short one if any."""
-        return [self.flag_of(name)] + ([self.short] if self.short else [])
+        """Every spelling of the flag: the long one, the short one if any, then the aliases."""
+        return [self.flag_of(name)] + ([self.short] if self.short else []) + list(self.aliases)
 
     def problem(self, name: str, value: Any) -> str | None:
         """What is wrong with `value` for this option, or None."""

@@ -20,10 +20,13 @@ from typing import Any
 import torch
 
 from gtool.errors import GtoolError
+from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.trainer.distributed import GridComm
 
 LATEST = "latest.json"
 MANIFEST = "manifest.json"
+SHAPE_DEFAULTS = {"placement": DEFAULT_PLACEMENT}
+"""What checkpoints written before a part of the run's shape was recorded had (z innermost)."""
 
 
 class CheckpointError(GtoolError):
@@ -115,8 +118,8 @@ class Checkpoints:
         if manifest is None:
             return None
         where = manifest["path"]
-        written = manifest["shape"]
-        if written != self.shape:
+        written = {**SHAPE_DEFAULTS, **manifest["shape"]}
+        if any(written.get(key) != value for key, value in self.shape.items()):
             details = ", ".join(
                 f"{key}: checkpoint {written.get(key)} vs run {value}"
                 for key, value in self.shape.items()

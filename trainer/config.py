@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid
 from gtool.model import ModelConfig
 from gtool.options import Options, build_sections, option, route
+from gtool.topology import Topology
 
 if TYPE_CHECKING:
     import torch
@@ -73,6 +75,7 @@ class TrainConfig(Options):
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    topology: Topology = field(default_factory=Topology)
 
     @classmethod
     def of(cls, store: str, grid: tuple[int, int, int] = (1, 1, 1), **options: Any) -> TrainConfig:
@@ -97,6 +100,11 @@ class TrainConfig(Options):
         return getattr(torch, self.model.dtype)
 
     @property
+    def process_grid(self) -> ProcessGrid:
+        """The grid, its axes laid over the ranks by --placement (default: z innermost)."""
+        return ProcessGrid(*self.grid, self.topology.placement or DEFAULT_PLACEMENT)
+
+    @property
     def cast_dtype(self) -> torch.dtype | None:
         """What the all-reduces of H, Q, dH and dF carry if not the training dtype (bf16), else None."""
         import torch  # here: the command line reads configurations without loading torch
@@ -109,5 +117,10 @@ class TrainConfig(Options):
         return gx * gy * gz
 
 
-SECTIONS = {"model": ModelConfig, "optimizer": OptimizerConfig, "runtime": RuntimeConfig}
+SECTIONS = {
+    "model": ModelConfig,
+    "optimizer": OptimizerConfig,
+    "runtime": RuntimeConfig,
+    "topology": Topology,
+}
 """The sections of a TrainConfig, by field name."""

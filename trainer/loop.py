@@ -107,6 +107,7 @@ def checkpoint_shape(trainer: Trainer) -> dict:
     config = trainer.config
     return {
         "grid": list(trainer.comm.grid.dims),
+        "placement": trainer.comm.grid.placement,
         "dims": trainer.model.dims,
         "num_nodes": trainer.model.num_nodes,
         "dtype": config.model.dtype,

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from gtool.geometry.bands import Band
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid
 from gtool.geometry.layers import LayerGeometry, rank_layers
 from gtool.trainer.checkpoint import CheckpointError, rank_file
 from gtool.trainer.model import ParallelGCN, block_of_weight
@@ -36,7 +36,8 @@ class TrainedParameters:
     def __init__(self, manifest: dict[str, Any]):
         shape = manifest["shape"]
         self.folder = manifest["path"]
-        self.grid = ProcessGrid(*shape["grid"])
+        gx, gy, gz = shape["grid"]
+        self.grid = ProcessGrid(gx, gy, gz, shape.get("placement", DEFAULT_PLACEMENT))
         self.dims: list[int] = shape["dims"]
         layers, nodes = len(self.dims) - 1, shape["num_nodes"]
         self.geometry = [rank_layers(self.grid, rank, layers, nodes, False) for rank in range(self.grid.size)]

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from gtool.errors import GtoolError
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
@@ -40,7 +40,7 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     timer = PhaseTimer(device)
-    comm = grid_comm(ProcessGrid(*config.grid), config.runtime.timeout, timer, device)
+    comm = grid_comm(config.process_grid, config.runtime.timeout, timer, device)
     return device, comm.cast_all_reduces(config.cast_dtype)
 
 
@@ -59,9 +59,10 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
+    placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {grid} ({env.world_size} ranks, {env.launcher}); loaded in "
+        f"classes; grid {grid}{placed} ({env.world_size} ranks, {env.launcher}); loaded in "
         f"{time.perf_counter() - started:.1f}s"
     )
     summary = fit(Trainer(data, comm, config, device), reporter, device)

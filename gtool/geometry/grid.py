@@ -1,23 +1,36 @@
-"""The 3D process grid: rank r has coordinates (x, y, z) with r = (x * Gy + y) * Gz + z."""
+"""The 3D process grid: which rank holds which coordinates (x, y, z).
+
+Ranks are laid out along the axes of a `placement`, innermost first: with the default, zyx, z varies
+fastest and r = (x * Gy + y) * Gz + z. Launchers number the ranks of a node consecutively, so the
+innermost axes are the ones whose groups stay inside a node (`spans_nodes`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import permutations
 
 AXES = ("x", "y", "z")
+DEFAULT_PLACEMENT = "zyx"
+"""z innermost, then y, then x: gtool's rank order before placements could be chosen."""
+PLACEMENTS = tuple("".join(order) for order in permutations(AXES))
+"""Every order of the axes (innermost first)."""
 
 
 @dataclass(frozen=True)
 class ProcessGrid:
-    """A Gx x Gy x Gz process grid."""
+    """A Gx x Gy x Gz process grid whose ranks are laid out along `placement` (innermost axis first)."""
 
     gx: int
     gy: int
     gz: int
+    placement: str = DEFAULT_PLACEMENT
 
     def __post_init__(self) -> None:
         if min(self.gx, self.gy, self.gz) < 1:
             raise ValueError(f"grid dimensions must be >= 1, got {self.dims}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"a placement orders the axes x, y, z (e.g. yxz), got {self.placement!r}")
 
     @property
     def dims(self) -> tuple[int, int, int]:
@@ -27,17 +40,45 @@ class ProcessGrid:
     def size(self) -> int:
         return self.gx * self.gy * self.gz
 
+    @property
+    def strides(self) -> tuple[int, int, int]:
+        """How far apart in rank numbers two ranks one step apart along x, y and z are."""
+        strides = [0, 0, 0]
+        step = 1
+        for name in self.placement:
+            axis = AXES.index(name)
+            strides[axis] = step
+            step *= self.dims[axis]
+        return strides[0], strides[1], strides[2]
+
     def coords(self, rank: int) -> tuple[int, int, int]:
         """(x, y, z) of a rank."""
         if not 0 <= rank < self.size:
             raise ValueError(f"rank {rank} outside a grid of {self.size} processes")
-        x, rest = divmod(rank, self.gy * self.gz)
-        y, z = divmod(rest, self.gz)
+        x, y, z = ((rank // s) % g for s, g in zip(self.strides, self.dims, strict=True))
         return x, y, z
 
     def rank(self, x: int, y: int, z: int) -> int:
         """The rank at coordinates (x, y, z)."""
-        return (x * self.gy + y) * self.gz + z
+        return sum(c * s for c, s in zip((x, y, z), self.strides, strict=True))
+
+    def with_placement(self, placement: str) -> ProcessGrid:
+        return ProcessGrid(self.gx, self.gy, self.gz, placement)
+
+    def spans_nodes(self, axis: int, ranks_per_node: int) -> bool:
+        """Whether some group along `axis` has ranks on two nodes, node k holding ranks k n .. k n + n - 1.
+
+        A group is the ranks base + k s (k < G, s the axis's stride, base a rank at coordinate 0 on the
+        axis); bases are q s G + i (i < s), so the group leaves base's node exactly when
+        (q s G) mod n + s G > n for some q, a pattern that repeats within n values of q."""
+        size, stride = self.dims[axis], self.strides[axis]
+        if size == 1:
+            return False
+        block = stride * size
+        blocks = self.size // block
+        return any(
+            (q * block) % ranks_per_node + block > ranks_per_node for q in range(min(blocks, ranks_per_node))
+        )
 
     def __str__(self) -> str:
         return f"{self.gx}x{self.gy}x{self.gz}"

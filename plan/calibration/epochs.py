@@ -40,7 +40,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.model.bandnnz import ShardNnzTable
@@ -73,7 +72,7 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     results: dict[str, list[list[float]]] = {}
     made: GroupCache = {}
     for name, config in cases:
-        grid = ProcessGrid(*config.grid)
+        grid = config.process_grid
         comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
         comm.cast_all_reduces(config.cast_dtype)
         data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
@@ -95,7 +94,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     """The microbenchmark model's seconds of one epoch of `config`: SpMM and dense (mean over ranks),
     communication, and the number of collectives."""
     store = open_store(config.store)
-    grid = ProcessGrid(*config.grid)
+    grid = config.process_grid
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
     table = ShardNnzTable.of(store, set(grid.dims))

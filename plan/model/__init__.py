@@ -7,6 +7,7 @@ collectives   every collective of a training step, with its group and operand si
 memory        peak memory per rank: resident data plus the epoch's high-water mark
 profile       device profiles (JSON): what SpMM, GEMM, passes and collectives cost
 cost          predicted seconds per rank and layer, and of the collectives
+placement     which grid axes to place inside a node: every order priced, the cheapest chosen
 planner       every grid predicted and ranked, the best one and why
 auto          `gtool train --grid auto`
 """

@@ -10,9 +10,11 @@ from gtool.store.reader import Store
 
 
 def choose_grid(store: Store, request: PlanRequest, profile: str | None) -> tuple[ProcessGrid, str]:
-    """The best grid for `request` and a line saying why (and which profile said so)."""
+    """The best grid for `request`, its axes placed over the nodes, and a line saying why (and which
+    profile said so)."""
     cost_profile, note = load_profile(profile)
     plan = make_plan(store, request, cost_profile)
     if plan.best is None:
         raise GtoolError(f"--grid auto: {plan.reason}")
-    return plan.best.grid, f"--grid auto chose {plan.best.grid}: {plan.reason} [{note}]"
+    best = plan.best.grid
+    return best, f"--grid auto chose {best}, placed {best.placement}: {plan.reason} [{note}]"

@@ -12,7 +12,9 @@ Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonze
             of a fresh block of its size (large blocks come fresh from the operating system every
             epoch), in their layer; the SpMM outputs' (H, dF) in SpMM, as the trainer's phase timer sees
             them, the others in dense
-    comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost
+    comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost,
+            from the profile's inter-node rows when the groups along its axis span nodes (the grid's
+            placement, gtool.plan.model.placement), else its intra-node rows
 
 Then what real epochs showed at calibration for k ranks side by side on one machine
 (gtool.plan.calibration.epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
@@ -96,6 +98,19 @@ def _allocation_seconds(
     return spmm, dense
 
 
+def collective_seconds(
+    collectives: list[Collective], profile: DeviceProfile, itemsize: int, spanning: tuple[bool, ...]
+) -> float:
+    """Seconds of `collectives` as the profile prices them, a collective across nodes when the groups
+    along its axis span nodes (`spanning`, per axis)."""
+    return float(
+        sum(
+            profile.collective_seconds(c.wire_bytes(itemsize), c.group_size, spanning[c.axis])
+            for c in collectives
+        )
+    )
+
+
 def epoch_time(
     shapes: list[LayerShape],
     nnz: np.ndarray,
@@ -105,10 +120,12 @@ def epoch_time(
     parameters: int,
     ranks_per_node: int,
     allocated: list[Allocation],
+    spanning: tuple[bool, ...] = (False, False, False),
 ) -> EpochTime:
     """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
     `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
-    `allocated` the tensors one epoch creates, as gtool.plan.model.memory replays them."""
+    `allocated` the tensors one epoch creates, as gtool.plan.model.memory replays them; `spanning` which
+    axes' groups span nodes."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)
     dense = np.zeros(nnz.shape)
@@ -128,6 +145,5 @@ def epoch_time(
     spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
     spmm = spmm * f.spmm + spmm_alloc * f.allocation
     dense = dense * f.dense + dense_alloc * f.allocation
-    comm = sum(profile.collective_seconds(c.wire_bytes(item), c.group_size) for c in collectives)
-    comm += f.collective_latency * len(collectives)
-    return EpochTime(spmm, dense, float(comm), f.overhead_per_layer * len(shapes))
+    comm = collective_seconds(collectives, profile, item, spanning) + f.collective_latency * len(collectives)
+    return EpochTime(spmm, dense, comm, f.overhead_per_layer * len(shapes))

@@ -2,8 +2,9 @@
 
 One pass over the store's tile statistics gives every rank's shard nonzeros on every grid
 (gtool.plan.model.bandnnz); per grid the collectives (gtool.plan.model.collectives), peak memory
-(gtool.plan.model.memory) and epoch time (gtool.plan.model.cost) follow from the shapes. Grids are ranked by
-predicted epoch time, those over the memory limit last; the best is the fastest one that fits.
+(gtool.plan.model.memory), the placement of its axes over the nodes (gtool.plan.model.placement) and epoch
+time (gtool.plan.model.cost) follow from the shapes. Grids are ranked by predicted epoch time, those over
+the memory limit last; the best is the fastest one that fits.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gtool.plan.model.memory import (
     estimate_memory,
     parameter_elements,
 )
+from gtool.plan.model.placement import Placement, price_placements
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
 from gtool.store.reader import Store
@@ -39,7 +41,8 @@ class PlanRequest:
     memory_per_rank: int | None = None
     exact_nnz: bool = False
     ranks_per_node: int | None = None
-    """Ranks computing side by side on one machine (None: all of them, as local processes)."""
+    """Ranks on one node (`--gpus-per-node`; None: all of them, as local processes): they compute side by
+    side, and groups of ranks on several nodes communicate across nodes."""
 
     @property
     def node_ranks(self) -> int:
@@ -48,7 +51,7 @@ class PlanRequest:
 
 @dataclass(frozen=True)
 class GridEstimate:
-    """The predictions for one grid."""
+    """The predictions for one grid, laid over the nodes by its cheapest placement (placements[0])."""
 
     grid: ProcessGrid
     shapes: list[LayerShape]
@@ -58,6 +61,12 @@ class GridEstimate:
     memory: MemoryEstimate
     itemsize: int
     fits: bool
+    placements: list[Placement]
+
+    @property
+    def node_axes(self) -> list[str]:
+        """The axes of more than one rank whose groups stay inside a node."""
+        return self.placements[0].node_axes(self.grid)
 
     @property
     def peak_memory(self) -> int:
@@ -82,6 +91,9 @@ class GridEstimate:
         return {
             "grid": str(self.grid),
             "dims": list(self.grid.dims),
+            "placement": self.grid.placement,
+            "node_axes": self.node_axes,
+            "placement_collective_seconds": {p.order: p.comm for p in self.placements},
             "fits": self.fits,
             "epoch_seconds": self.time.total,
             "spmm_seconds": float(self.time.spmm.max(axis=0).sum()),
@@ -115,6 +127,7 @@ class Plan:
         r = self.request
         return {
             "ranks": r.ranks,
+            "ranks_per_node": r.node_ranks,
             "layers": r.model.layers,
             "hidden": r.model.hidden,
             "widths": self.widths,
@@ -127,6 +140,7 @@ class Plan:
             if self.nnz_estimated
             else "exact counts",
             "best": str(self.best.grid) if self.best else None,
+            "best_placement": self.best.grid.placement if self.best else None,
             "reason": self.reason,
             "grids": [g.summary() for g in self.grids],
         }
@@ -148,12 +162,26 @@ def estimate_grid(
     collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)
     allocated = epoch_timeline(shapes, m, classes).allocated
+    placements = price_placements(grid, collectives, profile, m.itemsize, request.node_ranks)
+    parameters = parameter_elements(shapes, m)
+    spanning = placements[0].spanning
     time = epoch_time(
-        shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks, allocated
+        shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated, spanning
     )
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
-    return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits)
+    placed = grid.with_placement(placements[0].order)
+    return GridEstimate(placed, shapes, nnz, collectives, time, memory, m.itemsize, fits, placements)
+
+
+def _placement_note(estimate: GridEstimate, ranks_per_node: int) -> str:
+    """How the grid's axes lie over nodes of `ranks_per_node` ranks, and what the worst order would cost."""
+    chosen, worst = estimate.placements[0], estimate.placements[-1]
+    inside = ", ".join(estimate.node_axes) or "no axis"
+    text = f"placement {chosen.order}: {inside} inside nodes of {ranks_per_node}"
+    if worst.comm > chosen.comm:
+        text += f" (collectives {chosen.comm:.3g} s, against {worst.comm:.3g} s placed {worst.order})"
+    return text
 
 
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
@@ -182,6 +210,8 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
             text += f" (comm {runner.time.comm:.3g} s)"
         elif runner.time.compute.max(axis=0).sum() > t.compute.max(axis=0).sum():
             text += f" (slowest rank's compute {runner.time.compute.max(axis=0).sum():.3g} s)"
+    if request.node_ranks < request.ranks:
+        text += "; " + _placement_note(best, request.node_ranks)
     return text
 
 

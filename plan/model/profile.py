@@ -11,7 +11,11 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
                   over sizes, the largest size measured up to `bytes`, 0 below the smallest)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
-                  gtool.plan.model.collectives); sizes that were not measured use the nearest one measured
+                  gtool.plan.model.collectives); sizes that were not measured use the nearest one measured.
+                  These rows price groups inside one node (calibration measures them there)
+    inter_node_collectives
+                  the same rows for groups whose ranks sit on several nodes (optional: a profile
+                  without them, version 2 included, prices every group with `collectives`)
     epochs        per number k of ranks computing side by side on one machine, what real training
                   epochs showed at calibration (gtool.plan.calibration.epochs): factors on SpMM, dense
                   work and page faults, seconds added to every collective and to every layer; a k not
@@ -33,7 +37,9 @@ import numpy as np
 from gtool.errors import GtoolError
 
 FORMAT = "gtool-plan-profile"
-VERSION = 2
+VERSION = 3
+READABLE_VERSIONS = (2, 3)
+"""Version 2 had no inter-node rows."""
 DEFAULT_PROFILE = "default-profile.json"
 
 
@@ -145,13 +151,16 @@ class DeviceProfile:
     collectives: dict[int, CollectiveCost]
     epochs: dict[int, EpochFactors] = field(default_factory=dict)
     made_on: dict[str, Any] = field(default_factory=dict)
+    inter_node_collectives: dict[int, CollectiveCost] = field(default_factory=dict)
 
-    def collective(self, group_size: int) -> CollectiveCost:
-        """The cost of collectives in groups of `group_size` ranks (nearest size measured)."""
-        if not self.collectives:
+    def collective(self, group_size: int, inter_node: bool = False) -> CollectiveCost:
+        """The cost of collectives in groups of `group_size` ranks (nearest size measured), inside one
+        node or, with `inter_node`, across nodes (the intra-node rows when the profile has none)."""
+        rows = self.inter_node_collectives if inter_node and self.inter_node_collectives else self.collectives
+        if not rows:
             raise ProfileError("the profile has no collective measurements (it was made with one device)")
-        nearest = min(self.collectives, key=lambda g: (abs(np.log(g / group_size)), -g))
-        return self.collectives[nearest]
+        nearest = min(rows, key=lambda g: (abs(np.log(g / group_size)), -g))
+        return rows[nearest]
 
     def epoch_factors(self, ranks_per_node: int) -> EpochFactors:
         """The real-epoch factors of `ranks_per_node` ranks side by side (the largest k measured up to
@@ -159,21 +168,27 @@ class DeviceProfile:
         measured = [k for k in self.epochs if k <= ranks_per_node]
         return self.epochs[max(measured)] if measured else EpochFactors()
 
-    def collective_seconds(self, wire_bytes: float, group_size: int) -> float:
-        cost = self.collective(group_size)
+    def collective_seconds(self, wire_bytes: float, group_size: int, inter_node: bool = False) -> float:
+        cost = self.collective(group_size, inter_node)
         return cost.latency + wire_bytes * cost.seconds_per_byte
 
     def to_json(self) -> dict[str, Any]:
         content = asdict(self)
-        content["collectives"] = {str(g): asdict(c) for g, c in sorted(self.collectives.items())}
+        for name in ("collectives", "inter_node_collectives"):
+            content[name] = {str(g): asdict(c) for g, c in sorted(getattr(self, name).items())}
         content["epochs"] = {str(k): asdict(f) for k, f in sorted(self.epochs.items())}
         return {"format": FORMAT, "version": VERSION, **content}
 
     def describe(self) -> str:
         made = self.made_on
         when = f" on {made['date']}" if "date" in made else ""
+        if self.inter_node_collectives:
+            inter = f"inter-node rows {made.get('inter_node', 'given')}"
+        else:
+            inter = "no inter-node rows (the intra-node ones price every group)"
         return (
-            f"{self.device}/{self.backend}, {self.threads} thread(s), made on {made.get('host', '?')}{when}"
+            f"{self.device}/{self.backend}, {self.threads} thread(s), made on {made.get('host', '?')}{when}; "
+            f"{inter}"
         )
 
 
@@ -186,12 +201,19 @@ def _table(
     return float(np.interp(np.log(width), np.log(widths), per_width))
 
 
+def _collective_rows(rows: dict[str, Any]) -> dict[int, CollectiveCost]:
+    return {int(g): CollectiveCost(**c) for g, c in rows.items()}
+
+
 def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
     """A profile from its JSON content; errors name `where` and the missing or bad part."""
     if content.get("format") != FORMAT:
         raise ProfileError(f"{where}: not a gtool plan profile (format {content.get('format')!r})")
-    if content.get("version") != VERSION:
-        raise ProfileError(f"{where}: profile version {content.get('version')!r}, this gtool reads {VERSION}")
+    if content.get("version") not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
+        raise ProfileError(
+            f"{where}: profile version {content.get('version')!r}, this gtool reads {readable}"
+        )
     try:
         spmm = SpmmCost(**content["spmm"])
         if np.shape(spmm.seconds_per_nnz_col) != (len(spmm.widths), len(spmm.dense_bytes)):
@@ -205,9 +227,10 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             elementwise=ElementwiseCost(**content["elementwise"]),
             dropout=DropoutCost(**content["dropout"]),
             allocation=AllocationCost(**content["allocation"]),
-            collectives={int(g): CollectiveCost(**c) for g, c in content["collectives"].items()},
+            collectives=_collective_rows(content["collectives"]),
             epochs={int(k): EpochFactors(**f) for k, f in content["epochs"].items()},
             made_on=dict(content.get("made_on", {})),
+            inter_node_collectives=_collective_rows(content.get("inter_node_collectives", {})),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"{where}: malformed profile ({type(exc).__name__}: {exc})") from None

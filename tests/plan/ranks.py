@@ -24,7 +24,7 @@ CPU = torch.device("cpu")
 
 
 def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
-    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
     trainer = Trainer(data, comm, config, CPU)
     del data
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()

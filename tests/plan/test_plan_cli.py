@@ -77,6 +77,8 @@ def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) 
         "auto",
         "--ranks",
         "2",
+        "--gpus-per-node",
+        "1",
         "--hidden",
         "16",
         "--epochs",
@@ -86,8 +88,11 @@ def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) 
     ]
     done = gtool(*args)
     assert done.returncode == 0, done.stderr
-    chosen = done.stderr.split("--grid auto chose ")[1].split(":")[0]
-    assert ProcessGrid(*map(int, chosen.split("x"))).size == 2
+    chosen, placed = done.stderr.split("--grid auto chose ")[1].split(":")[0].split(", placed ")
+    assert ProcessGrid(*map(int, chosen.split("x")), placed).size == 2
+    assert f"grid {chosen}" in done.stderr
     epochs = [json.loads(line) for line in log.read_text().splitlines() if '"summary"' not in line]
     assert len(epochs[0]["comm_bytes"]) == 2
     assert "--ranks goes with --grid auto" in gtool("train", store, "--grid", "2x1x1", "--ranks", "2").stderr
+    fixed = CliRunner().invoke(app, ["train", store, "--grid", "auto", "--ranks", "2", "--placement", "yxz"])
+    assert fixed.exit_code == 2 and "--placement goes with an explicit --grid" in fixed.output

@@ -82,6 +82,27 @@ def test_profile_files_are_checked(tmp_path: Path) -> None:
         load_profile(str(copy))
 
 
+def test_profiles_without_inter_node_rows_price_every_group_with_their_rows(tmp_path: Path) -> None:
+    """A version 2 profile (no inter-node rows) still loads, and its one row serves both; the shipped
+    profile's inter-node rows are its intra-node rows at 10x the cost per byte, and say so."""
+    shipped, note = load_profile(None)
+    assert "inter-node rows assumed" in note
+    inter, intra = shipped.collective(4, inter_node=True), shipped.collective(4)
+    assert inter.seconds_per_byte == pytest.approx(10 * intra.seconds_per_byte)
+    content = shipped.to_json()
+    del content["inter_node_collectives"]
+    content["version"] = 2
+    old = tmp_path / "v2.json"
+    old.write_text(json.dumps(content))
+    loaded, note = load_profile(str(old))
+    assert "no inter-node rows" in note
+    assert loaded.collective(4, inter_node=True) == loaded.collective(4) == intra
+    content["version"] = 1
+    old.write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match="profile version 1, this gtool reads 2 and 3"):
+        load_profile(str(old))
+
+
 def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store: str) -> None:
     import gtool.plan.calibration.epochs as epochs
     import gtool.plan.calibration.microbench as module

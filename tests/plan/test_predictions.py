@@ -2,20 +2,26 @@
 
 The tests train one epoch per grid, all in one spawned world (tests/plan/ranks.py); every rank reports the
 bytes its collectives moved (the trainer's own CommBytes counters, as --log records them) and its live
-tensor bytes (tests.support.tensorbytes.LiveTensorBytes).
+tensor bytes (tests.support.tensorbytes.LiveTensorBytes). One case trains the grid the plan picks for
+ranks on several nodes, laid over them by the plan's placement.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from gtool.geometry.grid import AXES, ProcessGrid
+from gtool.cli.main import app
+from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, ProcessGrid
 from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives
 from gtool.plan.model.memory import estimate_memory
+from gtool.plan.model.planner import PlanRequest, make_plan
+from gtool.plan.model.profile import load_profile, save_profile
 from gtool.plan.model.shapes import factorizations, layer_shapes
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
@@ -35,6 +41,7 @@ VARIANTS = {  # name: (grid, config changes) run beside the default model
 CAST = ("H = A F", "Q = H W", "dH = dQ W^T", "dF = A^T dH")
 """The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
+PLANNED_PER_NODE = 4
 
 
 def _name(grid: tuple[int, int, int], variant: str = "default") -> str:
@@ -65,12 +72,24 @@ def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
     return bytes_by_group(_collectives(config, grid), config.torch_dtype.itemsize)
 
 
+def _planned(base: TrainConfig) -> TrainConfig:
+    """`base` on the grid and placement that the shipped profile (inter-node rows 10x slower) plans for
+    WORLD ranks, PLANNED_PER_NODE per node."""
+    profile, _ = load_profile(None)
+    request = PlanRequest(WORLD, base.model, ranks_per_node=PLANNED_PER_NODE)
+    best = make_plan(open_store(base.store), request, profile).best.grid
+    return base.replace(grid=best.dims, placement=best.placement)
+
+
 def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
-    """Every case of the bytes test by name: the default model on every small grid, and the variants."""
+    """Every case of the bytes test by name: the default model on every small grid, the variants, and the
+    plan's grid laid over nodes as it placed it."""
     base = TrainConfig.of(store, hidden=24)
     cases = {_name(grid): (base.replace(grid=grid), grid) for grid in SMALL_GRIDS}
     for variant, (grid, changes) in VARIANTS.items():
         cases[_name(grid, variant)] = (base.replace(grid=grid, **changes), grid)
+    planned = _planned(base)
+    cases[_name(planned.grid, "placed")] = (planned, planned.grid)
     return cases
 
 
@@ -93,7 +112,7 @@ def test_grids_up_to_8_ranks_cover_every_factorization() -> None:
     assert len(SMALL_GRIDS) == 38 and (3, 2, 1) in SMALL_GRIDS and (1, 1, 7) in SMALL_GRIDS
 
 
-@pytest.mark.parametrize("variant", ["default", *VARIANTS])
+@pytest.mark.parametrize("variant", ["default", *VARIANTS, "placed"])
 def test_predicted_collective_bytes_equal_logged_bytes(runs: tuple, variant: str) -> None:
     cases, _, out = runs
     for name, (config, grid) in cases.items():
@@ -120,6 +139,45 @@ def test_bf16_halves_the_logged_bytes_of_the_cast_all_reduces(runs: tuple) -> No
         for group, counts in full["comm_bytes"].items():
             want = {**counts, "all_reduce": counts["all_reduce"] - halved.get(group, 0)}
             assert cast["comm_bytes"][group] == want, f"rank {rank} group {group}"
+
+
+def test_the_placed_case_lays_ranks_out_otherwise(runs: tuple) -> None:
+    """The plan's placement for 8 ranks, 4 per node, is not gtool's default order: the bytes test above
+    then checks a trainer whose ranks hold other coordinates than before placements existed."""
+    cases, _, _ = runs
+    (placed,) = [config for name, (config, _) in cases.items() if name.startswith("placed-")]
+    assert placed.process_grid.placement != DEFAULT_PLACEMENT
+
+
+def _profile_with_inter_node_cost(factor: float, path: Path) -> str:
+    """The shipped profile with inter-node rows costing `factor` times the intra-node ones per byte."""
+    shipped, _ = load_profile(None)
+    intra = shipped.collectives
+    rows = {g: replace(c, seconds_per_byte=factor * c.seconds_per_byte) for g, c in intra.items()}
+    save_profile(replace(shipped, inter_node_collectives=rows), str(path))
+    return str(path)
+
+
+def test_slow_inter_node_links_change_the_plan(stores: StoreFactory, tmp_path: Path) -> None:
+    """`gtool plan --ranks 16 --gpus-per-node 4` on rmat:16:8: inter-node all-reduces 10x slower than
+    intra-node ones make it choose another grid or placement than equal ones, one that keeps a group
+    inside the nodes."""
+    store = stores("rmat:16:8", tiles=8, num_features=64, num_classes=16)
+    chosen = {}
+    for factor in (1.0, 10.0):
+        profile = _profile_with_inter_node_cost(factor, tmp_path / f"{factor}.json")
+        args = ["plan", store, "--ranks", "16", "--gpus-per-node", "4", "--profile", profile, "--json"]
+        done = CliRunner().invoke(app, args)
+        assert done.exit_code == 0, done.output
+        result = json.loads(done.stdout)
+        assert result["ranks_per_node"] == 4
+        best = result["grids"][0]
+        chosen[factor] = (best["grid"], best["placement"])
+        assert best["placement_collective_seconds"][best["placement"]] == min(
+            best["placement_collective_seconds"].values()
+        )
+        assert best["node_axes"], f"{best['grid']} placed {best['placement']}: no group inside a node"
+    assert chosen[1.0] != chosen[10.0], chosen
 
 
 @pytest.mark.parametrize("grid", MEMORY_GRIDS, ids=lambda g: "x".join(map(str, g)))

@@ -106,7 +106,7 @@ def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.
 def run_case(case: Case, comm: GridComm, out: Path) -> None:
     """Train `case` on this rank next to the serial model and save the errors and replicas."""
     config = case.config
-    data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
     trainer = Trainer(data, comm, config, CPU)
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)
@@ -137,9 +137,10 @@ def joined_world(env: RankEnv) -> Iterator[None]:
 
 
 def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
-    """The groups of the run's grid over the first ranks of the test world (None on the ranks beyond it),
-    sharing the groups `made` for earlier grids of the world; casting as the run's --comm-dtype says."""
-    comm = build_grid_comm(ProcessGrid(*config.grid), 120, PhaseTimer(CPU), CPU, made)
+    """The groups of the run's grid, placed as it says, over the first ranks of the test world (None on
+    the ranks beyond it), sharing the groups `made` for earlier grids of the world; casting as the run's
+    --comm-dtype says."""
+    comm = build_grid_comm(config.process_grid, 120, PhaseTimer(CPU), CPU, made)
     return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
 from tests.support.stores import StoreFactory
@@ -61,7 +62,15 @@ VARIANTS = {
         "stored",
     ),
 }
-CASES = {**EXACT, **VARIANTS}
+PLACED = {  # 4 ranks, 2 per node, under every order of the axes over the ranks
+    _name((2, 2, 1), "double", f"placed-{order}"): (
+        "double",
+        {"grid": (2, 2, 1), "dropout": 0.5, "gpus_per_node": 2, "placement": order},
+        "stored",
+    )
+    for order in PLACEMENTS
+}
+CASES = {**EXACT, **VARIANTS, **PLACED}
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +137,12 @@ def test_bf16_all_reduces_keep_the_float32_losses(results: Path) -> None:
         got = torch.tensor(result["losses"], dtype=torch.float64)
         error = float(((got - want).abs() / want.abs()).max())
         assert error <= 1e-2, f"rank {rank}: losses off by {error:.2e} from float32's"
+
+
+def test_every_placement_trains_to_the_same_losses(results: Path) -> None:
+    """2x2x1 on 4 ranks, 2 per node, under each of the 6 placements (which rank holds which coordinates):
+    every rank logs the same losses, bit for bit, as under gtool's default order."""
+    want = _rank_results(results, _name((2, 2, 1), "double", f"placed-{DEFAULT_PLACEMENT}"))[0]["losses"]
+    for name in PLACED:
+        for rank, result in enumerate(_rank_results(results, name)):
+            assert result["losses"] == want, f"{name} rank {rank}"

@@ -35,11 +35,16 @@ def _checkpoint(folder, grid: ProcessGrid, weights: list[torch.Tensor], features
         block[: real.shape[0], : real.shape[1]] = real
         state["features"] = flat_part(block, first.sizes[0], first.coords[first.roles[0]])
         torch.save({"model": state}, rank_file(folder, rank))
-    return {"path": str(folder), "shape": {"grid": list(grid.dims), "dims": DIMS, "num_nodes": NODES}}
+    shape = {"grid": list(grid.dims), "placement": grid.placement, "dims": DIMS, "num_nodes": NODES}
+    return {"path": str(folder), "shape": shape}
 
 
-@pytest.mark.parametrize("dims", [(1, 1, 1), (2, 2, 1), (3, 1, 2)], ids=lambda d: "x".join(map(str, d)))
-def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple[int, int, int]) -> None:
+@pytest.mark.parametrize(
+    "dims", [(1, 1, 1), (2, 2, 1), (3, 1, 2), (3, 1, 2, "xzy")], ids=lambda d: "x".join(map(str, d))
+)
+def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple) -> None:
+    """From the rank files of a grid (one laid out x innermost: the manifest's placement says which rank
+    held which coordinates)."""
     generator = torch.Generator().manual_seed(1)
     weights = [torch.randn(DIMS[i], DIMS[i + 1], generator=generator) for i in range(2)]
     features = torch.randn(NODES, DIMS[0], generator=generator)

@@ -106,6 +106,11 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     other = Checkpoints(str(tmp_path), comm, {"grid": [2, 1, 1], "dims": [4, 3, 2]})
     with pytest.raises(CheckpointError, match=r"grid: checkpoint \[1, 1, 1\] vs run \[2, 1, 1\]"):
         other.latest()
+    written_before_placements = Checkpoints(str(tmp_path), comm, {**shape, "placement": "zyx"})
+    assert written_before_placements.latest()["epoch"] == 6
+    placed = Checkpoints(str(tmp_path), comm, {**shape, "placement": "yxz"})
+    with pytest.raises(CheckpointError, match="placement: checkpoint zyx vs run yxz"):
+        placed.latest()
 
 
 def test_config_rejects_bad_values() -> None:
