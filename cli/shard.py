@@ -73,7 +73,11 @@ def shard(
     split: str = typer.Option(None, "--split", help="Split codes .npy (0 train, 1 valid, 2 test, -1 none)."),
     num_features: int = typer.Option(128, "--num-features", help="Random features when the source has none."),
     num_classes: int = typer.Option(
-        32, "--num-classes", help="Degree-quantile classes when it has no labels."
+        None,
+        "--num-classes",
+        help="The labels' class count (labels are checked against it; without it, the largest label + 1, "
+        "refused when implausibly large); with no labels, how many degree-quantile classes to make "
+        "[default: 32].",
     ),
     root: str = typer.Option(
         None, "--root", help="Where named datasets are kept (default: $GTOOL_DATA, else ./data)."

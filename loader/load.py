@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
+from gtool.errors import StoreError
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_geometry
@@ -17,6 +21,7 @@ from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
+from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 DEFAULT_WORKERS = 8
 DEFAULT_READ_AHEAD_BYTES = 64 << 20
@@ -50,16 +55,17 @@ def load_rank(
             key: load_adjacency_shard(opened, shard, reads, stats, device)
             for key, shard in geometry.shards.items()
         }
-    order = geometry.label_order
-    features = read_node_rows(
-        opened, layout.FEATURES, geometry.feature_rows, geometry.feature_cols, 0, stats, device
+    order, label_rows = geometry.label_order, geometry.label_rows
+
+    def labels_problem(values: np.ndarray) -> str | None:
+        return label_problem(values, opened.num_classes)
+
+    node_reads = (
+        NodeRead(layout.FEATURES, geometry.feature_rows, geometry.feature_cols, 0, features_problem),
+        NodeRead(layout.LABELS[order], label_rows, None, layout.LABEL_NONE, labels_problem),
+        NodeRead(layout.SPLIT[order], label_rows, None, layout.SPLIT_NONE, split_problem),
     )
-    labels = read_node_rows(
-        opened, layout.LABELS[order], geometry.label_rows, None, layout.LABEL_NONE, stats, device
-    )
-    split = read_node_rows(
-        opened, layout.SPLIT[order], geometry.label_rows, None, layout.SPLIT_NONE, stats, device
-    )
+    features, labels, split = (read_node_rows(opened, read, stats, device) for read in node_reads)
     stats.seconds = time.perf_counter() - started
     return RankData(
         grid=grid,
@@ -78,16 +84,31 @@ def load_rank(
     )
 
 
+@dataclass(frozen=True)
+class NodeRead:
+    """A band of a node array to read, the value padding gets, and the check its values must pass."""
+
+    path: str
+    rows: Band
+    cols: Band | None
+    fill: int
+    problem: Callable[[np.ndarray], str | None]
+
+
+def features_problem(block: np.ndarray) -> str | None:
+    """Features must be finite."""
+    row = first_non_finite_row(block)
+    return None if row is None else f"non-finite values (first in row {row} of the band)"
+
+
 def read_node_rows(
-    store: Store,
-    path: str,
-    rows: Band,
-    cols: Band | None,
-    fill: int,
-    stats: ReadStats,
-    device: torch.device | str,
+    store: Store, read: NodeRead, stats: ReadStats, device: torch.device | str
 ) -> torch.Tensor:
-    """A padded band of a node array of the store as a tensor on `device`, counting the bytes read."""
-    block, nbytes = read_band(store.array(path), rows, cols, fill, store.meta.every_chunk)
+    """A padded band of a node array as a tensor on `device`, its values checked, counting the bytes read."""
+    block, nbytes = read_band(store.array(read.path), read.rows, read.cols, read.fill, store.meta.every_chunk)
+    problem = read.problem(block)
+    if problem:
+        rows = f"rows {read.rows.start}-{read.rows.stop - 1}"
+        raise StoreError(f"{store.location}: array {read.path} ({rows}): {problem}; the store is damaged")
     stats.add_bytes(nbytes)
     return torch.from_numpy(block).to(device)

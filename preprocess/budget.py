@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from gtool.errors import GtoolError
+from gtool.errors import GtoolError, InputError
 
 MB = 1 << 20
 BASELINE_BYTES = 256 * MB
@@ -20,6 +20,12 @@ MIN_CHUNK_EDGES = 1 << 16
 MAX_CHUNK_EDGES = 1 << 21
 MIN_GROUP_ENTRIES = 1 << 18
 MAX_GROUP_ENTRIES = 1 << 23
+BYTES_PER_TILE = 64
+"""Per-tile bookkeeping (entry counts of every partition per map task, offsets, tile nnz)."""
+FEATURE_ROW_COPIES = 3
+"""Copies of a block of feature rows a feature write task holds (read, permuted, encoded)."""
+MAX_CHUNK_BYTES = (1 << 31) - 1
+"""The most bytes Blosc (the stores' compressor) encodes as one chunk (a feature chunk holds >= 1 row)."""
 TASKS_PER_WORKER = 8
 """Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
 
@@ -65,15 +71,54 @@ class Budget:
     num_nodes: int
     concurrency: int
     processes: int = 0
+    tiles: int = 1
 
     @property
     def fixed(self) -> int:
-        """Memory that does not depend on the edges: interpreters, libraries, O(N) arrays."""
+        """Memory that does not depend on the edges: interpreters, libraries, O(N) and O(T^2) arrays."""
         per_process = WORKER_BASELINE_BYTES + WORKER_BYTES_PER_NODE * self.num_nodes
-        return BASELINE_BYTES + BYTES_PER_NODE * self.num_nodes + self.processes * per_process
+        return self.this_process + BYTES_PER_TILE * self.tiles**2 + self.processes * per_process
+
+    @property
+    def this_process(self) -> int:
+        """What this process holds whatever the limit: its interpreter and the O(N) arrays."""
+        return BASELINE_BYTES + BYTES_PER_NODE * self.num_nodes
 
     def __post_init__(self) -> None:
+        tile_bytes = BYTES_PER_TILE * self.tiles**2
+        if tile_bytes > self.limit // 2:
+            few_nodes = 0 < self.num_nodes < self.tiles
+            fewer = f" (the graph has only {self.num_nodes:,} nodes)" if few_nodes else ""
+            raise GtoolError(
+                f"--tiles {self.tiles}x{self.tiles} makes {self.tiles**2:,} tiles whose bookkeeping alone "
+                f"takes about {tile_bytes // MB:,} MB, more than half of --memory-limit "
+                f"{self.limit // MB:,} MB: give fewer tiles{fewer}"
+            )
+        total = psutil.virtual_memory().total
+        if self.this_process > total:
+            raise GtoolError(
+                f"{self.num_nodes:,} nodes need about {self.this_process // MB:,} MB in this process (its "
+                f"per-node arrays), more than this machine's {total // MB:,} MB of memory, whatever "
+                "--memory-limit says"
+            )
         self.per_task  # noqa: B018 - a limit too small for this graph fails here, before any work
+
+    def check_feature_width(self, num_features: int, where: str) -> None:
+        """Fail when one feature row is too wide for a chunk or for a task's share of the budget."""
+        if 4 * num_features > MAX_CHUNK_BYTES:
+            raise InputError(
+                where,
+                f"{num_features:,} features per node: a row of float32 is more than the "
+                f"{MAX_CHUNK_BYTES:,} bytes a store chunk may hold",
+            )
+        row_bytes = FEATURE_ROW_COPIES * 4 * num_features
+        if row_bytes > self.per_task:
+            raise InputError(
+                where,
+                f"{num_features:,} features per node: writing one row takes about {row_bytes // MB:,} MB, "
+                f"more than the {self.per_task // MB:,} MB a task may use under --memory-limit "
+                f"{self.limit // MB:,} MB",
+            )
 
     @property
     def per_task(self) -> int:

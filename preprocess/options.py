@@ -19,7 +19,8 @@ class ShardOptions:
     labels: str | None = None
     split: str | None = None
     num_features: int = 128
-    num_classes: int = 32
+    num_classes: int | None = None
+    """The class count of the labels; without labels, how many degree-quantile classes to make."""
     root: str | None = None
     memory_limit: int | None = None
     workers: int | None = None

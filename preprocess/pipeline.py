@@ -54,7 +54,13 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import default_cache_dir
 from gtool.preprocess.sources.cache.extraction import prepare_source
-from gtool.preprocess.sources.nodes.generated import RandomFeatures, degree_classes, random_split
+from gtool.preprocess.sources.nodes.classes import class_count
+from gtool.preprocess.sources.nodes.generated import (
+    DEGREE_CLASSES,
+    RandomFeatures,
+    degree_classes,
+    random_split,
+)
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
@@ -81,7 +87,7 @@ def check_options(options: ShardOptions) -> None:
         raise GtoolError(f"--norm must be one of {', '.join(NORMALIZATIONS)}, got {options.norm!r}")
     if options.perm not in SCHEMES:
         raise GtoolError(f"--perm must be one of {', '.join(SCHEMES)}, got {options.perm!r}")
-    if options.num_features < 1 or options.num_classes < 1:
+    if options.num_features < 1 or (options.num_classes is not None and options.num_classes < 1):
         raise GtoolError(
             f"--num-features and --num-classes must be positive, got {options.num_features} and "
             f"{options.num_classes}"
@@ -120,7 +126,8 @@ def shard_locked(
     source = resolve_source(source_spec, options)
     limit = options.memory_limit or default_memory_limit()
     workers = options.workers or default_workers()
-    Budget(limit, options.num_nodes or source.num_nodes() or 0, *run_shape(options.scheduler, workers))
+    declared = options.num_nodes or source.num_nodes() or 0
+    Budget(limit, declared, *run_shape(options.scheduler, workers), tiles=options.tiles)
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
     interrupts.on_abandon(scratch.cleanup)
     try:
@@ -194,6 +201,8 @@ class ShardRun:
             n, chunks = self.scan(chunks)
         budget = self.budget(n)
         node_data = self.node_inputs(n)
+        features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
+        budget.check_feature_width(features.num_features, features.where)
         plan = PartitionPlan(n, opts.tiles)
         loops = [SelfLoops(a, min(a + chunk_edges, n)) for a in range(0, n, chunk_edges)]
         inputs: list[EdgeChunk] = [*chunks, *loops]
@@ -204,7 +213,6 @@ class ShardRun:
         ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
         ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
-        features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         feature_writes = self.start_features(features, pc, n)
         maps = self.map_stage(inputs, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
@@ -243,7 +251,7 @@ class ShardRun:
         )
 
     def budget(self, n: int) -> Budget:
-        return Budget(self.limit, n, self.concurrency, self.processes)
+        return Budget(self.limit, n, self.concurrency, self.processes, self.options.tiles)
 
     def edge_chunks(self, n: int) -> tuple[list[EdgeChunk], int]:
         """The source's chunks and their size in edges: what the budget allows, smaller where that keeps
@@ -305,11 +313,13 @@ class ShardRun:
         return LabelsInfo(label_origin, kind, layout.LABEL_NONE), split_origin
 
     def labels(self, data: NodeData, node_degrees: np.ndarray) -> tuple[np.ndarray, int]:
-        """Source labels, or `--num-classes` classes by degree quantile."""
+        """Source labels and their class count (checked), or `--num-classes` classes by degree quantile."""
+        given = self.options.num_classes
         if data.labels is None:
-            return degree_classes(node_degrees, self.options.num_classes), self.options.num_classes
-        classes = data.num_classes or int(data.labels.max(initial=-1)) + 1
-        return data.labels.astype(np.int64, copy=False), max(classes, 1)
+            classes = given or DEGREE_CLASSES
+            return degree_classes(node_degrees, classes), classes
+        labels = data.labels.astype(np.int64, copy=False)
+        return labels, class_count(labels, data.num_classes, given, self.options.labels or self.source.name)
 
     def original_degrees(self, chunks: list[EdgeChunk], plan: PartitionPlan, budget: Budget) -> np.ndarray:
         """Exact degrees of A + I in original node order: map and dedupe with the identity permutation."""

@@ -22,6 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -31,6 +32,9 @@ from gtool.cores import available_cores
 from gtool.errors import GtoolError
 
 DEFAULT_PORT = 29500
+LOOPBACK = "127.0.0.1"
+WATCH_S = 0.5
+"""How often a local launch looks for stopped ranks while it waits for them."""
 
 
 class RankFailed(GtoolError):
@@ -83,13 +87,26 @@ def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
 
 
 def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
-    """Join this process to the run's default process group (rank 0 listens at env's address)."""
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://{env.master_addr}:{env.master_port}",
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timeout,
+    """Join this process to the run's default process group (rank 0 listens at env's address; only on
+    the loopback address for a local launch)."""
+    where: dict[str, Any] = {"init_method": f"tcp://{env.master_addr}:{env.master_port}"}
+    if env.launcher == "local":
+        where = {"store": loopback_store(env, timeout)}
+    dist.init_process_group(backend, rank=env.rank, world_size=env.world_size, timeout=timeout, **where)
+
+
+def loopback_store(env: RankEnv, timeout: timedelta) -> dist.TCPStore:
+    """The rendezvous store of a local launch. torch's TCPStore server listens on every interface of the
+    machine; rank 0 hands it a socket bound to the loopback address instead, so nothing outside this
+    machine can reach it."""
+    if env.rank != 0:
+        return dist.TCPStore(env.master_addr, env.master_port, env.world_size, False, timeout)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((LOOPBACK, env.master_port))
+    listener.listen()
+    return dist.TCPStore(
+        LOOPBACK, env.master_port, env.world_size, True, timeout, False, master_listen_fd=listener.detach()
     )
 
 
@@ -109,7 +126,7 @@ def rank_device(env: RankEnv, device_type: str, backend: str) -> torch.device:
 def free_port() -> int:
     """A TCP port on localhost that nothing listens on right now."""
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((LOOPBACK, 0))
         return probe.getsockname()[1]
 
 
@@ -136,7 +153,7 @@ def _local_rank(
 ) -> None:
     """Entry point of a spawned rank: run main(env, *args), leaving the error in a file when it fails."""
     _exit_with_parent()
-    env = RankEnv(rank, world_size, rank, "127.0.0.1", port, "local")
+    env = RankEnv(rank, world_size, rank, LOOPBACK, port, "local")
     try:
         main(env, *args)
     except BaseException as error:
@@ -146,15 +163,33 @@ def _local_rank(
         raise
 
 
-def _first_failure(error: ProcessRaisedException | ProcessExitedException, error_dir: Path) -> RankFailed:
-    """The rank that failed first: one killed by a signal, else the earliest error written."""
+def _first_failure(
+    error: ProcessRaisedException | ProcessExitedException, error_dir: Path, stopped: list[int]
+) -> RankFailed:
+    """The rank that failed first: one killed by a signal, else a stopped one (the others gave up waiting
+    for it: their errors are only the consequence), else the earliest error written."""
     if isinstance(error, ProcessExitedException) and error.signal_name:
         return RankFailed(error.error_index, f"killed by signal {error.signal_name}")
     written = sorted(error_dir.glob("rank-*.json"), key=lambda p: p.stat().st_mtime_ns)
-    if not written:
+    first = json.loads(written[0].read_text()) if written else None
+    if stopped:
+        seen = f"rank {first['rank']} gave up waiting: {first['error']}" if first else str(error).strip()
+        return RankFailed(stopped[0], f"stopped (SIGSTOP, Ctrl-Z or a debugger) and not responding; {seen}")
+    if first is None:
         return RankFailed(error.error_index, str(error).strip())
-    report = json.loads(written[0].read_text())
-    return RankFailed(report["rank"], report["error"], report["details"].strip())
+    return RankFailed(first["rank"], first["error"], first["details"].strip())
+
+
+def stopped_ranks(processes: list[Any]) -> list[int]:
+    """The ranks whose process is stopped (by SIGSTOP or SIGTSTP, or held by a debugger)."""
+    stopped = []
+    for rank, process in enumerate(processes):
+        try:
+            if psutil.Process(process.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                stopped.append(rank)
+        except psutil.Error:
+            continue
+    return stopped
 
 
 @contextmanager
@@ -186,14 +221,18 @@ def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
                 join=False,
                 start_method="spawn",
             )
+        stopped: list[int] = []
         try:
-            while not context.join(grace_period=1.0):
-                pass
+            while not context.join(timeout=WATCH_S, grace_period=1.0):
+                stopped = stopped_ranks(context.processes)  # seen before a failure stops every rank
         except (ProcessRaisedException, ProcessExitedException) as error:
-            raise _first_failure(error, Path(error_dir)) from None
+            raise _first_failure(error, Path(error_dir), stopped) from None
         finally:
-            for process in context.processes:
-                if process.is_alive():
+            stopped = stopped_ranks(context.processes)
+            for rank, process in enumerate(context.processes):
+                if rank in stopped:
+                    process.kill()  # a stopped process would handle SIGTERM only once continued
+                elif process.is_alive():
                     process.terminate()
             for process in context.processes:
                 process.join(timeout=10)
@@ -203,6 +242,6 @@ def run_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
     """`launch_local`, except that a world of one rank runs in this process (a spawned one would only
     add its start-up)."""
     if world_size == 1:
-        main(RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local"), *args)
+        main(RankEnv(0, 1, 0, LOOPBACK, free_port(), "local"), *args)
         return
     launch_local(world_size, main, *args)

@@ -18,6 +18,7 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
 from gtool.trainer.launch import (
+    LOOPBACK,
     RankEnv,
     environment_rank,
     free_port,
@@ -84,7 +85,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     gtool command in what it prints."""
     env = environment_rank()
     if env is None and config.world_size == 1:
-        env = RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local")
+        env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
         grid = "x".join(map(str, config.grid))
         print(
@@ -104,4 +105,6 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     try:
         main(env, *args)
     except Exception as error:
+        if env.launcher == "local" and dist.is_initialized():
+            dist.destroy_process_group()  # a world of one in this process: no peer waits for it
         raise rank_failure(env.rank, error) from None

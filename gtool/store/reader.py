@@ -16,6 +16,7 @@ from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
+from gtool.store.values import weight_problem
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class TileData:
 
 
 def tile_problem(tile: TileData, height: int, width: int) -> str | None:
-    """What is wrong with a tile's entries (unsorted, duplicated or out-of-range), or None."""
+    """What is wrong with a tile's entries (unsorted, duplicated or out-of-range, weights not finite and
+    positive), or None."""
     if tile.nnz == 0:
         return None
     row_step = np.diff(tile.row)
@@ -44,7 +46,7 @@ def tile_problem(tile: TileData, height: int, width: int) -> str | None:
         return f"row index outside [0, {height})"
     if tile.col.min() < 0 or tile.col.max() >= width:
         return f"column index outside [0, {width})"
-    return None
+    return weight_problem(tile.val)
 
 
 class Store:
@@ -157,7 +159,7 @@ class Store:
         (row0, row1), (col0, col1) = self.tile_bounds(i, j)
         problem = tile_problem(tile, row1 - row0, col1 - col0)
         if problem:
-            raise StoreError(f"{where}: {problem}")
+            raise StoreError(f"{where} (array {layout.tile_group(matrix, i, j)}): {problem}")
         return tile
 
     def iter_tiles(self, matrix: int = 0) -> Iterator[tuple[int, int, TileData]]:

@@ -21,6 +21,7 @@ from gtool.errors import DamagedChunkError
 from gtool.store import layout
 from gtool.store.chunks import Selection, block_rows, has_checksums, missing_chunks_text, read_checked
 from gtool.store.reader import Store, TileData, store_arrays, tile_problem
+from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 Progress = Callable[[int], None]
 """Called with the number of chunks just read."""
@@ -196,8 +197,6 @@ class Verifier:
         tile = TileData(row, col, val)
         (r0, r1), (c0, c1) = self.store.tile_bounds(i, j)
         problem = tile_problem(tile, r1 - r0, c1 - c0)
-        if problem is None and not np.all(np.isfinite(tile.val) & (tile.val > 0)):
-            problem = "weights that are not finite and positive"
         if problem:
             self.problem(f"{where} (array {layout.tile_group(m, i, j)}): {problem}", f"A{m}")
             return None
@@ -292,28 +291,21 @@ class Verifier:
         classes = self.store.num_classes
         for rows, block in self.blocks(layout.FEATURES):
             self.report.node_rows += rows.stop - rows.start
-            if block is not None and not np.all(np.isfinite(block)):
-                bad = rows.start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+            bad = None if block is None else first_non_finite_row(block)
+            if bad is not None:
                 self.problem(
-                    f"array {layout.FEATURES}: non-finite values (first in row {bad})", layout.FEATURES
+                    f"array {layout.FEATURES}: non-finite values (first in row {rows.start + bad})",
+                    layout.FEATURES,
                 )
         for order in ("r", "c"):
-            for rows, labels in self.blocks(layout.LABELS[order]):
-                low, high = (-1, classes - 1) if labels is None or labels.ndim == 1 else (-1, 1)
-                if labels is not None and labels.size and (labels.min() < low or labels.max() > high):
-                    self.problem(
-                        f"array {layout.LABELS[order]}: values outside [{low}, {high}] in rows "
-                        f"{rows.start}-{rows.stop - 1}",
-                        layout.LABELS[order],
-                    )
-            codes = np.array([layout.SPLIT_NONE, *layout.SPLIT_CODES.values()])
-            for rows, split in self.blocks(layout.SPLIT[order]):
-                if split is not None and not np.all(np.isin(split, codes)):
-                    self.problem(
-                        f"array {layout.SPLIT[order]}: codes other than {codes.tolist()} in rows "
-                        f"{rows.start}-{rows.stop - 1}",
-                        layout.SPLIT[order],
-                    )
+            for path, check in (
+                (layout.LABELS[order], lambda labels: label_problem(labels, classes)),
+                (layout.SPLIT[order], split_problem),
+            ):
+                for rows, values in self.blocks(path):
+                    problem = None if values is None else check(values)
+                    if problem:
+                        self.problem(f"array {path}: {problem} in rows {rows.start}-{rows.stop - 1}", path)
 
 
 def chunks_in(array: zarr.Array, selection: Selection) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
@@ -12,7 +13,7 @@ from gtool.preprocess.npyio import header_lock, load_npy
 from gtool.preprocess.sources.cache.entries import work_copy_path
 from gtool.preprocess.sources.cache.extraction import extract_members
 from gtool.preprocess.sources.fileinfo import check_readable
-from gtool.preprocess.sources.npzmember import NpzMember, read_npy_header
+from gtool.preprocess.sources.npzmember import NpzMember, check_data_bytes, read_npy_header
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -52,6 +53,7 @@ class ArrayRef:
         check_readable(self.path)
         with open(self.path, "rb") as f:
             shape, _, dtype = read_npy_header(f, self.where)
+            check_data_bytes(shape, dtype, os.fstat(f.fileno()).st_size - f.tell(), self.where)
         return shape, dtype
 
     @property

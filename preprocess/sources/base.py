@@ -43,6 +43,22 @@ class EdgeChunk(ABC):
         """Read and parse the chunk (raising InputError on malformed input)."""
 
 
+Locate = Callable[[tuple[int, ...]], tuple[int | None, str | None]]
+"""Where an entry (by its position in a block) came from: (line, index) for an InputError."""
+
+
+def refuse_non_finite(values: np.ndarray, where: str, locate: Locate) -> None:
+    """Fail at the first feature value that is NaN or infinite as float32, naming where it came from.
+
+    Every feature source checks what it reads with this, so no source stores a non-finite feature."""
+    bad = ~np.isfinite(values.astype(np.float32, copy=False))
+    if bad.any():
+        position = tuple(int(i) for i in np.argwhere(bad)[0])
+        line, index = locate(position)
+        problem = f"feature {values[position]} is not a finite float32"
+        raise InputError(where, problem, line=line, index=index)
+
+
 class FeatureSource(ABC):
     """Node features, read by rows so that they never need to fit in memory."""
 

@@ -8,6 +8,7 @@ Pickled (object) arrays are refused.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import zipfile
@@ -29,6 +30,9 @@ ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # a class: isal's stubs dec
 STREAM_ERRORS = (zipfile.BadZipFile, zlib.error, ISAL_ERROR, EOFError)
 RAW_DEFLATE = -15
 """wbits of a raw deflate stream (a zip member's data has no zlib header)."""
+MAX_DEFLATE_RATIO = 1032
+"""Deflate expands data at most about 1032-fold: a deflated member holds no more than this times its
+compressed size."""
 
 
 @contextmanager
@@ -73,6 +77,19 @@ def read_npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], bool, np
     return tuple(shape), bool(fortran_order), dtype
 
 
+def check_data_bytes(shape: tuple[int, ...], dtype: np.dtype, available: int, where: str) -> None:
+    """Fail when a header's shape needs more bytes of data than the file (or member) can hold: a
+    truncated file, or a header that lies (shape (2, 10^12) in 24 KB), refused before anything is planned
+    or allocated from that shape."""
+    needed = math.prod(shape) * dtype.itemsize
+    if needed > available:
+        raise InputError(
+            where,
+            f"truncated: its header declares shape {shape} of {dtype}, {needed:,} bytes of data, but at "
+            f"most {max(available, 0):,} bytes are there",
+        )
+
+
 class NpzMember:
     """Array `key` of the .npz at `path`: shape, dtype, order and how it is stored, read lazily."""
 
@@ -91,6 +108,8 @@ class NpzMember:
             with stream_errors(self.where), zf.open(info) as f:
                 self.shape, self.fortran_order, self.dtype = read_npy_header(f, self.where)
                 self.header_bytes = f.tell()
+        stored = MAX_DEFLATE_RATIO * info.compress_size if self.compressed else self.stored_bytes()
+        check_data_bytes(self.shape, self.dtype, min(info.file_size, stored) - self.header_bytes, self.where)
 
     @property
     def size(self) -> int:
@@ -110,6 +129,10 @@ class NpzMember:
         if signature != LOCAL_HEADER_SIGNATURE:
             raise InputError(self.where, "corrupt zip: no local file header where the directory points")
         return self.info.header_offset + LOCAL_HEADER.size + name_len + extra_len
+
+    def stored_bytes(self) -> int:
+        """Bytes of the member's stored data that the file holds (less than the zip says if truncated)."""
+        return min(self.info.compress_size, os.path.getsize(self.path) - self.payload_offset())
 
     def data_offset(self) -> int:
         """Byte offset of the array data inside the zip file (meaningful for stored members only)."""

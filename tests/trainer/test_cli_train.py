@@ -115,6 +115,22 @@ def test_a_killed_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def test_a_stopped_rank_is_named_when_the_others_give_up(store: str, tmp_path: Path) -> None:
+    checkpoints = tmp_path / "checkpoints"
+    flags = ["--epochs", "100000", "--checkpoint", str(checkpoints), "--timeout", "3"]
+    run = start_gtool_train(store, "--grid", "2x1x1", *MODEL, *flags)
+    wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
+    children = psutil.Process(run.pid).children()
+    ranks = sorted((p for p in children if "spawn_main" in " ".join(p.cmdline())), key=lambda p: p.pid)
+    assert len(ranks) == 2
+    ranks[1].suspend()  # SIGSTOP
+    stderr = run.communicate(timeout=60)[1]
+    assert run.returncode == 2
+    assert "error: rank 1 failed: stopped (SIGSTOP" in stderr and "rank 0 gave up waiting" in stderr, stderr
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
 def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
     torchrun += ["--master-port", str(free_port()), "-m", "gtool.cli", "train", store, "--grid", "2x1x1"]

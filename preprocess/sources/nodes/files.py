@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array
-from gtool.preprocess.sources.base import FeatureSource
+from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
 from gtool.preprocess.sources.fileinfo import READ_BYTES, check_readable
 from gtool.preprocess.sources.nodes.arrays import NodeValues, pick_key, read_node_values
 from gtool.preprocess.sources.npzmember import npz_keys
@@ -58,17 +60,14 @@ class FeatureArray(FeatureSource):
         step = max(1, READ_BYTES // max(1, self.num_features * self.dtype.itemsize))
         for start in range(0, len(rows), step):
             part = out[start : start + step]
-            part[...] = arr[rows[start : start + step]]
-            bad = ~np.isfinite(part)
-            if bad.any():
-                i, j = (int(v) for v in np.argwhere(bad)[0])
-                row = int(rows[start + i])
-                raise InputError(
-                    self.ref.file,
-                    f"feature {arr[row, j]} is not a finite float32",
-                    index=f"{self.ref.name}[{row}, {j}]",
-                )
+            block = rows[start : start + step]
+            part[...] = arr[block]
+            refuse_non_finite(part, self.ref.file, functools.partial(self.locate, block))
         return out
+
+    def locate(self, rows: np.ndarray, at: tuple[int, ...]) -> tuple[int | None, str | None]:
+        """The array index of entry `at` of the block of `rows`."""
+        return None, f"{self.ref.name}[{rows[at[0]]}, {at[1]}]"
 
 
 def load_features(path: str) -> FeatureSource:
@@ -106,11 +105,11 @@ def whole_numbers(node_values: NodeValues, what: str) -> np.ndarray:
     return np.where(known, values, -1).astype(np.int64)
 
 
-def load_labels(path: str, num_nodes: int) -> tuple[np.ndarray, int]:
-    """Labels (int64; -1 = unlabelled) and the class count, from .npy/.npz/text.
+def load_labels(path: str, num_nodes: int) -> tuple[np.ndarray, int | None]:
+    """Labels (int64; -1 = unlabelled) and the class count if they declare one, from .npy/.npz/text.
 
-    One label per node (float NaN = unlabelled, as OGB stores them), or an int (N, K) 0/1 multi-label
-    matrix (-1 = unknown) whose class count is K.
+    One label per node (float NaN = unlabelled, as OGB stores them; no class count: the pipeline infers
+    it), or an int (N, K) 0/1 multi-label matrix (-1 = unknown) whose class count is K.
     """
     node_values = read_node_values(path, LABEL_KEYS).squeezed()
     if node_values.values.ndim not in (1, 2):
@@ -127,7 +126,7 @@ def load_labels(path: str, num_nodes: int) -> tuple[np.ndarray, int]:
         )
         return labels, labels.shape[1]
     node_values.fail_first(labels < -1, lambda v: f"expected a class id >= 0 (or -1 for none), got {v}")
-    return labels, int(labels.max(initial=-1)) + 1
+    return labels, None
 
 
 def word_text(word: object) -> str:

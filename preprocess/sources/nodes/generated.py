@@ -7,6 +7,9 @@ import numpy as np
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
 
+DEGREE_CLASSES = 32
+"""Degree-quantile classes made when a source has no labels and --num-classes is not given."""
+
 
 class RandomFeatures(FeatureSource):
     """`--num-features F` uniform random row-normalized features, a pure function of (seed, node)."""

@@ -14,6 +14,7 @@ import pandas as pd
 from gtool.errors import InputError
 
 BLOCK_BYTES = 64 << 20
+NOT_TEXT = "expected comma-separated numbers as UTF-8 text, found other bytes"
 _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
@@ -24,6 +25,8 @@ def first_line_values(path: str) -> int:
             first = f.readline().strip()
     except (OSError, EOFError, zlib.error) as e:
         raise InputError(path, f"cannot read the file ({e})") from None
+    except UnicodeDecodeError:
+        raise InputError(path, NOT_TEXT, line=1) from None
     return first.count(",") + 1 if first else 0
 
 
@@ -96,6 +99,8 @@ def iter_csv_blocks(
         raise InputError(path, f"expected {expected} comma-separated values, found {saw}", line=at) from None
     except (OSError, EOFError, zlib.error) as e:
         raise InputError(path, f"cannot read the file ({e})", line=line) from None
+    except UnicodeDecodeError:
+        raise InputError(path, f"{NOT_TEXT} (on line {line} or later)") from None
 
 
 def read_csv_column(path: str, *, integer: bool, allow_nan: bool = False) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef
-from gtool.preprocess.sources.base import FeatureSource
+from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
 from gtool.preprocess.sources.ogb.arrays import materialize
 from gtool.preprocess.sources.ogb.csvfiles import count_columns
 
@@ -53,4 +53,12 @@ class OgbFeatures(FeatureSource):
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
         if not self.ready or self.array is None:
             raise RuntimeError(f"{self.where}: call prepare(workdir) before reading feature rows")
-        return np.asarray(self.array.open()[rows], dtype=np.float32)
+        block = np.asarray(self.array.open()[rows], dtype=np.float32)
+        refuse_non_finite(block, self.where, lambda at: self.locate(int(rows[at[0]]), at[1]))
+        return block
+
+    def locate(self, row: int, column: int) -> tuple[int | None, str | None]:
+        """Where feature (row, column) is: its line and column in the CSV, else its row and column."""
+        if self.where.endswith(".csv.gz"):
+            return row + 1, f"column {column + 1}"
+        return None, f"row {row}, column {column}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ _NUMERIC_DTYPES = (
     np.float32,
     np.float64,
 )
-_WEIGHTS_ONLY_ERROR = re.compile(r"WeightsUnpickler error: ([^\n]*)")
+_WEIGHTS_ONLY_ERROR = re.compile(r"WeightsUnpickler error:\s*([^\n]+)")
 
 
 def numpy_globals() -> list[Any]:
@@ -43,7 +44,10 @@ def load_pt(path: str) -> Any:
             return torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # torch raises many types for unreadable or unsafe files
         found = _WEIGHTS_ONLY_ERROR.search(str(exc))
-        reason = found.group(1) if found else str(exc).splitlines()[0]
+        reason = found.group(1).strip() if found else next(iter(str(exc).strip().splitlines()), "")
+        reason = reason or type(exc).__name__
+        if not zipfile.is_zipfile(path):
+            reason = f"not a torch.save archive, perhaps a plain pickle ({reason})"
         problem = f"cannot read it with torch.load(weights_only=True): {reason}"
         expected = "expected builtins, tensors or numeric arrays (gtool loads no arbitrary pickles)"
         raise InputError(path, f"{problem}; {expected}") from None

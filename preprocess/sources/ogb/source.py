@@ -93,10 +93,8 @@ class OgbSource(GraphSource):
         return read_split(split_dir, self._num_nodes) if split_dir is not None else None
 
     def node_data(self) -> NodeData:
-        labels, classes = self.labels, self.dataset.info.num_classes
-        if classes is None and labels is not None:
-            classes = int(labels.max(initial=-1)) + 1 or None
-        return NodeData(features=self.features, labels=labels, split=self.split, num_classes=classes)
+        classes = self.dataset.info.num_classes
+        return NodeData(features=self.features, labels=self.labels, split=self.split, num_classes=classes)
 
     def describe(self) -> dict[str, Any]:
         files = self.dataset.files()

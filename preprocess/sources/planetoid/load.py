@@ -14,7 +14,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from gtool.errors import InputError
+from gtool.preprocess.sources.base import refuse_non_finite
 from gtool.preprocess.sources.planetoid.pickles import load_restricted, to_csr
+from gtool.preprocess.sources.text.parse import show
 from gtool.store import layout
 
 NUM_VALID = 500
@@ -33,19 +35,26 @@ class Planetoid:
 def read_test_index(path: str) -> np.ndarray:
     """ind.NAME.test.index: one node id per line."""
     ids = []
-    with open(path) as f:
+    with open(path, "rb") as f:
         for line, text in enumerate(f, start=1):
             try:
                 ids.append(int(text))
             except ValueError:
-                problem = f"expected one integer node id per line, got {text.strip()!r}"
+                problem = f"expected one integer node id per line, got '{show(text.strip())}'"
                 raise InputError(path, problem, line=line) from None
     return np.array(ids, dtype=np.int64)
+
+
+def entry_index(matrix: sp.csr_matrix, k: int) -> str:
+    """Row and column of stored entry k of a CSR matrix."""
+    row = int(np.searchsorted(matrix.indptr, k, side="right")) - 1
+    return f"row {row}, column {int(matrix.indices[k])}"
 
 
 def load_matrix(path: str, columns: int | None = None) -> sp.csr_matrix:
     """A pickled CSR feature matrix (x, tx, allx), with `columns` columns if given."""
     matrix = to_csr(load_restricted(path), path)
+    refuse_non_finite(matrix.data, path, lambda at: (None, entry_index(matrix, at[0])))
     if columns is not None and matrix.shape[1] != columns:
         raise InputError(path, f"{matrix.shape[1]} feature columns, expected {columns} (as in x)")
     return matrix

@@ -10,7 +10,7 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef, check_kind
-from gtool.preprocess.sources.base import FeatureSource
+from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
 from gtool.preprocess.sources.fileinfo import READ_BYTES
 from gtool.preprocess.sources.sparse.compressed import Compressed, read_shape
 
@@ -62,12 +62,5 @@ class CsrFeatures(FeatureSource):
             problem = f"column {int(cols[bad[0]])} is outside 0..{self.num_features - 1}"
             raise InputError(indices.file, problem, index=f"{indices.name}[{k}]")
         values = np.asarray(self.data.open()[positions]).astype(np.float32)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            k = int(positions[bad[0]])
-            raise InputError(
-                self.data.file,
-                f"feature {values[bad[0]]} is not a finite float32",
-                index=f"{self.data.name}[{k}]",
-            )
+        refuse_non_finite(values, self.data.file, lambda at: (None, f"{self.data.name}[{positions[at[0]]}]"))
         return cols, values

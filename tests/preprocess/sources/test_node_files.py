@@ -52,10 +52,10 @@ def test_npz_features_need_a_known_key(tmp_path: Path) -> None:
 def test_labels_int_float_nan_and_multilabel(tmp_path: Path) -> None:
     np.save(tmp_path / "l.npy", np.array([0, 2, -1, 1]))
     labels, classes = load_labels(str(tmp_path / "l.npy"), 4)
-    assert labels.tolist() == [0, 2, -1, 1] and classes == 3 and labels.dtype == np.int64
+    assert labels.tolist() == [0, 2, -1, 1] and classes is None and labels.dtype == np.int64
     np.savez_compressed(tmp_path / "l.npz", node_label=np.array([[1.0], [np.nan], [4.0]]))
     labels, classes = load_labels(str(tmp_path / "l.npz"), 3)
-    assert labels.tolist() == [1, -1, 4] and classes == 5
+    assert labels.tolist() == [1, -1, 4] and classes is None
     np.save(tmp_path / "m.npy", np.array([[0, 1, 1], [1, 0, 0]], dtype=np.int64))
     labels, classes = load_labels(str(tmp_path / "m.npy"), 2)
     assert labels.shape == (2, 3) and classes == 3
@@ -64,7 +64,7 @@ def test_labels_int_float_nan_and_multilabel(tmp_path: Path) -> None:
 def test_text_labels(tmp_path: Path) -> None:
     (tmp_path / "l.txt").write_text("# labels\n3\nnan\n0\n")
     labels, classes = load_labels(str(tmp_path / "l.txt"), 3)
-    assert labels.tolist() == [3, -1, 0] and classes == 4
+    assert labels.tolist() == [3, -1, 0] and classes is None
     (tmp_path / "bad.txt").write_text("# labels\n3\n\n-4\n0\n")
     with pytest.raises(InputError, match="got -4") as info:
         load_labels(str(tmp_path / "bad.txt"), 3)

@@ -288,3 +288,43 @@ def test_split_dict_with_code_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"split_dict.pt: cannot read it with torch.load\(weights_only"):
         open_ogb(str(tmp_path / "data")).node_data()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("form", "bad", "where"),
+    [
+        ("binary", np.nan, "data.npz[node_feat], row 6, column 2"),
+        ("binary", -np.inf, "data.npz[node_feat], row 6, column 2"),
+        ("csv", np.inf, "node-feat.csv.gz, line 7, column 3"),
+    ],
+)
+def test_non_finite_features_are_refused(tmp_path: Path, form: str, bad: float, where: str) -> None:
+    folder = tmp_path / ("ogbn_papers100M" if form == "binary" else "ogbn_arxiv")
+    edges, features, _ = toy_graph()
+    features[6, 2] = bad
+    if form == "binary":
+        write_binary(folder, compressed=False)
+        counts = {"num_nodes_list": np.array([N]), "num_edges_list": np.array([edges.shape[1]])}
+        np.savez(folder / "raw" / "data.npz", edge_index=edges, node_feat=features, **counts)
+    else:
+        write_csv_form(folder)
+        write_csv_gz(folder / "raw" / "node-feat.csv.gz", features)
+    source = open_ogb(str(folder))
+    source.prepare(str(tmp_path / "work"))
+    data = source.node_data()
+    assert data.features is not None
+    with pytest.raises(InputError, match=re.escape(f"{where}: feature {bad} is not a finite float32")):
+        data.features.read_rows(np.arange(N))
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_split_dict_as_plain_pickle_says_why(tmp_path: Path) -> None:
+    write_binary(tmp_path / "data", compressed=True)
+    shutil.rmtree(tmp_path / "data" / "split" / "time")
+    (tmp_path / "data" / "split" / "time").mkdir()
+    (tmp_path / "data" / "split" / "time" / "split_dict.pt").write_bytes(pickle.dumps(SPLIT, protocol=4))
+    with pytest.raises(InputError) as info:
+        open_ogb(str(tmp_path / "data")).node_data()
+    assert info.value.where.endswith("split_dict.pt")
+    reason = "not a torch.save archive, perhaps a plain pickle (Unsupported operand"
+    assert info.value.problem.startswith(f"cannot read it with torch.load(weights_only=True): {reason}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +34,36 @@ class ShortHandler(http.server.SimpleHTTPRequestHandler):
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
+
+
+class ErrorPageHandler(QuietHandler):
+    """Answers every request with status 200 and an HTML page, as some proxies and portals do."""
+
+    def do_GET(self) -> None:
+        page = b"<html><body>Sorry, this page is not available</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+
+class UntypedErrorPageHandler(ErrorPageHandler):
+    """The same page, announced as binary data."""
+
+    def send_header(self, keyword: str, value: str) -> None:
+        super().send_header(keyword, "application/octet-stream" if keyword == "Content-Type" else value)
+
+
+class CutWithoutLengthHandler(QuietHandler):
+    """Sends half of each file without a Content-Length and closes: the client cannot tell it is cut."""
+
+    def do_GET(self) -> None:
+        data = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
 
 
 @pytest.fixture
@@ -111,3 +143,39 @@ def test_shard_cora_by_name(tmp_path: Path, cora_dir: Path) -> None:
     store = open_store(str(out))
     assert (store.num_nodes, store.num_features, store.num_classes) == (2708, 1433, 7)
     assert (tmp_path / "data" / "planetoid" / "cora" / "ind.cora.graph").is_file()
+
+
+@pytest.mark.parametrize("url", ["ftp://mirror.example/planetoid", "data:,hello", "/srv/planetoid"])
+def test_only_http_and_file_urls(tmp_path: Path, url: str) -> None:
+    env = {URL_VARIABLE: url, "GTOOL_DATA": str(tmp_path / "data")}
+    result = CliRunner().invoke(app, ["shard", "cora", "-o", str(tmp_path / "s.zarr"), "-q"], env=env)
+    assert result.exit_code == 2, result.output
+    assert f"error: {URL_VARIABLE}: expected an http://, https:// or file:// URL" in result.output
+    assert not (tmp_path / "data").exists() and not (tmp_path / "s.zarr").exists()
+
+
+@pytest.mark.parametrize(
+    ("handler", "problem"),
+    [
+        (ErrorPageHandler, "the server sent an HTML page"),
+        (UntypedErrorPageHandler, "not the published ind.cora.x (SHA-256"),
+        (CutWithoutLengthHandler, "not the published ind.cora.x (SHA-256"),
+    ],
+)
+def test_only_the_published_files_are_kept(
+    tmp_path: Path, cora_dir: Path, serve, monkeypatch: pytest.MonkeyPatch, handler: type, problem: str
+) -> None:
+    monkeypatch.setenv(URL_VARIABLE, serve(cora_dir, handler))
+    with pytest.raises(InputError, match=re.escape(problem)) as info:
+        fetch_planetoid("cora", str(tmp_path / "root"), progress=False)
+    assert info.value.where.endswith("/ind.cora.x")
+    assert not list((tmp_path / "root").rglob("ind.*"))
+
+
+def test_a_changed_file_already_there_is_refused(tmp_path: Path, cora_dir: Path) -> None:
+    folder = tmp_path / "planetoid" / "cora"
+    shutil.copytree(cora_dir, folder)
+    (folder / "ind.cora.ty").chmod(0o644)
+    (folder / "ind.cora.ty").write_bytes(b"<html>error</html>")
+    with pytest.raises(InputError, match=r"not the published ind.cora.ty .*; delete it to download it again"):
+        fetch_planetoid("cora", str(tmp_path), progress=False)

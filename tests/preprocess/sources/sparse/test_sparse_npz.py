@@ -76,7 +76,7 @@ def test_benchmark_graph_with_features_and_labels(tmp_path: Path) -> None:
     source = open_edge_file(str(tmp_path / "g.npz"))
     assert multiset(*read_all(source, tmp_path / "work", 100)) == entries(rmat_matrix().tocsr())
     data = source.node_data()
-    assert data.labels.tolist() == labels.tolist() and data.num_classes == int(labels.max()) + 1
+    assert data.labels.tolist() == labels.tolist() and data.num_classes is None
     rows = np.array([0, 3, 4, 100, 255])
     reader = pickle.loads(pickle.dumps(data.features))
     np.testing.assert_array_equal(reader.read_rows(rows), features[rows])

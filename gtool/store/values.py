@@ -1,0 +1,43 @@
+"""The value invariants of a store's arrays (docs/store-format.md, invariants 3 and 6): what `gtool verify`
+checks for the whole store and the loader for what each rank reads. Each check returns what is wrong,
+or None."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gtool.store import layout
+
+SPLIT_VALUES = np.array([layout.SPLIT_NONE, *layout.SPLIT_CODES.values()])
+
+
+def weight_problem(values: np.ndarray) -> str | None:
+    """Adjacency weights must be finite and positive."""
+    bad = ~(np.isfinite(values) & (values > 0))
+    if not bad.any():
+        return None
+    k = int(np.flatnonzero(bad)[0])
+    return f"weights that are not finite and positive (entry {k} is {values[k]})"
+
+
+def label_problem(labels: np.ndarray, num_classes: int) -> str | None:
+    """Class ids must lie in [-1, num_classes) (-1: unlabelled); multi-label entries in {-1, 0, 1}."""
+    low, high = (layout.LABEL_NONE, num_classes - 1) if labels.ndim == 1 else (layout.LABEL_NONE, 1)
+    if labels.size and (labels.min() < low or labels.max() > high):
+        return f"values outside [{low}, {high}]"
+    return None
+
+
+def split_problem(split: np.ndarray) -> str | None:
+    """Split codes must be -1 (none), 0 (train), 1 (valid) or 2 (test)."""
+    if np.all(np.isin(split, SPLIT_VALUES)):
+        return None
+    return f"codes other than {SPLIT_VALUES.tolist()}"
+
+
+def first_non_finite_row(block: np.ndarray) -> int | None:
+    """The first row of a feature block holding NaN or an infinity, or None when every value is finite."""
+    finite = np.isfinite(block)
+    if finite.all():
+        return None
+    return int(np.flatnonzero(~finite.reshape(finite.shape[0], -1).all(axis=1))[0])

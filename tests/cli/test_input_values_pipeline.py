@@ -1,0 +1,102 @@
+"""Input values refused once `gtool shard` has started its cluster, before they are planned or stored:
+non-finite features of an OGB dataset, a feature width no chunk or task can hold, one stray label."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from typer.testing import CliRunner
+
+from gtool.cli.main import app
+from gtool.preprocess import pipeline
+
+pytestmark = pytest.mark.integration  # starts the pipeline's (one-worker) cluster
+
+N = 20
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    """The one error line of a refused `gtool shard ... -o tmp/s.zarr`; checks that nothing is left."""
+    out = tmp_path / "s.zarr"
+    result = CliRunner().invoke(
+        app, ["shard", *args, "-o", str(out), "-q", "-w", "1"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 2, result.output
+    assert not out.exists() and not list(tmp_path.glob(".s.zarr*"))
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.output
+    return errors[0]
+
+
+def ring() -> sp.csr_matrix:
+    return sp.csr_matrix(sp.eye(N, k=1) + sp.eye(N, k=1 - N))
+
+
+def benchmark_graph(path: Path, attr_shape: tuple[int, int], labels: np.ndarray) -> Path:
+    """A GNN-benchmark .npz of a ring of N nodes with one feature per node."""
+    adj, attr = ring(), sp.csr_matrix(np.eye(N, 4, dtype=np.float32))
+    np.savez(
+        path,
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=np.array(adj.shape),
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=np.array(attr_shape),
+        labels=labels,
+    )
+    return path
+
+
+def test_ogb_non_finite_feature(tmp_path: Path) -> None:
+    raw = tmp_path / "ogbn_papers100M" / "raw"
+    raw.mkdir(parents=True)
+    edges = np.stack([np.arange(N), (np.arange(N) + 1) % N])
+    features = np.ones((N, 3), np.float32)
+    features[11, 1] = -np.inf
+    counts = {"num_nodes_list": np.array([N]), "num_edges_list": np.array([N])}
+    np.savez(raw / "data.npz", edge_index=edges, node_feat=features, **counts)
+    np.savez(raw / "node-label.npz", node_label=np.zeros((N, 1), np.float32))
+    split = tmp_path / "ogbn_papers100M" / "split" / "time"
+    split.mkdir(parents=True)
+    for name, ids in (("train", b"0\n1\n"), ("valid", b"2\n"), ("test", b"3\n")):
+        (split / f"{name}.csv.gz").write_bytes(gzip.compress(ids))
+    line = refused(tmp_path, str(tmp_path / "ogbn_papers100M"), "--tiles", "2x2")
+    assert f"{raw / 'data.npz'}[node_feat], row 11, column 1: feature -inf is not a finite float32" in line
+
+
+def test_feature_width_no_chunk_holds_refused_before_planning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*args: object) -> None:
+        raise AssertionError("feature writes planned")
+
+    monkeypatch.setattr(pipeline, "feature_tasks", never)
+    graph = benchmark_graph(tmp_path / "g.npz", (N, 10**9), np.arange(N) % 4)
+    line = refused(tmp_path, str(graph), "--tiles", "2x2")
+    assert f"{graph}[attr_data]: 1,000,000,000 features per node: a row of float32 is more than" in line
+    graph = benchmark_graph(tmp_path / "g.npz", (N, 10**7), np.arange(N) % 4)
+    line = refused(tmp_path, str(graph), "--tiles", "2x2", "--memory-limit", "330MB")
+    assert "10,000,000 features per node: writing one row takes about 114 MB, more than the" in line
+
+
+def test_one_stray_label(tmp_path: Path) -> None:
+    labels = np.arange(N) % 4
+    labels[7] = 10**9
+    graph = benchmark_graph(tmp_path / "g.npz", (N, 4), labels)
+    line = refused(tmp_path, str(graph), "--tiles", "2x2")
+    assert "error: g.npz: the largest label, 1,000,000,000, would make 1,000,000,001 classes" in line
+    assert "give the class count with --num-classes" in line
+    np.save(tmp_path / "y.npy", labels)
+    line = refused(tmp_path, "grid:4x5", "--tiles", "2x2", "--labels", str(tmp_path / "y.npy"))
+    assert "would make 1,000,000,001 classes" in line
+    line = refused(
+        tmp_path, "grid:4x5", "--tiles", "2x2", "--labels", str(tmp_path / "y.npy"), "--num-classes", "4"
+    )
+    assert f"{tmp_path / 'y.npy'}, node 7: label 1000000000 is >= the 4 classes --num-classes gives" in line
