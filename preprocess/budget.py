@@ -20,6 +20,8 @@ MIN_CHUNK_EDGES = 1 << 16
 MAX_CHUNK_EDGES = 1 << 21
 MIN_GROUP_ENTRIES = 1 << 18
 MAX_GROUP_ENTRIES = 1 << 23
+MIN_FEATURE_PIECE_BYTES = 8 * MB
+MAX_FEATURE_PIECE_BYTES = 1 << 30
 TASKS_PER_WORKER = 8
 """Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
 
@@ -97,3 +99,12 @@ class Budget:
         if total:
             allowed = min(allowed, total // (TASKS_PER_WORKER * self.concurrency))
         return int(max(MIN_GROUP_ENTRIES, allowed))
+
+    def feature_piece_bytes(self, total: int) -> int:
+        """Bytes of features one task permuting them holds (twice: as read and reordered): a third of its
+        share, and no more than keeps TASKS_PER_WORKER tasks for every worker when `total` bytes are to
+        be permuted."""
+        allowed = min(
+            MAX_FEATURE_PIECE_BYTES, self.per_task // 3, total // (TASKS_PER_WORKER * self.concurrency)
+        )
+        return int(max(MIN_FEATURE_PIECE_BYTES, allowed))

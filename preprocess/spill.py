@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -65,18 +66,39 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
     literal_eval behind a lock) and np.memmap cost ~0.2 ms a file, more than most of the thousands of
     slices a run reads take to copy. Any other header goes through numpy."""
     with open(path, "rb") as file:
-        start = file.read(10)
-        size = int.from_bytes(start[8:10], "little") if start[:8] == b"\x93NUMPY\x01\x00" else 0
-        match = _HEADER.match(file.read(size).decode("latin1")) if size else None
-        if match is None:
+        header = _read_header(file)
+        if header is None:
             return load_npy(path, mmap)
-        dtype = np.dtype(match.group(1))
-        shape = tuple(int(d) for d in match.group(2).replace(" ", "").split(",") if d)
+        dtype, shape, offset = header
         count = math.prod(shape)
         if not mmap or count == 0:
             return np.fromfile(file, dtype=dtype, count=count).reshape(shape)
         mapped = mmap_module.mmap(file.fileno(), 0, access=mmap_module.ACCESS_READ)
-    return np.frombuffer(mapped, dtype=dtype, count=count, offset=10 + size).reshape(shape)
+    return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+def load_rows(path: str, start: int, stop: int) -> np.ndarray:
+    """Rows [start, stop) of a spill array, read in one sequential pass (no memory map to fault in)."""
+    with open(path, "rb") as file:
+        header = _read_header(file)
+        if header is None:
+            return np.array(load_npy(path)[start:stop])
+        dtype, shape, offset = header
+        row = math.prod(shape[1:])
+        file.seek(offset + start * row * dtype.itemsize)
+        return np.fromfile(file, dtype=dtype, count=(stop - start) * row).reshape((stop - start,) + shape[1:])
+
+
+def _read_header(file: BinaryIO) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """dtype, shape and data offset of a .npy whose header is the one np.save writes for spill arrays;
+    the file is left at the data. None for any other header."""
+    start = file.read(10)
+    size = int.from_bytes(start[8:10], "little") if start[:8] == b"\x93NUMPY\x01\x00" else 0
+    match = _HEADER.match(file.read(size).decode("latin1")) if size else None
+    if match is None:
+        return None
+    shape = tuple(int(d) for d in match.group(2).replace(" ", "").split(",") if d)
+    return np.dtype(match.group(1)), shape, 10 + size
 
 
 def release(path: str) -> None:

@@ -35,6 +35,8 @@ UNKNOWN = -2
 class FeatureArray(FeatureSource):
     """Features in a memory-mapped 1-D or 2-D numeric array (.npy, or an .npz member), read by rows."""
 
+    on_disk = True
+
     def __init__(self, ref: ArrayRef):
         shape, dtype = ref.header()
         check_kind(dtype, ref.where, "numeric features", "biuf")
@@ -59,16 +61,28 @@ class FeatureArray(FeatureSource):
         for start in range(0, len(rows), step):
             part = out[start : start + step]
             part[...] = arr[rows[start : start + step]]
-            bad = ~np.isfinite(part)
-            if bad.any():
-                i, j = (int(v) for v in np.argwhere(bad)[0])
-                row = int(rows[start + i])
-                raise InputError(
-                    self.ref.file,
-                    f"feature {arr[row, j]} is not a finite float32",
-                    index=f"{self.ref.name}[{row}, {j}]",
-                )
+            self.check_finite(part, rows[start : start + step])
         return out
+
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        values = self.ref.read_span(start, stop)
+        out = np.asarray(values.reshape(-1, self.num_features), dtype=np.float32)
+        self.check_finite(out, np.arange(start, stop))
+        return out
+
+    def check_finite(self, part: np.ndarray, rows: np.ndarray) -> None:
+        """Fail on the first value of `part` (float32 rows `rows` of the input) that is not finite."""
+        bad = ~np.isfinite(part)
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            row = int(rows[i])
+            arr = self.ref.open()
+            value = arr[row, j] if arr.ndim == 2 else arr[row]
+            raise InputError(
+                self.ref.file,
+                f"feature {value} is not a finite float32",
+                index=f"{self.ref.name}[{row}, {j}]",
+            )
 
 
 def load_features(path: str) -> FeatureSource:

@@ -14,6 +14,8 @@ from gtool.preprocess.sources.ogb.csvfiles import count_columns
 class OgbFeatures(FeatureSource):
     """N x F features read by rows from a memory-mapped array; `prepare` makes that array when needed."""
 
+    on_disk = True
+
     def __init__(self, where: str, num_rows: int, num_features: int, array: ArrayRef | None):
         self.where = where
         self.num_features = num_features
@@ -51,6 +53,12 @@ class OgbFeatures(FeatureSource):
         self.ready = True
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.prepared_array().open()[rows], dtype=np.float32)
+
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        return np.asarray(self.prepared_array().read_span(start, stop), dtype=np.float32)
+
+    def prepared_array(self) -> ArrayRef:
         if not self.ready or self.array is None:
             raise RuntimeError(f"{self.where}: call prepare(workdir) before reading feature rows")
-        return np.asarray(self.array.open()[rows], dtype=np.float32)
+        return self.array
