@@ -101,10 +101,10 @@ class Budget:
         return int(max(MIN_GROUP_ENTRIES, allowed))
 
     def feature_piece_bytes(self, total: int) -> int:
-        """Bytes of features one task permuting them holds (twice: as read and reordered): a third of its
-        share, and no more than keeps TASKS_PER_WORKER tasks for every worker when `total` bytes are to
-        be permuted."""
+        """Bytes of features one task permuting them holds (a block as read, or a bucket being assembled,
+        with a slice of a block beside it): half its share, and no more than keeps TASKS_PER_WORKER tasks
+        for every worker when `total` bytes are to be permuted."""
         allowed = min(
-            MAX_FEATURE_PIECE_BYTES, self.per_task // 3, total // (TASKS_PER_WORKER * self.concurrency)
+            MAX_FEATURE_PIECE_BYTES, self.per_task // 2, total // (TASKS_PER_WORKER * self.concurrency)
         )
         return int(max(MIN_FEATURE_PIECE_BYTES, allowed))

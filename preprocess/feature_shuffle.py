@@ -75,8 +75,7 @@ def route_block(index: int, shuffle: FeatureShuffle, features: FeatureSource) ->
     stop = min(start + shuffle.block_rows, shuffle.num_nodes)
     rows = features.read_block(start, stop)
     positions = np.asarray(spill.load(shuffle.positions)[start:stop])
-    order = np.argsort(positions, kind="stable")
-    spill.save_to(rows[order], shuffle.block_file(index))
+    spill.save_rows_in_order(rows, np.argsort(positions, kind="stable"), shuffle.block_file(index))
     counts = np.bincount(positions // shuffle.bucket_rows, minlength=shuffle.buckets)
     return RoutedBlock(index, counts)
 
@@ -89,12 +88,13 @@ def assemble_bucket(index: int, shuffle: FeatureShuffle, routed: list[RoutedBloc
     source_blocks = np.asarray(spill.load(shuffle.pc)[start:stop]) // shuffle.block_rows
     targets = np.argsort(source_blocks, kind="stable")
     out = np.empty((stop - start, shuffle.metadata.shape[1]), dtype=np.float32)
+    counts = np.stack([block.counts for block in sorted(routed, key=lambda b: b.index)])
+    firsts = counts[:, :index].sum(axis=1)
+    buffer = np.empty((int(counts[:, index].max(initial=0)), out.shape[1]), dtype=np.float32)
     placed = 0
-    for block in sorted(routed, key=lambda b: b.index):
-        count = int(block.counts[index])
+    for block, (first, count) in enumerate(zip(firsts.tolist(), counts[:, index].tolist(), strict=True)):
         if count:
-            first = int(block.counts[:index].sum())
-            rows = spill.load_rows(shuffle.block_file(block.index), first, first + count)
+            rows = spill.read_rows_into(shuffle.block_file(block), first, first + count, buffer)
             out[targets[placed : placed + count]] = rows
             placed += count
     if placed != stop - start:

@@ -55,6 +55,18 @@ def save_to(array: np.ndarray, path: str) -> None:
     np.save(path, array, allow_pickle=False)
 
 
+def save_rows_in_order(rows: np.ndarray, order: np.ndarray, path: str, piece_bytes: int = 16 << 20) -> None:
+    """Write rows[order] as .npy, gathered and written a piece at a time (no second copy of `rows`)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    step = max(1, piece_bytes // max(1, rows[:1].nbytes))
+    header = np.lib.format.header_data_from_array_1_0(rows)
+    header["shape"] = (order.shape[0],) + rows.shape[1:]
+    with open(path, "wb") as file:
+        np.lib.format.write_array_header_1_0(file, header)
+        for start in range(0, order.shape[0], step):
+            rows[order[start : start + step]].tofile(file)
+
+
 _HEADER = re.compile(r"\{'descr': '([<>|][a-z][0-9]+)', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \}")
 """The header np.save writes for the arrays of a spill directory (C order, plain numeric dtype)."""
 
@@ -77,16 +89,19 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
     return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset).reshape(shape)
 
 
-def load_rows(path: str, start: int, stop: int) -> np.ndarray:
-    """Rows [start, stop) of a spill array, read in one sequential pass (no memory map to fault in)."""
+def read_rows_into(path: str, start: int, stop: int, buffer: np.ndarray) -> np.ndarray:
+    """Rows [start, stop) of a spill array read in one sequential pass into the front of `buffer` (of the
+    array's dtype and row shape, at least stop - start rows); returns that part of it."""
     with open(path, "rb") as file:
         header = _read_header(file)
         if header is None:
-            return np.array(load_npy(path)[start:stop])
+            raise ValueError(f"{path}: not a spill array")
         dtype, shape, offset = header
-        row = math.prod(shape[1:])
-        file.seek(offset + start * row * dtype.itemsize)
-        return np.fromfile(file, dtype=dtype, count=(stop - start) * row).reshape((stop - start,) + shape[1:])
+        part = buffer[: stop - start]
+        file.seek(offset + start * part[:1].nbytes)
+        if file.readinto(memoryview(part).cast("B")) != part.nbytes:
+            raise ValueError(f"{path}: truncated, rows {start}-{stop} of {shape[0]} are not all there")
+        return part
 
 
 def _read_header(file: BinaryIO) -> tuple[np.dtype, tuple[int, ...], int] | None:

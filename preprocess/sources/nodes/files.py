@@ -67,7 +67,11 @@ class FeatureArray(FeatureSource):
     def read_block(self, start: int, stop: int) -> np.ndarray:
         values = self.ref.read_span(start, stop)
         out = np.asarray(values.reshape(-1, self.num_features), dtype=np.float32)
-        self.check_finite(out, np.arange(start, stop))
+        step = max(1, READ_BYTES // max(1, self.num_features * 4))
+        for first in range(0, len(out), step):
+            self.check_finite(
+                out[first : first + step], np.arange(start + first, min(start + first + step, stop))
+            )
         return out
 
     def check_finite(self, part: np.ndarray, rows: np.ndarray) -> None:
