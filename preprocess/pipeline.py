@@ -220,6 +220,8 @@ class ShardRun:
             bytes_written=0,
             peak_rss_mb=0.0,
             stage_seconds=self.timings,
+            stage_io=self.stages.stage_io(),
+            concurrency=self.concurrency,
         )
 
     def budget(self, n: int) -> Budget:
