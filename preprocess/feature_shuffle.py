@@ -19,6 +19,9 @@ from gtool.preprocess.chunk_writer import ChunkSink, write_chunk
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
 
+INDEX_BYTES_PER_ROW = 24
+"""What a task holds per row beside the features: positions, the sorting order, targets (8 bytes each)."""
+
 
 @dataclass(frozen=True)
 class FeatureShuffle:
@@ -50,13 +53,14 @@ class FeatureShuffle:
 def plan_shuffle(
     store: str, metadata: ArrayV3Metadata, positions: str, pc: str, spill_root: str, piece_bytes: int
 ) -> FeatureShuffle:
-    """Blocks and buckets of about `piece_bytes` of features each (buckets rounded to whole chunks).
+    """Blocks and buckets of about `piece_bytes` each, features and index arrays (buckets rounded to whole
+    chunks).
 
     `positions` (original node -> output position) and `pc` (output position -> original node) are
     spilled permutations."""
     num_nodes, num_features = metadata.shape
     chunk_rows = metadata.chunk_grid.chunk_shape[0]
-    rows = max(1, piece_bytes // (4 * max(1, num_features)))
+    rows = max(1, piece_bytes // (4 * max(1, num_features) + INDEX_BYTES_PER_ROW))
     bucket_rows = max(1, rows // chunk_rows) * chunk_rows
     return FeatureShuffle(num_nodes, rows, bucket_rows, positions, pc, spill_root, store, metadata)
 

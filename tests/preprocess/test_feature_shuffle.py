@@ -12,7 +12,13 @@ import zarr
 from gtool.errors import InputError
 from gtool.preprocess.budget import MB, Budget
 from gtool.preprocess.chunk_writer import ChunkSink, array_metadata
-from gtool.preprocess.feature_shuffle import FeatureShuffle, assemble_bucket, route_block
+from gtool.preprocess.feature_shuffle import (
+    INDEX_BYTES_PER_ROW,
+    FeatureShuffle,
+    assemble_bucket,
+    plan_shuffle,
+    route_block,
+)
 from gtool.preprocess.node_writer import FeatureRows, write_feature_rows
 from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.arrays import ArrayRef
@@ -88,3 +94,12 @@ def test_feature_pieces_follow_the_budget():
     assert piece <= budget.per_task // 2
     assert 256 * MB < piece <= 8_000_000 * 128 * 4 // 8
     assert Budget(2 << 30, 1000, 2).feature_piece_bytes(1000) == 8 * MB
+
+
+def test_blocks_and_buckets_fit_the_piece_and_buckets_hold_whole_chunks():
+    metadata = array_metadata("float32", (10_000, 3), (70, 3))
+    shuffle = plan_shuffle("s.zarr", metadata, "ipc.npy", "pc.npy", "spill", 500 * (12 + INDEX_BYTES_PER_ROW))
+    assert shuffle.block_rows == 500 and shuffle.bucket_rows == 490
+    assert (shuffle.blocks, shuffle.buckets) == (20, 21)
+    tiny = plan_shuffle("s.zarr", metadata, "ipc.npy", "pc.npy", "spill", 1)
+    assert tiny.block_rows == 1 and tiny.bucket_rows == 70
