@@ -97,6 +97,13 @@ class TrainConfig(Options):
         return getattr(torch, self.model.dtype)
 
     @property
+    def cast_dtype(self) -> torch.dtype | None:
+        """What the all-reduces of H, Q, dH and dF carry if not the training dtype (bf16), else None."""
+        import torch  # here: the command line reads configurations without loading torch
+
+        return torch.bfloat16 if self.model.comm_dtype == "bf16" else None
+
+    @property
     def world_size(self) -> int:
         gx, gy, gz = self.grid
         return gx * gy * gz

@@ -1,16 +1,18 @@
-"""The two halves of a 3D-parallel GCN layer as autograd functions (../shared/docs/3d-gcn.md).
+"""The two halves of a 3D-parallel GCN layer as autograd functions (docs/3d-gcn.md).
 
 With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group of A[a, b] @ F[b, c]
 and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
 H @ W[c, b] and, backward, dH = sum over the b-group of dQ W^T and the partial dW = H^T dQ (summed by
 the weight's `ShardedBlock`). The SpMM runs in row blocks, each reduced asynchronously as soon as it is
-done so that its communication overlaps the next block's computation.
+done so that its communication overlaps the next block's computation. The all-reduces of H, Q, dH and
+dF name a cast slot: with `--comm-dtype bf16` they carry bfloat16 (gtool.trainer.distributed.CastBuffers).
 """
 
 from __future__ import annotations
 
 import torch
 
+from gtool.loader.csr import csr_tensor
 from gtool.loader.rank_data import AdjacencyShard
 from gtool.trainer.distributed import AxisGroup, Pending
 from gtool.trainer.timing import PhaseTimer
@@ -22,12 +24,11 @@ def csr_row_block(csr: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     """Rows [start, stop) of a sparse CSR matrix, as a CSR matrix sharing its index and value memory."""
     crow = csr.crow_indices()
     lo, hi = int(crow[start]), int(crow[stop])
-    return torch.sparse_csr_tensor(
+    return csr_tensor(
         crow[start : stop + 1] - lo,
         csr.col_indices()[lo:hi],
         csr.values()[lo:hi],
-        size=(stop - start, csr.shape[1]),
-        check_invariants=False,
+        (stop - start, csr.shape[1]),
     )
 
 
@@ -54,17 +55,20 @@ class BlockedAdjacency:
         self.transpose_blocks = split_rows(shard.transpose.to(dtype), blocks)
 
 
-def _blocked_product(blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer):
-    """(blocks @ dense) summed over `group`, each row block's sum started as soon as the block is done."""
+def _blocked_product(
+    blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer, operand: str
+):
+    """(blocks @ dense) summed over `group`, each row block's sum started as soon as the block is done
+    (cast slot: the operand's name and the block's index)."""
     rows = blocks[-1][1]
     out = dense.new_empty(rows, dense.shape[1])
     dense = dense.contiguous()
     pending: list[Pending] = []
-    for lo, hi, block in blocks:
+    for index, (lo, hi, block) in enumerate(blocks):
         with timer.phase("spmm"):
             torch.mm(block, dense, out=out[lo:hi])
         if group is not None:
-            pending.append(group.all_reduce_async(out[lo:hi]))
+            pending.append(group.all_reduce_async(out[lo:hi], slot=(operand, index)))
     for work in pending:
         work.wait()
     return out
@@ -74,13 +78,14 @@ class _Aggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, features, adjacency, reduce_group, grad_group, timer):
         ctx.adjacency, ctx.grad_group, ctx.timer = adjacency, grad_group, timer
-        return _blocked_product(adjacency.blocks, features, reduce_group, timer)
+        return _blocked_product(adjacency.blocks, features, reduce_group, timer, "H")
 
     @staticmethod
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
-        grad_features = _blocked_product(ctx.adjacency.transpose_blocks, grad, ctx.grad_group, ctx.timer)
+        blocks = ctx.adjacency.transpose_blocks
+        grad_features = _blocked_product(blocks, grad, ctx.grad_group, ctx.timer, "dF")
         return grad_features, None, None, None, None
 
 
@@ -105,7 +110,7 @@ class _Transform(torch.autograd.Function):
         ctx.input_group, ctx.timer = input_group, timer
         with timer.phase("dense"):
             out = hidden @ weight
-        return output_group.all_reduce(out)
+        return output_group.all_reduce(out, slot="Q")
 
     @staticmethod
     def backward(ctx, grad):
@@ -115,7 +120,7 @@ class _Transform(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             with ctx.timer.phase("dense"):
                 grad_hidden = grad @ weight.T
-            pending = ctx.input_group.all_reduce_async(grad_hidden)
+            pending = ctx.input_group.all_reduce_async(grad_hidden, slot="dH")
         if ctx.needs_input_grad[1]:
             with ctx.timer.phase("dense"):
                 grad_weight = hidden.T @ grad

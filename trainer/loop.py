@@ -18,7 +18,7 @@ from gtool.trainer.optim import build_optimizer
 from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 
 
-def _targets(data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device) -> Targets:
+def logit_targets(data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device) -> Targets:
     """Labels and splits of the last layer's output block."""
     last, num_classes = model.layers[-1], model.dims[-1]
     if data.label_rows != last.rows or data.labels.shape[0] != last.rows.size:
@@ -42,7 +42,7 @@ class Trainer:
         self.comm = comm
         self.config = config
         self.model = ParallelGCN(data, comm, config, device)
-        self.targets = _targets(data, self.model, comm, device)
+        self.targets = logit_targets(data, self.model, comm, device)
         self.optimizer = build_optimizer(self.model.parameters(), config)
 
     def step(self, epoch: int) -> torch.Tensor:
@@ -67,7 +67,14 @@ class Trainer:
         loss = self.step(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        record = EpochRecord(epoch=epoch, loss=float(loss), seconds=seconds, **phases)
+        record = EpochRecord(
+            epoch=epoch,
+            loss=float(loss),
+            seconds=seconds,
+            spmm=phases["spmm"],
+            dense=phases["dense"],
+            comm=phases["comm"],
+        )
         record.comm_bytes = self.comm_bytes()
         return record
 
@@ -141,7 +148,9 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
     history, first_epoch = History(), 1
     checkpoints = None
     if config.runtime.checkpoint:
-        checkpoints = Checkpoints(config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer))
+        checkpoints = Checkpoints(
+            config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer), asdict(config.model)
+        )
         if config.runtime.resume:
             history, first_epoch = resume(trainer, checkpoints, reporter, device)
     summary = Summary(history)

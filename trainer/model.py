@@ -14,16 +14,19 @@ from gtool.trainer.randomness import initial_weight
 from gtool.trainer.sharding import ShardedBlock
 
 
-def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
-    """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
-    layer = geometry.layer
-    in_dim, out_dim = dims[layer], dims[layer + 1]
-    full = initial_weight(seed, layer, in_dim, out_dim, dtype)
-    in_cols, out_cols = geometry.in_cols(in_dim), geometry.out_cols(out_dim)
-    block = torch.zeros(in_cols.size, out_cols.size, dtype=dtype)
+def block_of_weight(geometry: LayerGeometry, full: torch.Tensor) -> torch.Tensor:
+    """This rank's zero-padded block W[in band c, out band b] of the full weight `full` (D_l x D_l+1)."""
+    in_cols, out_cols = geometry.in_cols(full.shape[0]), geometry.out_cols(full.shape[1])
+    block = full.new_zeros(in_cols.size, out_cols.size)
     real = full[padded_slice(in_cols), padded_slice(out_cols)]
     block[: real.shape[0], : real.shape[1]] = real
     return block
+
+
+def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
+    layer = geometry.layer
+    return block_of_weight(geometry, initial_weight(seed, layer, dims[layer], dims[layer + 1], dtype))
 
 
 def blocked_shards(data: RankData, blocks: int, dtype: torch.dtype) -> list[BlockedAdjacency]:
@@ -111,7 +114,10 @@ class ParallelGCN:
 
     def input_block(self) -> torch.Tensor:
         """F_0[band b, feature band c] of layer 0: the stored or the learned features."""
-        return self.learned_features.full() if self.learned_features is not None else self.features
+        if self.learned_features is not None:
+            return self.learned_features.full()
+        assert self.features is not None  # kept whenever they are not learned
+        return self.features
 
     def input_placement(self, layer: int) -> tuple[int, int, int, int]:
         """(first row, rows, first column, columns) of layer `layer`'s input block, padded, global."""
@@ -129,14 +135,29 @@ class ParallelGCN:
         one byte per element of the next input (positive and kept); masks are recomputed, never stored.
         A layer's input is released once aggregated, its aggregate once transformed (unless saved).
         """
+        return self.propagate(range(len(self.layers)), epoch, training)
+
+    def first_input(self, epoch: int, training: bool) -> torch.Tensor:
+        """Layer 0's input block, with its dropout when `training`."""
+        x = self.input_block()
+        if training and self.config.model.dropout > 0:
+            with self.comm.timer.phase("dense"):
+                x = dropout(x, self.mask(0, epoch), self.input_placement(0))
+        return x
+
+    def propagate(
+        self, layers: range, epoch: int, training: bool, x: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Consecutive `layers` applied to `x`, the input block of the first (None: layer 0's, made here so
+        that it is released once aggregated): the input block of the layer after them (ReLU, and its
+        dropout when `training`), or the logits block when they end the model."""
+        if x is None:
+            x = self.first_input(epoch, training)
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
         dropping = training and config.model.dropout > 0
-        x = self.input_block()
-        if dropping:
-            with timer.phase("dense"):
-                x = dropout(x, self.mask(0, epoch), self.input_placement(0))
         last = len(self.layers) - 1
-        for layer, adjacency, weight in zip(self.layers, self.adjacency, self.weights, strict=True):
+        for index in layers:
+            layer, adjacency, weight = self.layers[index], self.adjacency[index], self.weights[index]
             a, b, c = layer.roles
             owns_input_grad = layer.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)

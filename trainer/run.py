@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -14,9 +15,17 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
-from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
+from gtool.trainer.launch import (
+    RankEnv,
+    environment_rank,
+    free_port,
+    join_world,
+    launch_local,
+    rank_device,
+    rank_failure,
+)
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
@@ -25,19 +34,14 @@ STARTUP_TIMEOUT = timedelta(minutes=30)
 """How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
 
 
-def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
-    """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
-    are, so that several ranks can share one GPU (collectives then go through the host)."""
-    if config.runtime.device_type == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise GtoolError(
-            f"--device cuda (--backend {config.runtime.backend}) needs CUDA GPUs, and torch sees none"
-        )
-    index = env.local_rank if config.runtime.backend == "nccl" else env.local_rank % torch.cuda.device_count()
-    device = torch.device("cuda", index)
-    torch.cuda.set_device(device)
-    return device
+def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm]:
+    """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
+    torch.set_num_threads(config.runtime.threads)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
+    join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
+    timer = PhaseTimer(device)
+    comm = grid_comm(ProcessGrid(*config.grid), config.runtime.timeout, timer, device)
+    return device, comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
@@ -46,13 +50,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
     the failure from the connections closing when the process exits.
     """
-    torch.set_num_threads(config.runtime.threads)
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    device = rank_device(config, env)
-    join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
-    grid = ProcessGrid(*config.grid)
-    timer = PhaseTimer(device)
-    comm = build_grid_comm(grid, config.runtime.timeout, timer, device)
+    device, comm = join_grid(env, config)
+    grid = comm.grid
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
@@ -76,19 +75,25 @@ def train(config: TrainConfig) -> None:
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
+    start_ranks(config, "train", run_rank, config)
+
+
+def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *args: Any) -> None:
+    """main(RankEnv, *args) on every rank of `config`'s grid, started as `train` is; `command` names the
+    gtool command in what it prints."""
     env = environment_rank()
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
         grid = "x".join(map(str, config.grid))
         print(
-            f"gtool train: starting {config.world_size} local rank(s) for grid {grid} "
+            f"gtool {command}: starting {config.world_size} local rank(s) for grid {grid} "
             f"({config.runtime.backend}, {config.runtime.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
             flush=True,
         )
-        launch_local(config.world_size, run_rank, config)
+        launch_local(config.world_size, main, *args)
         return
     if env.world_size != config.world_size:
         raise GtoolError(
@@ -96,6 +101,6 @@ def train(config: TrainConfig) -> None:
             f"{env.launcher} started {env.world_size}"
         )
     try:
-        run_rank(env, config)
+        main(env, *args)
     except Exception as error:
         raise rank_failure(env.rank, error) from None

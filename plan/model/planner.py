@@ -119,6 +119,7 @@ class Plan:
             "hidden": r.model.hidden,
             "widths": self.widths,
             "itemsize": r.model.itemsize,
+            "comm_dtype": r.model.comm_dtype,
             "dropout": r.model.dropout,
             "learnable_features": r.model.learnable_features,
             "memory_per_rank": r.memory_per_rank,
@@ -144,7 +145,7 @@ def estimate_grid(
     shapes = layer_shapes(grid, table.num_nodes, widths)
     shards = table.rank_shards(grid, m.layers)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
-    collectives = epoch_collectives(shapes, m.learnable_features)
+    collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)
     allocated = epoch_timeline(shapes, m, classes).allocated
     time = epoch_time(
@@ -158,7 +159,7 @@ def estimate_grid(
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     fitting = [g for g in ranked if g.fits]
     over = len(ranked) - len(fitting)
-    if not fitting:
+    if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
@@ -190,7 +191,7 @@ def make_plan(
     """Predict every factorization of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
     grids = factorizations(request.ranks)
-    table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
+    table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None

@@ -7,7 +7,6 @@ replicate, for a bitwise check.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -129,7 +128,6 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
 @contextmanager
 def joined_world(env: RankEnv) -> Iterator[None]:
     """This process joined to the test world (gloo, one torch thread) until the block ends."""
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     torch.set_num_threads(1)
     join_world(env, "gloo", timedelta(seconds=120))
     try:
@@ -138,10 +136,11 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int], made: GroupCache) -> GridComm | None:
-    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
-    the groups `made` for earlier grids of the world."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made)
+def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
+    """The groups of the run's grid over the first ranks of the test world (None on the ranks beyond it),
+    sharing the groups `made` for earlier grids of the world; casting as the run's --comm-dtype says."""
+    comm = build_grid_comm(ProcessGrid(*config.grid), 120, PhaseTimer(CPU), CPU, made)
+    return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
@@ -149,6 +148,6 @@ def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid, made)
+            comm = grid_comm(case.config, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
