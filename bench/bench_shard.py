@@ -6,6 +6,10 @@
                                 [--settle 70]
                                                      # parallel efficiency: median wall, peak, speed-up per
                                                      # count; the counts take turns, round after round
+    python -m bench.bench_shard --page-cache-cap 2.6GB [--feature-nodes 8000000] [--data DIR]   # as root
+                                                     # features larger than the page cache allowed: the
+                                                     # feature stage's time and disk bytes, cold, with
+                                                     # and without a memory cgroup (bench/cgroup.py)
 
 Peak memory comes from ../shared/tools/peakmem (summed over the process tree). Results: bench/results/.
 `--settle S` syncs and waits S seconds between removing a run's old store and timing the run: ext4
@@ -24,7 +28,10 @@ import sys
 import time
 from pathlib import Path
 
+from bench.cgroup import run_capped
 from bench.common import RESULTS, measured
+
+FEATURE_STAGES = ("route features", "assemble features", "permute features")
 
 
 def measure(label: str, command: list[str]) -> dict:
@@ -103,6 +110,80 @@ def sweep(source: str, counts: list[int], extra: list[str], rounds: int, settle:
     return rows
 
 
+def feature_inputs(folder: Path, nodes: int, features: int = 128) -> tuple[Path, Path]:
+    """x.npy (nodes x features random float32, written a block at a time) and edges.npz (2 * nodes
+    random edges), made once in `folder`."""
+    import numpy as np
+
+    x, edges = folder / f"x-{nodes}.npy", folder / f"edges-{nodes}.npz"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(18)
+    if not x.exists():
+        out = np.lib.format.open_memmap(x, mode="w+", dtype=np.float32, shape=(nodes, features))
+        for start in range(0, nodes, 1 << 18):
+            out[start : start + (1 << 18)] = rng.random((min(1 << 18, nodes - start), features), np.float32)
+        out.flush()
+        del out
+    if not edges.exists():
+        pairs = rng.integers(0, nodes, size=(2, 2 * nodes), dtype=np.int64)
+        np.savez(edges, src=pairs[0], dst=pairs[1])
+    return x, edges
+
+
+def page_cache_case(cap: str, nodes: int, data: Path) -> list[dict]:
+    """`gtool shard edges --features x.npy --tiles 4x4 --workers 1 --memory-limit 2GB`, caches dropped
+    before each run, without and with a memory cgroup of `cap` (resident memory and page cache): total
+    wall, the feature stages' busy seconds and disk bytes, the cgroup's peak."""
+    from gtool.preprocess.budget import parse_bytes
+
+    x, edges = feature_inputs(data, nodes)
+    rows = []
+    for label, limit in (("uncapped", None), (f"capped at {cap}", parse_bytes(cap))):
+        report, out = RESULTS / "page_cache_report.json", store_of(str(edges))
+        shutil.rmtree(out, ignore_errors=True)
+        command = [
+            sys.executable,
+            "-m",
+            "bench.shard_report",
+            str(report),
+            str(edges),
+            "--num-nodes",
+            str(nodes),
+        ]
+        command += ["--features", str(x), "--tiles", "4x4", "--workers", "1", "--memory-limit", "2GB"]
+        figures = run_capped([*command, "-o", str(out), "--quiet"], limit, None)
+        summary = json.loads(report.read_text())
+        io = [summary["stage_io"][s] for s in FEATURE_STAGES if s in summary["stage_io"]]
+        rows.append(
+            {
+                "run": label,
+                **figures,
+                "shard_s": summary["seconds"],
+                "features_busy_s": sum(s["busy_s"] for s in io),
+                "features_read_bytes": sum(s["read"] for s in io),
+                "features_written_bytes": sum(s["written"] for s in io),
+                "stage_seconds": summary["stage_seconds"],
+            }
+        )
+        shutil.rmtree(out, ignore_errors=True)
+    print(
+        f"{'run':18s} {'wall s':>7s} {'features s':>11s} {'read GB':>8s} {'written GB':>11s} "
+        f"{'cgroup MB':>10s}"
+    )
+    for r in rows:
+        print(
+            f"{r['run']:18s} {r['wall_s']:7.1f} {r['features_busy_s']:11.1f} "
+            f"{r['features_read_bytes'] / 1e9:8.2f} {r['features_written_bytes'] / 1e9:11.2f} "
+            f"{r.get('cgroup_peak_mb', float('nan')):10.0f}"
+        )
+    base, capped = rows
+    print(
+        f"capped / uncapped: features x{capped['features_busy_s'] / base['features_busy_s']:.2f}, "
+        f"whole run x{capped['wall_s'] / base['wall_s']:.2f}"
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -115,8 +196,15 @@ def main() -> None:
     parser.add_argument("--memory-limit", help="--memory-limit of every run of the sweep")
     parser.add_argument("--rounds", type=int, default=3, help="runs per worker count in the sweep")
     parser.add_argument("--settle", type=float, default=0.0, help="seconds to wait after removing a store")
+    parser.add_argument("--page-cache-cap", help="run the feature case, capped at this size (e.g. 2.6GB)")
+    parser.add_argument("--feature-nodes", type=int, default=8_000_000, help="rows of the feature case")
+    parser.add_argument("--data", type=Path, default=RESULTS / "features-data", help="its input files")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.page_cache_cap:
+        rows = page_cache_case(args.page_cache_cap, args.feature_nodes, args.data)
+        (RESULTS / "bench_shard_page_cache.json").write_text(json.dumps(rows, indent=2))
+        return
     if args.workers:
         extra = ["--memory-limit", args.memory_limit] if args.memory_limit else []
         counts = [int(w) for w in args.workers.split(",")]

@@ -160,6 +160,8 @@ def print_summary(s: ShardSummary) -> None:
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)
     table.add_row("time", f"{s.seconds:.1f} s ({stages})")
+    if s.stage_io:
+        table.add_row("disk I/O", stage_io_text(s))
     table.add_row(
         "peak memory",
         f"{s.peak_rss_mb:,.0f} MB RSS of the process tree (an external cluster's workers not counted)",
@@ -169,6 +171,20 @@ def print_summary(s: ShardSummary) -> None:
     table.add_row("spill", f"{human_bytes(s.spill_peak_bytes)} on disk at most")
     table.add_row("written", human_bytes(s.bytes_written))
     console.print(table)
+
+
+def stage_io_text(s: ShardSummary) -> str:
+    """Per stage of tasks: bytes read from and written to disk (page-cache hits not counted), the seconds
+    the cluster was busy with it and the rate over them, one line each."""
+    lines = []
+    for stage, io in s.stage_io.items():
+        busy = s.busy_seconds(stage)
+        rate = (io.read + io.written) / busy if busy else 0.0
+        lines.append(
+            f"{stage}: {human_bytes(io.read)} in, {human_bytes(io.written)} out, {busy:.1f} s, "
+            f"{human_bytes(rate)}/s"
+        )
+    return "\n".join(lines)
 
 
 def prepared_text(p: Preparation) -> str:

@@ -26,6 +26,8 @@ FEATURE_ROW_COPIES = 3
 """Copies of a block of feature rows a feature write task holds (read, permuted, encoded)."""
 MAX_CHUNK_BYTES = (1 << 31) - 1
 """The most bytes Blosc (the stores' compressor) encodes as one chunk (a feature chunk holds >= 1 row)."""
+MIN_FEATURE_PIECE_BYTES = 8 * MB
+MAX_FEATURE_PIECE_BYTES = 1 << 30
 TASKS_PER_WORKER = 8
 """Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
 
@@ -142,3 +144,12 @@ class Budget:
         if total:
             allowed = min(allowed, total // (TASKS_PER_WORKER * self.concurrency))
         return int(max(MIN_GROUP_ENTRIES, allowed))
+
+    def feature_piece_bytes(self, total: int) -> int:
+        """Bytes of features one task permuting them holds (a block as read, or a bucket being assembled,
+        with a slice of a block beside it): half its share, and no more than keeps TASKS_PER_WORKER tasks
+        for every worker when `total` bytes are to be permuted."""
+        allowed = min(
+            MAX_FEATURE_PIECE_BYTES, self.per_task // 2, total // (TASKS_PER_WORKER * self.concurrency)
+        )
+        return int(max(MIN_FEATURE_PIECE_BYTES, allowed))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtool.cores import available_cores
+from gtool.preprocess.iostats import Measured, StageIO, take_totals
 
 T = TypeVar("T")
 
@@ -94,6 +96,7 @@ class StageRunner:
 
     def __init__(self, client: Client, console: Console | None, show: bool):
         self.client = client
+        self.run_id = uuid.uuid4().hex
         self.progress = Progress(
             TextColumn("[bold]{task.description:<18}"),
             BarColumn(),
@@ -140,12 +143,24 @@ class StageRunner:
         task, filling the gaps of the stages submitted after them (collect them at the end)."""
         bar = self.progress.add_task(label, total=len(items))
         futures = self.client.map(
-            fn, items, *[[a] * len(items) for a in args], pure=False, priority=-1 if background else 0
+            Measured(fn, self.run_id, label),
+            items,
+            *[[a] * len(items) for a in args],
+            pure=False,
+            priority=-1 if background else 0,
         )
         for future in futures:
             future.add_done_callback(lambda _: self.progress.advance(bar))
         self.pending.update(futures)
         return futures
+
+    def stage_io(self) -> dict[str, StageIO]:
+        """Disk bytes and task seconds of every stage run so far, summed over the workers."""
+        totals: dict[str, StageIO] = {}
+        for by_stage in self.client.run(take_totals, self.run_id).values():
+            for stage, io in by_stage.items():
+                totals.setdefault(stage, StageIO()).add(io)
+        return totals
 
     def collect(self, futures: list[Future]) -> Iterator[T]:
         """Results of submitted tasks in completion order (the first failure is raised)."""

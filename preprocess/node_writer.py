@@ -32,11 +32,17 @@ def feature_chunk_rows(num_features: int) -> int:
     return max(1, FEATURE_CHUNK_BYTES // (4 * max(1, num_features)))
 
 
-def feature_tasks(store: str, pc: str, num_nodes: int, num_features: int) -> list[FeatureRows]:
-    """Create nodes/features and return one write task per chunk (a block of rows)."""
+def create_features(store: str, num_nodes: int, num_features: int) -> ArrayV3Metadata:
+    """Create nodes/features (chunks of whole rows, about FEATURE_CHUNK_BYTES each); returns its metadata."""
     rows = max(1, min(feature_chunk_rows(num_features), num_nodes))
     metadata = array_metadata("float32", (num_nodes, num_features), (rows, max(1, num_features)))
     ChunkSink(store).put_array(layout.FEATURES, metadata)
+    return metadata
+
+
+def feature_tasks(store: str, pc: str, metadata: ArrayV3Metadata) -> list[FeatureRows]:
+    """One write task per chunk of nodes/features (a block of rows)."""
+    num_nodes, rows = metadata.shape[0], metadata.chunks[0]
     return [FeatureRows(a, min(a + rows, num_nodes), pc, store, metadata) for a in range(0, num_nodes, rows)]
 
 

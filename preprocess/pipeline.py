@@ -28,10 +28,12 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
+from gtool.preprocess.feature_shuffle import assemble_bucket, plan_shuffle, route_block
 from gtool.preprocess.interrupts import Interrupts
 from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
+    create_features,
     feature_tasks,
     write_feature_rows,
     write_node_arrays,
@@ -184,6 +186,7 @@ class ShardRun:
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
         self.timings: dict[str, float] = {}
+        self.feature_spills: list[str] = []
         self.started = time.perf_counter()
 
     @contextmanager
@@ -213,7 +216,7 @@ class ShardRun:
         ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
         ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
-        feature_writes = self.start_features(features, pc, n)
+        feature_writes = self.start_features(features, pc, ipc, budget)
         maps = self.map_stage(inputs, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
@@ -234,6 +237,8 @@ class ShardRun:
         with self.timed("features"):
             for _ in self.stages.collect(feature_writes):
                 pass
+            for path in self.feature_spills:
+                spill.release(path)
         stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
         return ShardSummary(
@@ -248,6 +253,8 @@ class ShardRun:
             bytes_written=0,
             peak_rss_mb=0.0,
             stage_seconds=self.timings,
+            stage_io=self.stages.stage_io(),
+            concurrency=self.concurrency,
         )
 
     def budget(self, n: int) -> Budget:
@@ -432,13 +439,31 @@ class ShardRun:
                 pass
         return tile_nnz
 
-    def start_features(self, features: FeatureSource, pc: np.ndarray, n: int) -> list[Future]:
-        """Start writing X'[i] = X[pc[i]] in chunk-aligned row blocks, each gathered by one task, in the
-        background: workers take these blocks whenever the edge stages leave them idle (while this
-        process plans a stage or writes node arrays, and at the tail of every stage)."""
+    def start_features(
+        self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget
+    ) -> list[Future]:
+        """Start writing X'[i] = X[pc[i]] in the background: workers take these tasks whenever the edge
+        stages leave them idle (while this process plans a stage or writes node arrays, and at the tail of
+        every stage). Features read from a file are permuted by sequential passes (route, then assemble:
+        gtool.preprocess.feature_shuffle); generated or in-memory ones are gathered chunk by chunk."""
         pc_path = self.scratch.save(pc, "perm", "pc.npy")
-        tasks = feature_tasks(self.store, pc_path, n, features.num_features)
-        return self.stages.submit("permute features", write_feature_rows, tasks, features, background=True)
+        n = pc.shape[0]
+        metadata = create_features(self.store, n, features.num_features)
+        if not features.on_disk:
+            tasks = feature_tasks(self.store, pc_path, metadata)
+            return self.stages.submit(
+                "permute features", write_feature_rows, tasks, features, background=True
+            )
+        piece = budget.feature_piece_bytes(4 * n * features.num_features)
+        shuffle = plan_shuffle(self.store, metadata, ipc, pc_path, str(self.scratch.path), piece)
+        blocks = list(range(shuffle.blocks))
+        self.feature_spills = [shuffle.block_file(b) for b in blocks]
+        routed = self.stages.submit("route features", route_block, blocks, shuffle, features, background=True)
+        buckets = list(range(shuffle.buckets))
+        assembled = self.stages.submit(
+            "assemble features", assemble_bucket, buckets, shuffle, routed, background=True
+        )
+        return routed + assembled
 
     def write_metadata(
         self,

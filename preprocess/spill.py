@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -54,6 +55,18 @@ def save_to(array: np.ndarray, path: str) -> None:
     np.save(path, array, allow_pickle=False)
 
 
+def save_rows_in_order(rows: np.ndarray, order: np.ndarray, path: str, piece_bytes: int = 16 << 20) -> None:
+    """Write rows[order] as .npy, gathered and written a piece at a time (no second copy of `rows`)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    step = max(1, piece_bytes // max(1, rows[:1].nbytes))
+    header = np.lib.format.header_data_from_array_1_0(rows)
+    header["shape"] = (order.shape[0],) + rows.shape[1:]
+    with open(path, "wb") as file:
+        np.lib.format.write_array_header_1_0(file, header)
+        for start in range(0, order.shape[0], step):
+            rows[order[start : start + step]].tofile(file)
+
+
 _HEADER = re.compile(r"\{'descr': '([<>|][a-z][0-9]+)', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \}")
 """The header np.save writes for the arrays of a spill directory (C order, plain numeric dtype)."""
 
@@ -65,18 +78,42 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
     literal_eval behind a lock) and np.memmap cost ~0.2 ms a file, more than most of the thousands of
     slices a run reads take to copy. Any other header goes through numpy."""
     with open(path, "rb") as file:
-        start = file.read(10)
-        size = int.from_bytes(start[8:10], "little") if start[:8] == b"\x93NUMPY\x01\x00" else 0
-        match = _HEADER.match(file.read(size).decode("latin1")) if size else None
-        if match is None:
+        header = _read_header(file)
+        if header is None:
             return load_npy(path, mmap)
-        dtype = np.dtype(match.group(1))
-        shape = tuple(int(d) for d in match.group(2).replace(" ", "").split(",") if d)
+        dtype, shape, offset = header
         count = math.prod(shape)
         if not mmap or count == 0:
             return np.fromfile(file, dtype=dtype, count=count).reshape(shape)
         mapped = mmap_module.mmap(file.fileno(), 0, access=mmap_module.ACCESS_READ)
-    return np.frombuffer(mapped, dtype=dtype, count=count, offset=10 + size).reshape(shape)
+    return np.frombuffer(mapped, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+def read_rows_into(path: str, start: int, stop: int, buffer: np.ndarray) -> np.ndarray:
+    """Rows [start, stop) of a spill array read in one sequential pass into the front of `buffer` (of the
+    array's dtype and row shape, at least stop - start rows); returns that part of it."""
+    with open(path, "rb") as file:
+        header = _read_header(file)
+        if header is None:
+            raise ValueError(f"{path}: not a spill array")
+        dtype, shape, offset = header
+        part = buffer[: stop - start]
+        file.seek(offset + start * part[:1].nbytes)
+        if file.readinto(part.data.cast("B")) != part.nbytes:
+            raise ValueError(f"{path}: truncated, rows {start}-{stop} of {shape[0]} are not all there")
+        return part
+
+
+def _read_header(file: BinaryIO) -> tuple[np.dtype, tuple[int, ...], int] | None:
+    """dtype, shape and data offset of a .npy whose header is the one np.save writes for spill arrays;
+    the file is left at the data. None for any other header."""
+    start = file.read(10)
+    size = int.from_bytes(start[8:10], "little") if start[:8] == b"\x93NUMPY\x01\x00" else 0
+    match = _HEADER.match(file.read(size).decode("latin1")) if size else None
+    if match is None:
+        return None
+    shape = tuple(int(d) for d in match.group(2).replace(" ", "").split(",") if d)
+    return np.dtype(match.group(1)), shape, 10 + size
 
 
 def release(path: str) -> None:

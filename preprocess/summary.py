@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gtool.preprocess.iostats import StageIO
 from gtool.preprocess.sources.cache.extraction import Preparation
 from gtool.store.metadata import MatrixStats
 
@@ -25,3 +26,9 @@ class ShardSummary:
     spill_peak_bytes: int = 0
     stage_seconds: dict[str, float] = field(default_factory=dict)
     prepared: Preparation | None = None
+    stage_io: dict[str, StageIO] = field(default_factory=dict)
+    concurrency: int = 1
+
+    def busy_seconds(self, stage: str) -> float:
+        """Seconds the cluster spent on a stage's tasks: their summed run time over the tasks at once."""
+        return self.stage_io[stage].task_seconds / max(1, self.concurrency)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -70,6 +71,24 @@ class ArrayRef:
             return load_npy(self.path)
         except ValueError as exc:
             raise InputError(self.where, f"truncated: holds less data than its shape needs ({exc})") from None
+
+    def read_span(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) along the first axis, read from the file in one sequential pass (a memory
+        map would fault them in a page-sized read at a time); a compressed member must be extracted first."""
+        arr = self.open()
+        if (
+            not isinstance(arr, np.memmap)
+            or arr.filename is None
+            or not arr.flags.c_contiguous
+            or arr.ndim == 0
+        ):
+            return np.array(arr[start:stop])
+        shape = (stop - start,) + arr.shape[1:]
+        row_bytes = arr.dtype.itemsize * math.prod(arr.shape[1:])
+        offset = arr.offset + start * row_bytes
+        return np.fromfile(arr.filename, dtype=arr.dtype, count=math.prod(shape), offset=offset).reshape(
+            shape
+        )
 
     def iter_flat(self, chunk_elems: int) -> Iterator[np.ndarray]:
         """The elements in storage order as 1-D arrays of <= chunk_elems: streamed out of a compressed

@@ -64,10 +64,17 @@ class FeatureSource(ABC):
 
     num_features: int
     where: str
+    on_disk: bool = False
+    """True when the rows are read from a file: the pipeline then permutes them by sequential passes
+    (gtool.preprocess.feature_shuffle) rather than gathering each output chunk's rows at random positions."""
 
     @abstractmethod
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
         """float32 features of the given original node ids (sorted ascending, unique)."""
+
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        """float32 features of the consecutive original node ids [start, stop)."""
+        return self.read_rows(np.arange(start, stop, dtype=np.int64))
 
     @property
     @abstractmethod

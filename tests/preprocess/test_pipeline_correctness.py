@@ -97,3 +97,26 @@ def test_tiles_split_into_many_runs_and_batches(tmp_path, monkeypatch):
     assert store.meta.stats[0].max > 40 * 10
     assert_same_sparse(reassemble(store, 0), permuted(adj, store.perm("r"), store.perm("c")))
     assert_same_sparse(reassemble(store, 1), permuted(adj, store.perm("c"), store.perm("r")))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_features_from_a_file_permuted_through_many_blocks_and_buckets(tmp_path, monkeypatch, workers):
+    """Small chunks (9 rows) and pieces (40 rows: 5 blocks, buckets of 36 rows) on 200 nodes: X' = X[pc]."""
+    monkeypatch.setattr("gtool.preprocess.node_writer.FEATURE_CHUNK_BYTES", 9 * 4 * 3)
+    monkeypatch.setattr("gtool.preprocess.budget.MIN_FEATURE_PIECE_BYTES", 40 * (4 * 3 + 24))
+    monkeypatch.setattr("gtool.preprocess.budget.MAX_FEATURE_PIECE_BYTES", 40 * (4 * 3 + 24))
+    x = np.arange(200 * 3, dtype=np.float64).reshape(200, 3) / 7
+    np.save(tmp_path / "x.npy", x)
+    k = np.arange(400)
+    np.save(tmp_path / "e.npy", np.stack([k % 200, (k * 37 + 5) % 200]))
+    path = make_store(
+        str(tmp_path / "e.npy"),
+        tmp_path / "s.zarr",
+        tiles=3,
+        features=str(tmp_path / "x.npy"),
+        workers=workers,
+    )
+    store = open_store(path)
+    features = store.array(layout.FEATURES)
+    assert features.chunks == (9, 3)
+    np.testing.assert_array_equal(features[:], x[store.perm("c")].astype(np.float32))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -37,6 +38,8 @@ UNKNOWN = -2
 class FeatureArray(FeatureSource):
     """Features in a memory-mapped 1-D or 2-D numeric array (.npy, or an .npz member), read by rows."""
 
+    on_disk = True
+
     def __init__(self, ref: ArrayRef):
         shape, dtype = ref.header()
         check_kind(dtype, ref.where, "numeric features", "biuf")
@@ -65,9 +68,18 @@ class FeatureArray(FeatureSource):
             refuse_non_finite(part, self.ref.file, functools.partial(self.locate, block))
         return out
 
-    def locate(self, rows: np.ndarray, at: tuple[int, ...]) -> tuple[int | None, str | None]:
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        values = self.ref.read_span(start, stop)
+        out = np.asarray(values.reshape(-1, self.num_features), dtype=np.float32)
+        step = max(1, READ_BYTES // max(1, self.num_features * 4))
+        for first in range(0, len(out), step):
+            rows = range(start + first, min(start + first + step, stop))
+            refuse_non_finite(out[first : first + step], self.ref.file, functools.partial(self.locate, rows))
+        return out
+
+    def locate(self, rows: Sequence[int] | np.ndarray, at: tuple[int, ...]) -> tuple[int | None, str | None]:
         """The array index of entry `at` of the block of `rows`."""
-        return None, f"{self.ref.name}[{rows[at[0]]}, {at[1]}]"
+        return None, f"{self.ref.name}[{rows[at[0]]}, {at[1] if len(at) > 1 else 0}]"
 
 
 def load_features(path: str) -> FeatureSource:

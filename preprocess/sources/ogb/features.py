@@ -14,6 +14,8 @@ from gtool.preprocess.sources.ogb.csvfiles import count_columns
 class OgbFeatures(FeatureSource):
     """N x F features read by rows from a memory-mapped array; `prepare` makes that array when needed."""
 
+    on_disk = True
+
     def __init__(self, where: str, num_rows: int, num_features: int, array: ArrayRef | None):
         self.where = where
         self.num_features = num_features
@@ -51,11 +53,19 @@ class OgbFeatures(FeatureSource):
         self.ready = True
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
-        if not self.ready or self.array is None:
-            raise RuntimeError(f"{self.where}: call prepare(workdir) before reading feature rows")
-        block = np.asarray(self.array.open()[rows], dtype=np.float32)
+        block = np.asarray(self.prepared_array().open()[rows], dtype=np.float32)
         refuse_non_finite(block, self.where, lambda at: self.locate(int(rows[at[0]]), at[1]))
         return block
+
+    def read_block(self, start: int, stop: int) -> np.ndarray:
+        block = np.asarray(self.prepared_array().read_span(start, stop), dtype=np.float32)
+        refuse_non_finite(block, self.where, lambda at: self.locate(start + at[0], at[1]))
+        return block
+
+    def prepared_array(self) -> ArrayRef:
+        if not self.ready or self.array is None:
+            raise RuntimeError(f"{self.where}: call prepare(workdir) before reading feature rows")
+        return self.array
 
     def locate(self, row: int, column: int) -> tuple[int | None, str | None]:
         """Where feature (row, column) is: its line and column in the CSV, else its row and column."""

@@ -18,6 +18,8 @@ from gtool.preprocess.sources.sparse.compressed import Compressed, read_shape
 class CsrFeatures(FeatureSource):
     """A (nodes x features) CSR matrix of an .npz as float32 features, read by rows."""
 
+    on_disk = True
+
     def __init__(self, path: str, prefix: str):
         rows, cols = read_shape(path, f"{prefix}shape")
         self.matrix = Compressed.open(path, prefix, True, (rows, cols))
