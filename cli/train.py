@@ -12,7 +12,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import Store, open_store
-from gtool.trainer.config import OptimizerConfig, RuntimeConfig, TrainConfig
+from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .common import console, reports_errors
 from .options import with_options
@@ -42,7 +42,7 @@ def auto_grid(
 
 
 @reports_errors
-@with_options(ModelConfig, OptimizerConfig, RuntimeConfig)
+@with_options(ModelConfig, OptimizerConfig, RuntimeConfig, MiniBatchConfig)
 def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(

@@ -65,14 +65,33 @@ class RuntimeConfig(Options):
 
 
 @dataclass(frozen=True)
+class MiniBatchConfig(Options):
+    """Mini-batch training: uniform vertex samples, and replicas of the grid that average gradients."""
+
+    batch_size: int | None = option(
+        None, "Train on uniform samples of B nodes per step (default: full-graph epochs).", minimum=2
+    )
+    data_parallel: int = option(
+        1, "D replicas of the grid, each stepping on its own samples (D x grid ranks; mini-batch).", minimum=1
+    )
+
+    def combined_problems(self) -> list[str]:
+        if self.data_parallel > 1 and self.batch_size is None:
+            return ["--data-parallel needs --batch-size (replicas step on their own samples)"]
+        return []
+
+
+@dataclass(frozen=True)
 class TrainConfig(Options):
-    """A training run on `store` over a GX x GY x GZ grid. Epochs are numbered from 1."""
+    """A training run on `store` over a GX x GY x GZ grid (D replicas of it with --data-parallel D).
+    Epochs are numbered from 1."""
 
     store: str
     grid: tuple[int, int, int] = (1, 1, 1)
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    minibatch: MiniBatchConfig = field(default_factory=MiniBatchConfig)
 
     @classmethod
     def of(cls, store: str, grid: tuple[int, int, int] = (1, 1, 1), **options: Any) -> TrainConfig:
@@ -97,10 +116,21 @@ class TrainConfig(Options):
         return getattr(torch, self.model.dtype)
 
     @property
-    def world_size(self) -> int:
+    def grid_size(self) -> int:
+        """Ranks of one replica of the grid: GX * GY * GZ."""
         gx, gy, gz = self.grid
         return gx * gy * gz
 
+    @property
+    def world_size(self) -> int:
+        """Ranks of the run: D replicas of the grid."""
+        return self.minibatch.data_parallel * self.grid_size
 
-SECTIONS = {"model": ModelConfig, "optimizer": OptimizerConfig, "runtime": RuntimeConfig}
+
+SECTIONS = {
+    "model": ModelConfig,
+    "optimizer": OptimizerConfig,
+    "runtime": RuntimeConfig,
+    "minibatch": MiniBatchConfig,
+}
 """The sections of a TrainConfig, by field name."""

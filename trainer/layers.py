@@ -18,17 +18,19 @@ from gtool.trainer.timing import PhaseTimer
 RowBlock = tuple[int, int, torch.Tensor]
 
 
+def csr_tensor(
+    pointers: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
+    """A sparse CSR tensor of arrays that are sorted and in range by construction (no invariant check)."""
+    return torch.sparse_csr_tensor(pointers, columns, values, size=size, check_invariants=False)
+
+
 def csr_row_block(csr: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     """Rows [start, stop) of a sparse CSR matrix, as a CSR matrix sharing its index and value memory."""
     crow = csr.crow_indices()
     lo, hi = int(crow[start]), int(crow[stop])
-    return torch.sparse_csr_tensor(
-        crow[start : stop + 1] - lo,
-        csr.col_indices()[lo:hi],
-        csr.values()[lo:hi],
-        size=(stop - start, csr.shape[1]),
-        check_invariants=False,
-    )
+    size = (stop - start, csr.shape[1])
+    return csr_tensor(crow[start : stop + 1] - lo, csr.col_indices()[lo:hi], csr.values()[lo:hi], size)
 
 
 def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:
@@ -45,13 +47,18 @@ def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:
 
 
 class BlockedAdjacency:
-    """An adjacency shard and its transpose, cast to the training dtype and cut into row blocks."""
+    """A sparse CSR matrix and its transpose, cast to the training dtype and cut into row blocks."""
 
-    def __init__(self, shard: AdjacencyShard, blocks: int, dtype: torch.dtype):
-        self.shape = tuple(shard.matrix.shape)
-        self.nnz = shard.nnz
-        self.blocks = split_rows(shard.matrix.to(dtype), blocks)
-        self.transpose_blocks = split_rows(shard.transpose.to(dtype), blocks)
+    def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor, blocks: int, dtype: torch.dtype):
+        self.shape = tuple(matrix.shape)
+        self.nnz = int(matrix.values().shape[0])
+        self.blocks = split_rows(matrix.to(dtype), blocks)
+        self.transpose_blocks = split_rows(transpose.to(dtype), blocks)
+
+    @classmethod
+    def of(cls, shard: AdjacencyShard, blocks: int, dtype: torch.dtype) -> BlockedAdjacency:
+        """An adjacency shard and its stored transpose."""
+        return cls(shard.matrix, shard.transpose, blocks, dtype)
 
 
 def _blocked_product(blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer):

@@ -40,6 +40,13 @@ def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
     return device
 
 
+def run_layout(config: TrainConfig) -> str:
+    """The grid as GXxGYxGZ, or D x GXxGYxGZ with replicas."""
+    grid = "x".join(map(str, config.grid))
+    replicas = config.minibatch.data_parallel
+    return f"{replicas} x {grid}" if replicas > 1 else grid
+
+
 def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     """Everything one rank does in a run.
 
@@ -52,20 +59,28 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     grid = ProcessGrid(*config.grid)
     timer = PhaseTimer(device)
-    comm = build_grid_comm(grid, config.runtime.timeout, timer, device)
+    comm = build_grid_comm(
+        grid, config.runtime.timeout, timer, device, replicas=config.minibatch.data_parallel
+    )
+    assert comm is not None  # the world is the run: every rank has its place
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
-    data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
+    data = load_rank(config.store, grid=grid, rank=comm.rank, layers=config.model.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
+    batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {grid} ({env.world_size} ranks, {env.launcher}); loaded in "
+        f"classes; grid {run_layout(config)} ({env.world_size} ranks, {env.launcher}){batches}; loaded in "
         f"{time.perf_counter() - started:.1f}s"
     )
-    summary = fit(Trainer(data, comm, config, device), reporter, device)
+    trainer = Trainer(data, comm, config, device)
+    try:
+        summary = fit(trainer, reporter, device)
+    finally:
+        trainer.close()
     dist.destroy_process_group()
     return summary
 
@@ -80,9 +95,8 @@ def train(config: TrainConfig) -> None:
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
-        grid = "x".join(map(str, config.grid))
         print(
-            f"gtool train: starting {config.world_size} local rank(s) for grid {grid} "
+            f"gtool train: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
             f"({config.runtime.backend}, {config.runtime.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
@@ -92,7 +106,7 @@ def train(config: TrainConfig) -> None:
         return
     if env.world_size != config.world_size:
         raise GtoolError(
-            f"grid {'x'.join(map(str, config.grid))} needs {config.world_size} ranks, "
+            f"grid {run_layout(config)} needs {config.world_size} ranks, "
             f"{env.launcher} started {env.world_size}"
         )
     try:

@@ -146,9 +146,7 @@ class Store:
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
-        return read_checked(
-            self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS), where=self.location
-        )
+        return read_checked(self.array(layout.PERMS[which]), where=self.location)
 
     def _check_arrays(self) -> None:
         n = self.num_nodes
