@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import resource
+import statistics
 import time
 from dataclasses import asdict
 
@@ -113,7 +114,7 @@ class Trainer:
         return [None if step is None else (epoch, step) for step in steps]
 
     def minibatch_epoch(self, epoch: int) -> tuple[torch.Tensor, float]:
-        """Every round of `epoch`: each replica's step losses (NaN where it had none) and the seconds spent
+        """Every round of `epoch`: this replica's step losses (NaN where it had none) and the seconds spent
         waiting for cuts."""
         assert self.schedule is not None and self.batches is not None
         steps = self.replica_steps(epoch)
@@ -126,8 +127,13 @@ class Trainer:
             loss = self.batch_step(epoch, batch, self.schedule.active(round_index))
             if loss is not None:
                 losses[round_index] = loss
+        return losses, self.batches.waited
+
+    def replica_losses(self, losses: torch.Tensor) -> list[list[float | None]]:
+        """Every replica's step losses (None where it had no step), from each replica's `losses`."""
         gathered = self.comm.everyone.all_gather(losses).view(self.comm.everyone.size, -1)
-        return gathered[:: self.comm.grid.size], self.batches.waited
+        by_replica = gathered[:: self.comm.grid.size].tolist()
+        return [[None if math.isnan(value) else value for value in row] for row in by_replica]
 
     def train_epoch(self, epoch: int) -> EpochRecord:
         """`step` (or every mini-batch step of the epoch), then the figures to print: the loss and the
@@ -136,18 +142,19 @@ class Trainer:
         timer.reset()
         self.comm.sent.reset()
         start = time.perf_counter()
-        step_losses, waited = None, 0.0
         if self.schedule is None:
-            loss = float(self.step(epoch))
+            loss = self.step(epoch)
         else:
-            by_replica, waited = self.minibatch_epoch(epoch)
-            loss = float(by_replica.nanmean())
-            step_losses = [[None if math.isnan(v) else v for v in row] for row in by_replica.tolist()]
+            loss, waited = self.minibatch_epoch(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        record = EpochRecord(epoch=epoch, loss=loss, seconds=seconds, **phases)
-        record.step_losses, record.sample_wait = step_losses, waited
-        record.comm_bytes = self.comm_bytes()
+        record = EpochRecord(epoch=epoch, loss=math.nan, seconds=seconds, **phases)
+        record.comm_bytes = self.comm_bytes()  # before the losses of the replicas are gathered
+        if self.schedule is None:
+            record.loss = float(loss)
+        else:
+            record.step_losses, record.sample_wait = self.replica_losses(loss), waited
+            record.loss = statistics.fmean(v for row in record.step_losses for v in row if v is not None)
         return record
 
     def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
