@@ -35,7 +35,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         style = "green" if plan.best is not None and g is plan.best else ("dim" if not g.fits else None)
         table.add_row(
             str(place),
-            str(g.grid),
+            g.layout,
             f"{t.total:.3f}",
             f"{t.spmm.max(axis=0).sum():.3f}",
             f"{t.dense.max(axis=0).sum():.3f}",
@@ -54,7 +54,7 @@ def memory_table(plan: Plan) -> Table:
     best = plan.best
     worst = int(best.memory.peak.argmax())
     table = Table(
-        title=f"peak memory of {best.grid}, rank {worst}",
+        title=f"peak memory of {best.layout}, rank {worst}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -75,7 +75,7 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]
     summary = Table(show_header=False, box=None, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    summary.add_row("best", str(plan.best.grid) if plan.best else "none fits")
+    summary.add_row("best", plan.best.layout if plan.best else "none fits")
     summary.add_row("why", plan.reason)
     tables = [grid_table(title, plan, top), summary]
     if plan.best is not None:

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 def auto_grid(
     store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
-) -> str:
-    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks."""
-    from gtool.plan.model.auto import choose_grid
+) -> tuple[int, str]:
+    """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
+    or --ranks (replicas 1 unless the run is mini-batch)."""
+    from gtool.plan.model.auto import choose_layout
     from gtool.trainer.launch import environment_rank
 
     env = environment_rank()
@@ -35,10 +36,10 @@ def auto_grid(
         ranks = env.world_size
     if ranks is None:
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
-    grid, why = choose_grid(store, request(ranks), profile)
+    replicas, grid, why = choose_layout(store, request(ranks), profile)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
-    return "x".join(map(str, grid.dims))
+    return replicas, "x".join(map(str, grid.dims))
 
 
 @reports_errors
@@ -47,7 +48,8 @@ def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(
         "1x1x1",
-        help="Process grid GXxGYxGZ (its product is the number of ranks), or auto: gtool plan's best.",
+        help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
+        "(with --batch-size, the replicas too).",
     ),
     ranks: int = typer.Option(
         None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
@@ -66,13 +68,15 @@ def train(
     opened = open_store(store)
     try:
         config = TrainConfig.of(store, **options)
+        replicas, dims = config.minibatch.data_parallel, grid
         if grid == "auto":
-            dims = auto_grid(opened, ranks, plan_profile, lambda p: PlanRequest(p, config.model))
+            batch = config.minibatch.batch_size
+            replicas, dims = auto_grid(
+                opened, ranks, plan_profile, lambda p: PlanRequest(p, config.model, batch_size=batch)
+            )
         elif ranks is not None:
             raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
-        else:
-            dims = grid
-        config = config.replace(grid=parse_dims(dims, 3, "--grid"))
+        config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:

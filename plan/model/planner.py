@@ -24,6 +24,7 @@ from gtool.plan.model.memory import (
     estimate_memory,
     parameter_elements,
 )
+from gtool.plan.model.minibatch import MiniBatchRun
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
 from gtool.store.reader import Store
@@ -40,6 +41,8 @@ class PlanRequest:
     exact_nnz: bool = False
     ranks_per_node: int | None = None
     """Ranks computing side by side on one machine (None: all of them, as local processes)."""
+    batch_size: int | None = None
+    """Mini-batch samples of this many nodes (None: full-graph epochs); then D x grid layouts are planned."""
 
     @property
     def node_ranks(self) -> int:
@@ -58,6 +61,13 @@ class GridEstimate:
     memory: MemoryEstimate
     itemsize: int
     fits: bool
+    replicas: int = 1
+    """Replicas of the grid (mini-batch runs: --data-parallel)."""
+
+    @property
+    def layout(self) -> str:
+        """The grid, or D x (grid) with replicas."""
+        return f"{self.replicas}x({self.grid})" if self.replicas > 1 else str(self.grid)
 
     @property
     def peak_memory(self) -> int:
@@ -80,8 +90,9 @@ class GridEstimate:
     def summary(self) -> dict[str, Any]:
         worst = int(self.memory.peak.argmax())
         return {
-            "grid": str(self.grid),
+            "grid": self.layout,
             "dims": list(self.grid.dims),
+            "replicas": self.replicas,
             "fits": self.fits,
             "epoch_seconds": self.time.total,
             "spmm_seconds": float(self.time.spmm.max(axis=0).sum()),
@@ -138,21 +149,26 @@ def estimate_grid(
     request: PlanRequest,
     profile: DeviceProfile,
     classes: int,
+    replicas: int = 1,
 ) -> GridEstimate:
-    """The predictions for one grid."""
+    """The predictions for one grid (`replicas` of it in a mini-batch run). A mini-batch run's memory is
+    the full-graph one: evaluation runs the full-graph forward."""
     m = request.model
     shapes = layer_shapes(grid, table.num_nodes, widths)
     shards = table.rank_shards(grid, m.layers)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
-    collectives = epoch_collectives(shapes, m.learnable_features)
     memory = estimate_memory(shapes, shards, m, classes)
-    allocated = epoch_timeline(shapes, m, classes).allocated
-    time = epoch_time(
-        shapes, nnz, collectives, profile, m, parameter_elements(shapes, m), request.node_ranks, allocated
-    )
+    if request.batch_size is None:
+        collectives = epoch_collectives(shapes, m.learnable_features)
+        allocated = epoch_timeline(shapes, m, classes).allocated
+        parameters = parameter_elements(shapes, m)
+        time = epoch_time(shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated)
+    else:
+        run = MiniBatchRun(table.num_nodes, request.batch_size, replicas)
+        collectives, time = run.epoch(shapes, nnz, m, profile, request.node_ranks, classes)
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
-    return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits)
+    return GridEstimate(grid, shapes, nnz, collectives, time, memory, m.itemsize, fits, replicas)
 
 
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
@@ -162,7 +178,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
-            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.grid}); use more ranks or a narrower model"
+            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.layout}); use more ranks or a narrower model"
         )
     best = fitting[0]
     t = best.time
@@ -176,7 +192,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     if len(fitting) > 1:
         runner = fitting[1]
         slower = runner.time.total / t.total - 1
-        text += f"; next {runner.grid} is {100 * slower:.1f}% slower"
+        text += f"; next {runner.layout} is {100 * slower:.1f}% slower"
         if runner.time.comm > t.comm:
             text += f" (comm {runner.time.comm:.3g} s)"
         elif runner.time.compute.max(axis=0).sum() > t.compute.max(axis=0).sum():
@@ -184,14 +200,24 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     return text
 
 
+def layouts(request: PlanRequest) -> list[tuple[int, ProcessGrid]]:
+    """(replicas, grid) of every layout of the ranks: the grids of P ranks, and for a mini-batch run
+    D replicas of every grid of P / D ranks for every D dividing P."""
+    replicas = [1] if request.batch_size is None else [d for d in range(1, request.ranks + 1)]
+    return [(d, g) for d in replicas if request.ranks % d == 0 for g in factorizations(request.ranks // d)]
+
+
 def make_plan(
     store: Store, request: PlanRequest, profile: DeviceProfile, progress: Progress | None = None
 ) -> Plan:
-    """Predict every factorization of `request.ranks` on `store` and pick the best."""
+    """Predict every layout of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
-    grids = factorizations(request.ranks)
+    candidates = layouts(request)
+    grids = [grid for _, grid in candidates]
     table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
-    estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
+    estimates = [
+        estimate_grid(g, table, widths, request, profile, store.num_classes, d) for d, g in candidates
+    ]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None
     return Plan(request, widths, ranked, best, _reason(ranked, request), table.estimated)

@@ -30,7 +30,8 @@ def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()
     with memory:
         record = trainer.train_epoch(1)
-    result = {"comm_bytes": record.comm_bytes[comm.rank]}
+    result = {"comm_bytes": record.comm_bytes[comm.everyone.index]}
+    trainer.close()
     if track_memory:
         result["peak"] = memory.peak
     return result
@@ -58,7 +59,7 @@ def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig, bool]], out:
     made: GroupCache = {}
     with joined_world(env):
         for name, config, track_memory in cases:
-            comm = grid_comm(config.grid, made)
+            comm = grid_comm(config.grid, made, config.minibatch.data_parallel)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))

@@ -138,10 +138,10 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int], made: GroupCache) -> GridComm | None:
-    """The groups of `grid` over the first ranks of the test world (None on the ranks beyond it), sharing
-    the groups `made` for earlier grids of the world."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made)
+def grid_comm(grid: tuple[int, int, int], made: GroupCache, replicas: int = 1) -> GridComm | None:
+    """The groups of `replicas` replicas of `grid` over the first ranks of the test world (None on the
+    ranks beyond them), sharing the groups `made` for earlier grids of the world."""
+    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made, replicas)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:

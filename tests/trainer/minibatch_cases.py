@@ -10,18 +10,16 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, GroupCache, build_grid_comm
+from gtool.trainer.distributed import GridComm, GroupCache
 from gtool.trainer.launch import RankEnv
 from gtool.trainer.loop import Trainer, checkpoint_shape
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.serial import SerialGCN, SerialSample, torch_csr
-from gtool.trainer.timing import PhaseTimer
 from tests.support.reference import rescaled_subgraph
-from tests.trainer.cases import CPU, joined_world
+from tests.trainer.cases import CPU, grid_comm, joined_world
 from tests.trainer.references import unpermuted_reference
 
 
@@ -70,8 +68,7 @@ def run_cases(env: RankEnv, cases: list[MiniBatchCase], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            grid, replicas = ProcessGrid(*case.config.grid), case.config.minibatch.data_parallel
-            comm = build_grid_comm(grid, 120, PhaseTimer(CPU), CPU, made, replicas)
+            comm = grid_comm(case.config.grid, made, case.config.minibatch.data_parallel)
             if comm is not None:
                 run_case(case, comm, Path(out))
 
