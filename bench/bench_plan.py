@@ -63,7 +63,7 @@ def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     dims = ProcessGrid(*map(int, grid.split("x")))
     request = PlanRequest(dims.size, ModelConfig(hidden=hidden))
     widths = request.model.widths(opened.num_features, opened.num_classes)
-    table = ShardNnzTable(opened, set(dims.dims))
+    table = ShardNnzTable.of(opened, set(dims.dims))
     estimate = estimate_grid(dims, table, widths, request, load_profile(profile)[0], opened.num_classes)
     summary = estimate.summary()
     keys = ("epoch_seconds", "spmm_seconds", "dense_seconds", "comm_seconds", "overhead_seconds")

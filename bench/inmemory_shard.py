@@ -10,11 +10,11 @@ import sys
 import time
 
 import numpy as np
-from tests.reference import normalized_adjacency, source_edges
 
 from gtool.geometry.tiles import tile_size
 from gtool.preprocess.permutation import inverse, make_permutations
 from gtool.preprocess.sources.generators import parse_generator
+from tests.support.reference import normalized_adjacency, source_edges
 
 
 def shard_in_memory(spec: str, tiles: int, seed: int = 0) -> int:

@@ -10,7 +10,7 @@ from rich.table import Table
 from .common import human_bytes
 
 if TYPE_CHECKING:
-    from gtool.plan.model.planner import Plan
+    from gtool.plan.model.planner import GridEstimate, Plan
 
 
 def grid_table(title: str, plan: Plan, top: int) -> Table:
@@ -49,9 +49,8 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
     return table
 
 
-def memory_table(plan: Plan) -> Table:
+def memory_table(best: GridEstimate) -> Table:
     """Where the best grid's largest rank spends its memory."""
-    best = plan.best
     worst = int(best.memory.peak.argmax())
     table = Table(
         title=f"peak memory of {best.layout}, rank {worst}",
@@ -79,5 +78,5 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]
     summary.add_row("why", plan.reason)
     tables = [grid_table(title, plan, top), summary]
     if plan.best is not None:
-        tables.append(memory_table(plan))
+        tables.append(memory_table(plan.best))
     return tables

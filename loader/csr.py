@@ -40,16 +40,26 @@ class CsrArrays:
 
         Invariant checks are off: the arrays are built sorted and in range by construction.
         """
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            tensor = torch.sparse_csr_tensor(
-                torch.from_numpy(self.indptr),
-                torch.from_numpy(self.indices),
-                torch.from_numpy(self.values),
-                size=self.shape,
-                check_invariants=False,
-            )
+        tensor = csr_tensor(
+            torch.from_numpy(self.indptr),
+            torch.from_numpy(self.indices),
+            torch.from_numpy(self.values),
+            self.shape,
+        )
         return tensor.to(device)
+
+
+def csr_tensor(
+    crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
+) -> torch.Tensor:
+    """A torch sparse CSR tensor of these arrays, unchecked (the caller's arrays are sorted and in range).
+
+    Every sparse CSR tensor of gtool is made here, so that torch's warning that its CSR support is in
+    beta (given once per process, by the first one made) is silenced in one place.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 
 @dataclass

@@ -14,14 +14,15 @@ import dataclasses
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import zarr
 from zarr.abc.store import Store
-from zarr.core.array_spec import ArrayConfig
-from zarr.core.buffer import Buffer, default_buffer_prototype
+from zarr.core.array_spec import ArraySpec, parse_array_config
+from zarr.core.buffer import Buffer, NDBuffer, default_buffer_prototype
 from zarr.core.chunk_grids import RegularChunkGrid
+from zarr.core.common import JSON
 from zarr.core.group import GroupMetadata
 from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
@@ -31,10 +32,19 @@ from gtool.preprocess.codecs import create_array
 from gtool.preprocess.staging import is_url, local_path
 
 
+@runtime_checkable
+class SyncEncoder(Protocol):
+    """A zarr codec's synchronous encoder: zarr's codecs have one (its own write path calls it), though
+    zarr's types for a codec do not say so."""
+
+    def _encode_sync(self, chunk_data: Any, chunk_spec: ArraySpec) -> NDBuffer | Buffer | None: ...
+
+
 @cache
-def _template(dtype: str, ndim: int) -> tuple[ArrayV3Metadata, dict[str, Any]]:
+def _template(dtype: str, ndim: int) -> tuple[ArrayV3Metadata, dict[str, JSON]]:
     """Metadata of an array of gtool's codecs, and its JSON document (zarr makes one in ~2 ms)."""
     metadata = create_array(store=MemoryStore(), shape=(1,) * ndim, dtype=dtype, chunks=(1,) * ndim).metadata
+    assert isinstance(metadata, ArrayV3Metadata)  # create_array makes Zarr v3 arrays by default
     return metadata, metadata.to_dict()
 
 
@@ -71,9 +81,10 @@ class ChunkSink:
         self.folders: set[Path] = set()
 
     def put(self, key: str, data: Buffer) -> None:
-        if self.root is None:
+        if self.store is not None:
             sync(self.store.set(key, data))
             return
+        assert self.root is not None  # a sink has a store object or a root folder
         path = self.root / key
         if path.parent not in self.folders:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,17 +103,21 @@ class ChunkSink:
 
 def encode_chunk(metadata: ArrayV3Metadata, coords: tuple[int, ...], block: np.ndarray) -> Buffer:
     """One chunk's stored bytes: `block` padded to the chunk shape, through every codec of the array."""
-    chunk_shape = metadata.chunk_grid.chunk_shape
-    if block.shape != tuple(chunk_shape):
+    chunk_shape = metadata.chunks
+    if block.shape != chunk_shape:
         padded = np.full(chunk_shape, metadata.fill_value, dtype=block.dtype)
         padded[tuple(slice(0, s) for s in block.shape)] = block
         block = padded
     prototype = default_buffer_prototype()
-    spec = metadata.get_chunk_spec(coords, ArrayConfig.from_dict({}), prototype)
+    spec = metadata.get_chunk_spec(coords, parse_array_config(None), prototype)
     native = np.ascontiguousarray(block, dtype=metadata.dtype.to_native_dtype())
-    data = prototype.nd_buffer.from_numpy_array(native)
+    data: NDBuffer | Buffer | None = prototype.nd_buffer.from_numpy_array(native)
     for codec in metadata.codecs:
+        if not isinstance(codec, SyncEncoder):
+            raise TypeError(f"zarr codec {codec!r} has no synchronous encoder")
         data = codec._encode_sync(data, spec)
+    if not isinstance(data, Buffer):
+        raise TypeError(f"{metadata.codecs} encoded a chunk to {type(data).__name__}, not bytes")
     return data
 
 
@@ -118,7 +133,7 @@ class AppendWriter:
 
     def __init__(self, sink: ChunkSink, path: str, metadata: ArrayV3Metadata):
         self.sink, self.path, self.metadata = sink, path, metadata
-        self.chunk = metadata.chunk_grid.chunk_shape[0]
+        self.chunk = metadata.chunks[0]
         self.pending: list[np.ndarray] = []
         self.pending_size = 0
         self.written = 0

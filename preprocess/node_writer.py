@@ -46,7 +46,7 @@ def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
     order = np.argsort(ids, kind="stable")
     block = np.empty((ids.size, features.num_features), dtype=np.float32)
     block[order] = features.read_rows(ids[order])
-    chunk = task.start // task.metadata.chunk_grid.chunk_shape[0]
+    chunk = task.start // task.metadata.chunks[0]
     write_chunk(ChunkSink(task.store), layout.FEATURES, task.metadata, chunk, block)
     return block.nbytes
 

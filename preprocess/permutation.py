@@ -1,4 +1,4 @@
-"""Row and column permutations (pr, pc) of ../shared/docs/3d-gcn.md: position -> original node id."""
+"""Row and column permutations (pr, pc) of docs/3d-gcn.md: position -> original node id."""
 
 from __future__ import annotations
 

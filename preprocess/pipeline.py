@@ -172,7 +172,8 @@ class ShardRun:
         node_data = self.node_inputs(n)
         plan = PartitionPlan(n, opts.tiles)
         loops = [SelfLoops(a, min(a + chunk_edges, n)) for a in range(0, n, chunk_edges)]
-        known = self.original_degrees(chunks + loops, plan, budget) if opts.perm in DEGREE_SCHEMES else None
+        inputs: list[EdgeChunk] = [*chunks, *loops]
+        known = self.original_degrees(inputs, plan, budget) if opts.perm in DEGREE_SCHEMES else None
         pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
         two = not np.array_equal(pr, pc)
         transposed = two and not opts.directed
@@ -181,7 +182,7 @@ class ShardRun:
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         features = node_data.features or RandomFeatures(n, opts.num_features, opts.seed)
         feature_writes = self.start_features(features, pc, n)
-        maps = self.map_stage(chunks + loops, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
+        maps = self.map_stage(inputs, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
             raise InputError(self.source.name, "empty graph: the source has no edges")
@@ -344,8 +345,8 @@ class ShardRun:
                         spill.release(result.row_counts)
                         result.row_counts = None
                     runs[result.task.matrix].append(result)
-        for files in (r.files.values() for r in maps):
-            for f in files:
+        for mapped in maps:
+            for f in mapped.files.values():
                 spill.release(f)
         return runs, degrees
 
@@ -383,7 +384,7 @@ class ShardRun:
             tile_nnz[1] = tile_nnz[0].T.copy()
             col_scale, row_scale = scales if scales else (None, None)
             for (j, i), parts in sorted(by_tile[0].items(), key=lambda item: item[0][::-1]):
-                slab_counts = np.sum([p.column_slab_counts for p in parts], axis=0)
+                slab_counts = np.sum([p.slab_counts for p in parts], axis=0)
                 rows = tuple(
                     (first * plan.slab_rows, min(last * plan.slab_rows, plan.tile_size))
                     for first, last in group_partitions(range(plan.slabs), slab_counts, cap)

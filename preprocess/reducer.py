@@ -53,6 +53,13 @@ class DedupeResult:
     row_counts: str | None
     column_slab_counts: np.ndarray | None = None
 
+    @property
+    def slab_counts(self) -> np.ndarray:
+        """column_slab_counts, which only a run of a task with count_column_slabs has."""
+        if self.column_slab_counts is None:
+            raise RuntimeError(f"run of tile {self.task.i, self.task.j} has no column slab counts")
+        return self.column_slab_counts
+
 
 def batches(items: list, sizes: list[int], cap: int) -> list[list]:
     """Consecutive items grouped so each group holds at most `cap` entries (an item alone may exceed it)."""

@@ -1,7 +1,8 @@
 """How a store loads the ranks of a 3D grid: each rank's shard nonzeros per layer, and what it reads.
 
 Shards, tiles and feature/label blocks come from gtool.geometry.layers (the loader's own geometry), so these
-figures describe exactly what `gtool train` would load.
+figures describe exactly what `gtool train` would load; each shard's nonzeros come from the planner's table
+(gtool.plan.model.bandnnz), its cells counted exactly by the stats' tile scan.
 """
 
 from __future__ import annotations
@@ -12,43 +13,16 @@ from typing import Any
 import numpy as np
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerGeometry, ShardKey, distinct_shards, rank_geometry, rank_layers
-from gtool.geometry.tiles import TileCut
+from gtool.geometry.layers import rank_geometry, rank_layers
+from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
 from gtool.store import layout
 from gtool.store.metadata import spread
-from gtool.store.reader import Store, TileData
-
-"""Bytes of one stored nonzero (row, col, val)."""
+from gtool.store.reader import Store
 
 
-def nnz_in_cut(tile: TileData, cut: TileCut) -> int:
-    """Nonzeros of a tile (rows sorted) inside a cut's tile-local rectangle."""
-    lo, hi = np.searchsorted(tile.row, (cut.row_lo, cut.row_hi))
-    cols = tile.col[lo:hi]
-    return int(np.count_nonzero((cols >= cut.col_lo) & (cols < cut.col_hi)))
-
-
-def all_layer_shards(grid: ProcessGrid, layers: int, store: Store) -> list[tuple[LayerGeometry, ...]]:
-    """Every rank's shard of every layer, indexed [rank][layer]."""
-    n, two = store.num_nodes, store.two_matrices
-    return [rank_layers(grid, rank, layers, n, two) for rank in range(grid.size)]
-
-
-class ShardNnz:
-    """Tile visitor: the nonzeros of every distinct adjacency shard of a grid, counted tile by tile."""
-
-    def __init__(self, shards: list[tuple[LayerGeometry, ...]], store: Store):
-        distinct = distinct_shards(s for per_rank in shards for s in per_rank)
-        self.nnz: dict[ShardKey, int] = dict.fromkeys(distinct, 0)
-        self.cuts: dict[tuple[int, int, int], list[tuple[ShardKey, TileCut]]] = {}
-        for key, shard in distinct.items():
-            for cut in shard.tiles(store.num_nodes, store.tiles):
-                self.cuts.setdefault((shard.matrix, cut.i, cut.j), []).append((key, cut))
-        self.matrices = sorted({key[0] for key in distinct})
-
-    def visit(self, matrix: int, i: int, j: int, tile: TileData) -> None:
-        for key, cut in self.cuts.get((matrix, i, j), ()):
-            self.nnz[key] += nnz_in_cut(tile, cut)
+def grid_cells(grid: ProcessGrid, store: Store) -> CellCounts:
+    """The cells of the grid's bands: a tile visitor, after whose scan every shard's count is exact."""
+    return CellCounts(store, band_edges(store.num_nodes, set(grid.dims)))
 
 
 @dataclass(frozen=True)
@@ -70,14 +44,13 @@ class LayerBalance:
         }
 
 
-def layer_balance(
-    grid: ProcessGrid, shards: list[tuple[LayerGeometry, ...]], counts: ShardNnz
-) -> list[LayerBalance]:
-    """Per layer, each rank's shard nonzeros (from a finished ShardNnz scan)."""
+def layer_balance(grid: ProcessGrid, layers: int, store: Store, cells: CellCounts) -> list[LayerBalance]:
+    """Per layer, each rank's shard nonzeros (from the grid's cells, `grid_cells`, after their scan)."""
+    shards = ShardNnzTable(cells).rank_shards(grid, layers)
     balance = []
-    for layer, first in enumerate(shards[0]):
+    for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices)):
         a, b, _ = first.roles
-        rank_nnz = np.array([counts.nnz[per_rank[layer].key] for per_rank in shards], dtype=np.int64)
+        rank_nnz = np.array([per_rank[layer].nnz for per_rank in shards], dtype=np.int64)
         balance.append(LayerBalance(layer, first.matrix, (grid.dims[a], grid.dims[b]), rank_nnz))
     return balance
 

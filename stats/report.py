@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerGeometry
 from gtool.model import ModelConfig
+from gtool.plan.model.bandnnz import CellCounts
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.shapes import layer_shapes
 from gtool.stats.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
-from gtool.stats.grid import ShardNnz, all_layer_shards, layer_balance, rank_reads
+from gtool.stats.grid import grid_cells, layer_balance, rank_reads
 from gtool.stats.tiles import TouchedLines, matrix_tile_stats
 from gtool.store.reader import Store
 from gtool.store.scan import Progress, TileVisitor, scan_nnz, scan_tiles
@@ -43,9 +43,8 @@ def collect_stats(
     touched = TouchedLines(store)
     visitors: list[TileVisitor] = [touched]
     if plan is not None:
-        shards = all_layer_shards(plan.grid, plan.model.layers, store)
-        shard_nnz = ShardNnz(shards, store)
-        visitors.append(shard_nnz)
+        cells = grid_cells(plan.grid, store)
+        visitors.append(cells)
     degrees = RowDegrees(store) if compare and needs_degrees(COMPARED) else None
     if degrees is not None:
         visitors.append(degrees)
@@ -62,7 +61,7 @@ def collect_stats(
         "matrices": {str(s.matrix): s.summary() for s in matrix_tile_stats(store, touched)},
     }
     if plan is not None:
-        report["grid"] = grid_report(store, plan, shards, shard_nnz)
+        report["grid"] = grid_report(store, plan, cells)
     if compare:
         counter = scheme_counter(store, degrees.original_order(store.perm("r")) if degrees else None)
         run_scan(store, [counter], "counting schemes", start_scan)
@@ -76,9 +75,7 @@ def run_scan(store: Store, visitors: list[TileVisitor], what: str, start_scan: S
     scan_tiles(store, visitors, progress)
 
 
-def grid_report(
-    store: Store, plan: GridPlan, shards: list[tuple[LayerGeometry, ...]], shard_nnz: ShardNnz
-) -> dict[str, Any]:
+def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, Any]:
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
     them, gtool.plan.model.collectives) for a grid."""
     widths = plan.model.widths(store.num_features, store.num_classes)
@@ -89,7 +86,7 @@ def grid_report(
         "layers": plan.model.layers,
         "hidden": plan.model.hidden,
         "widths": widths,
-        "layer_balance": [b.summary() for b in layer_balance(plan.grid, shards, shard_nnz)],
+        "layer_balance": [b.summary() for b in layer_balance(plan.grid, plan.model.layers, store, cells)],
         "ranks": [r.summary() for r in rank_reads(plan.grid, plan.model.layers, store)],
         "collectives": {
             "list": [c.summary(VALUE_BYTES) for c in collectives],

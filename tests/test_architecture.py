@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.package_tree import REPO, package_tree
+from tests.support.package_tree import REPO, package_tree, run_in_tree
 
 pytestmark = pytest.mark.integration  # the tools run as processes
 
@@ -22,12 +20,6 @@ def tool(name: str) -> str:
     if found is None:
         pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
     return found
-
-
-def run_in_tree(tree: Path, *command: str) -> subprocess.CompletedProcess:
-    """Run a tool over the package tree (its folder first on the import path, as its working folder)."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "MYPYPATH": str(tree)}
-    return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_import_contracts_hold(tmp_path: Path) -> None:

@@ -82,7 +82,9 @@ class AxisGroup:
         if self.sent is not None:
             self.sent.add(self.name, kind, tensor)
 
-    def all_reduce(self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM) -> torch.Tensor:
+    def all_reduce(
+        self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+    ) -> torch.Tensor:
         """Reduce `tensor` in place over the group and return it."""
         if self.group is not None:
             self._count("all_reduce", tensor)
@@ -215,3 +217,18 @@ def build_grid_comm(
     everyone = AxisGroup(run_size, world_rank, everyone_group, timer, device, "all", sent)
     data = AxisGroup(replicas, replica, data_group, timer, device, DATA, sent) if replicas > 1 else None
     return GridComm(grid, rank, (axes[0], axes[1], axes[2]), everyone, timer, sent, data, replica)
+
+
+def grid_comm(
+    grid: ProcessGrid,
+    timeout: float,
+    timer: PhaseTimer,
+    device: torch.device,
+    made: GroupCache | None = None,
+    replicas: int = 1,
+) -> GridComm:
+    """build_grid_comm on a world whose every rank is in one of the replicas of the grid."""
+    comm = build_grid_comm(grid, timeout, timer, device, made, replicas)
+    if comm is None:
+        raise ValueError(f"world rank {dist.get_rank()} is outside the {replicas} x {grid} grid")
+    return comm

@@ -22,6 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
@@ -90,6 +91,19 @@ def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
         world_size=env.world_size,
         timeout=timeout,
     )
+
+
+def rank_device(env: RankEnv, device_type: str, backend: str) -> torch.device:
+    """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
+    are, so that several ranks can share one GPU (collectives then go through the host)."""
+    if device_type == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise GtoolError(f"--device cuda (--backend {backend}) needs CUDA GPUs, and torch sees none")
+    index = env.local_rank if backend == "nccl" else env.local_rank % torch.cuda.device_count()
+    device = torch.device("cuda", index)
+    torch.cuda.set_device(device)
+    return device
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""The two halves of a 3D-parallel GCN layer as autograd functions (../shared/docs/3d-gcn.md).
+"""The two halves of a 3D-parallel GCN layer as autograd functions (docs/3d-gcn.md).
 
 With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group of A[a, b] @ F[b, c]
 and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from gtool.loader.csr import csr_tensor
 from gtool.loader.rank_data import AdjacencyShard
 from gtool.trainer.distributed import AxisGroup, Pending
 from gtool.trainer.timing import PhaseTimer
@@ -18,19 +19,16 @@ from gtool.trainer.timing import PhaseTimer
 RowBlock = tuple[int, int, torch.Tensor]
 
 
-def csr_tensor(
-    pointers: torch.Tensor, columns: torch.Tensor, values: torch.Tensor, size: tuple[int, int]
-) -> torch.Tensor:
-    """A sparse CSR tensor of arrays that are sorted and in range by construction (no invariant check)."""
-    return torch.sparse_csr_tensor(pointers, columns, values, size=size, check_invariants=False)
-
-
 def csr_row_block(csr: torch.Tensor, start: int, stop: int) -> torch.Tensor:
     """Rows [start, stop) of a sparse CSR matrix, as a CSR matrix sharing its index and value memory."""
     crow = csr.crow_indices()
     lo, hi = int(crow[start]), int(crow[stop])
-    size = (stop - start, csr.shape[1])
-    return csr_tensor(crow[start : stop + 1] - lo, csr.col_indices()[lo:hi], csr.values()[lo:hi], size)
+    return csr_tensor(
+        crow[start : stop + 1] - lo,
+        csr.col_indices()[lo:hi],
+        csr.values()[lo:hi],
+        (stop - start, csr.shape[1]),
+    )
 
 
 def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:

@@ -148,7 +148,14 @@ class Trainer:
             loss, waited = self.minibatch_epoch(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
-        record = EpochRecord(epoch=epoch, loss=math.nan, seconds=seconds, **phases)
+        record = EpochRecord(
+            epoch=epoch,
+            loss=math.nan,
+            seconds=seconds,
+            spmm=phases["spmm"],
+            dense=phases["dense"],
+            comm=phases["comm"],
+        )
         record.comm_bytes = self.comm_bytes()  # before the losses of the replicas are gathered
         if self.schedule is None:
             record.loss = float(loss)

@@ -112,8 +112,8 @@ def accuracies(logits: torch.Tensor, targets: Targets) -> dict[str, float]:
         predicted = targets.class_group.all_reduce(candidate, op=dist.ReduceOp.MIN)
         correct = predicted == targets.labels
         hits = torch.stack([(correct & targets.masks[name]).sum() for name in SPLITS]).to(torch.float64)
-        hits = targets.row_group.all_reduce(hits).tolist()
+        totals = targets.row_group.all_reduce(hits).tolist()
     return {
         name: hit / targets.counts[name] if targets.counts[name] else float("nan")
-        for name, hit in zip(SPLITS, hits, strict=True)
+        for name, hit in zip(SPLITS, totals, strict=True)
     }

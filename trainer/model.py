@@ -112,7 +112,10 @@ class ParallelGCN:
 
     def input_block(self) -> torch.Tensor:
         """F_0[band b, feature band c] of layer 0: the stored or the learned features."""
-        return self.learned_features.full() if self.learned_features is not None else self.features
+        if self.learned_features is not None:
+            return self.learned_features.full()
+        assert self.features is not None  # kept whenever they are not learned
+        return self.features
 
     def input_placement(
         self, layer: int, batch: StepBatch | None = None

@@ -7,6 +7,8 @@ state is plain tensors, which is all a checkpoint needs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from gtool.trainer.config import TrainConfig
@@ -74,7 +76,7 @@ class Adam:
             avg_sq.copy_(state[f"exp_avg_sq.{i}"])
 
 
-def build_optimizer(params: list[torch.Tensor], config: TrainConfig) -> Adam:
+def build_optimizer(params: Sequence[torch.Tensor], config: TrainConfig) -> Adam:
     """Adam or AdamW with `config.optimizer.lr` over `params`, the first layer's weight (or its part) first.
 
     `--weight-decay-first-only` decays that first parameter alone (Kipf & Welling). Learned features

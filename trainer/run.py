@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from datetime import timedelta
 
 import torch
@@ -14,30 +13,23 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
+from gtool.trainer.distributed import grid_comm
 from gtool.trainer.dropout import cuda_notice
-from gtool.trainer.launch import RankEnv, environment_rank, free_port, join_world, launch_local, rank_failure
+from gtool.trainer.launch import (
+    RankEnv,
+    environment_rank,
+    free_port,
+    join_world,
+    launch_local,
+    rank_device,
+    rank_failure,
+)
 from gtool.trainer.loop import Trainer, fit
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
 """How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
-
-
-def rank_device(config: TrainConfig, env: RankEnv) -> torch.device:
-    """The CPU, or GPU LOCAL_RANK: one per rank with NCCL; with gloo, LOCAL_RANK modulo the GPUs there
-    are, so that several ranks can share one GPU (collectives then go through the host)."""
-    if config.runtime.device_type == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise GtoolError(
-            f"--device cuda (--backend {config.runtime.backend}) needs CUDA GPUs, and torch sees none"
-        )
-    index = env.local_rank if config.runtime.backend == "nccl" else env.local_rank % torch.cuda.device_count()
-    device = torch.device("cuda", index)
-    torch.cuda.set_device(device)
-    return device
 
 
 def run_layout(config: TrainConfig) -> str:
@@ -54,15 +46,11 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     the failure from the connections closing when the process exits.
     """
     torch.set_num_threads(config.runtime.threads)
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-    device = rank_device(config, env)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     grid = ProcessGrid(*config.grid)
     timer = PhaseTimer(device)
-    comm = build_grid_comm(
-        grid, config.runtime.timeout, timer, device, replicas=config.minibatch.data_parallel
-    )
-    assert comm is not None  # the world is the run: every rank has its place
+    comm = grid_comm(grid, config.runtime.timeout, timer, device, replicas=config.minibatch.data_parallel)
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from gtool.loader.csr import csr_tensor
 from gtool.loader.rank_data import RankData
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
@@ -38,12 +39,11 @@ def torch_csr(matrix: sp.spmatrix, dtype: torch.dtype) -> torch.Tensor:
     """A scipy sparse matrix as a torch sparse CSR tensor."""
     csr = sp.csr_matrix(matrix)
     csr.sort_indices()
-    return torch.sparse_csr_tensor(
+    return csr_tensor(
         torch.from_numpy(csr.indptr.astype(np.int64)),
         torch.from_numpy(csr.indices.astype(np.int64)),
         torch.from_numpy(csr.data).to(dtype),
-        size=csr.shape,
-        check_invariants=False,
+        csr.shape,
     )
 
 
@@ -81,8 +81,8 @@ class SerialGraph:
     def to(self, device: torch.device) -> SerialGraph:
         """The same graph on `device`."""
         matrices = [(matrix.to(device), transpose.to(device)) for matrix, transpose in self.matrices]
-        moved = [t.to(device) for t in (self.features, self.labels, self.split)]
-        return SerialGraph(matrices, *moved, self.num_classes)
+        features, labels, split = (t.to(device) for t in (self.features, self.labels, self.split))
+        return SerialGraph(matrices, features, labels, split, self.num_classes)
 
     @classmethod
     def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:

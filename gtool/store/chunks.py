@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec
+from zarr.core.metadata import ArrayV3Metadata
 
 from gtool.errors import DamagedChunkError
 
@@ -20,7 +21,8 @@ BLOCK_BYTES = 8 << 20
 
 def has_checksums(array: zarr.Array) -> bool:
     """Whether the array's chunks carry a crc32c checksum (stores written before checksums do not)."""
-    return any(isinstance(codec, Crc32cCodec) for codec in array.metadata.codecs)
+    metadata = array.metadata
+    return isinstance(metadata, ArrayV3Metadata) and any(isinstance(c, Crc32cCodec) for c in metadata.codecs)
 
 
 def read_checked(array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
@@ -28,7 +30,7 @@ def read_checked(array: zarr.Array, selection: Selection = (), where: str | None
     cannot be decoded raises DamagedChunkError naming `where`, the array and every bad chunk."""
     region = full_region(array, selection)
     try:
-        return array[region]
+        return np.asarray(array[region])
     except Exception as exc:  # zarr reports a damaged chunk as ValueError or as a codec's own error
         raise damaged_chunk_error(array, region, exc, where) from None
 
@@ -66,7 +68,7 @@ def damaged_chunk_error(
     array: zarr.Array, region: Selection, exc: Exception, where: str | None
 ) -> DamagedChunkError:
     """The error for a failed read of `region`: each chunk is read again alone to name the bad ones."""
-    bad = []
+    bad: list[tuple[tuple[int, ...] | None, Exception]] = []
     for coords, chunk in chunk_regions(array, region):
         try:
             array[chunk]

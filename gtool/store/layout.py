@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zarr.codecs import BloscCodec, Crc32cCodec
+
+if TYPE_CHECKING:
+    from zarr.core.chunk_key_encodings import ChunkKeyEncodingParams
 
 LAYOUT_VERSION = 1
 META_KEY = "gtool"
@@ -32,7 +37,7 @@ compression was the largest single cost of `gtool shard`. Any Zarr v3 reader dec
 with other codecs (Blosc Zstd; plain Zstd, before checksums) still read: each array's zarr.json says."""
 
 
-CHUNK_KEYS = {"name": "default", "separator": "."}
+CHUNK_KEYS: ChunkKeyEncodingParams = {"name": "default", "separator": "."}
 """Chunk keys of every array gtool writes: Zarr v3's default encoding with "." between the parts, so a
 chunk is the file ARRAY/c.I[.J] beside the array's zarr.json, with no folder of its own (ARRAY/c/I with
 "/"). A store holds thousands of one-chunk tile arrays: the folders were a third of its file-system

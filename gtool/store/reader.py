@@ -125,7 +125,7 @@ class Store:
         missing = [p for p in paths if not isinstance(self.group.get(p), zarr.Array)]
         if missing:
             raise StoreError(f"{where}: missing array {missing[0]}")
-        parts = [read_checked(self.group[p], where=where) for p in paths]
+        parts = [read_checked(self.array(p), where=where) for p in paths]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
             raise StoreError(

@@ -18,7 +18,9 @@ Progress = Callable[[int], None]
 class TileVisitor(Protocol):
     """Something that accumulates over the tiles of some stored matrices."""
 
-    matrices: Sequence[int]
+    @property
+    def matrices(self) -> Sequence[int]:
+        """The stored matrices whose tiles it visits."""
 
     def visit(self, matrix: int, i: int, j: int, tile: TileData) -> None: ...
 

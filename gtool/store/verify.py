@@ -149,17 +149,17 @@ class Verifier:
     def tile(self, m: int, i: int, j: int) -> TileData | None:
         """Tile (i, j) of matrix m read and checked field by field, or None when it failed a check."""
         where = f"A{m} tile ({i}, {j})"
-        parts = [self.read(layout.tile_array(m, i, j, f)) for f in layout.TILE_FIELDS]
+        row, col, val = (self.read(layout.tile_array(m, i, j, f)) for f in layout.TILE_FIELDS)
         self.report.tiles[m] += 1
-        if any(p is None for p in parts):
+        if row is None or col is None or val is None:
             return None
         expected = int(self.store.tile_nnz(m)[i, j])
-        lengths = [p.shape[0] for p in parts]
+        lengths = [p.shape[0] for p in (row, col, val)]
         self.report.nonzeros[m] += lengths[0]
         if lengths != [expected] * 3:
             self.problem(f"{where}: row/col/val lengths {lengths}, metadata tile_nnz says {expected}")
             return None
-        tile = TileData(*parts)
+        tile = TileData(row, col, val)
         (r0, r1), (c0, c1) = self.store.tile_bounds(i, j)
         problem = tile_problem(tile, r1 - r0, c1 - c0)
         if problem is None and not np.all(np.isfinite(tile.val) & (tile.val > 0)):

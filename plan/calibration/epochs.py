@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -49,8 +48,8 @@ from gtool.plan.model.planner import PlanRequest, estimate_grid
 from gtool.plan.model.profile import DeviceProfile, EpochFactors
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import build_grid_comm
-from gtool.trainer.launch import RankEnv, join_world, run_local
+from gtool.trainer.distributed import GroupCache, grid_comm
+from gtool.trainer.launch import RankEnv, join_world, rank_device, run_local
 from gtool.trainer.loop import Trainer
 from gtool.trainer.timing import PhaseTimer
 
@@ -58,18 +57,9 @@ EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)
 EPOCHS = 6
 WARMUP = 2
-STORE_OPTIONS = {"tiles": 8, "num_features": 128, "num_classes": 32, "seed": 11}
 PHASES = ("seconds", "spmm", "dense", "comm")
 
 Report = Callable[[str], None]
-
-
-def _rank_device(device_type: str, env: RankEnv) -> torch.device:
-    if device_type != "cuda":
-        return torch.device("cpu")
-    device = torch.device("cuda", env.local_rank)
-    torch.cuda.set_device(device)
-    return device
 
 
 def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int, out: str) -> None:
@@ -77,14 +67,14 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     of each epoch after the first `warmup` to OUT.RANK (settings come as arguments: a spawned process
     sees the module's defaults, not a caller's)."""
     config = cases[0][1]
-    device = _rank_device(config.runtime.device_type, env)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     torch.set_num_threads(config.runtime.threads)
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     join_world(env, config.runtime.backend, timedelta(seconds=300))
-    results, made = {}, {}
+    results: dict[str, list[list[float]]] = {}
+    made: GroupCache = {}
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
-        comm = build_grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
+        comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
         data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
         trainer = Trainer(data, comm, config, device)
         del data
@@ -107,7 +97,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     grid = ProcessGrid(*config.grid)
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
-    table = ShardNnzTable(store, set(grid.dims))
+    table = ShardNnzTable.of(store, set(grid.dims))
     estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
@@ -146,16 +136,16 @@ def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile:
                 comm_measured,
             )
         )
-    model_s, model_d, comm, count, layers, seconds, spmm, dense, comm_measured = map(
+    model_s, model_d, comms, counts, layers, all_seconds, spmms, denses, comms_measured = map(
         np.array, zip(*rows, strict=True)
     )
-    factors = {"spmm": _slope(spmm, model_s, layers), "dense": _slope(dense, model_d, layers)}
-    factors["allocation"] = _slope(spmm + dense, model_s + model_d, layers)
-    left = seconds - comm_measured - factors["spmm"] * model_s - factors["dense"] * model_d
-    collectives = count.sum()
+    factors = {"spmm": _slope(spmms, model_s, layers), "dense": _slope(denses, model_d, layers)}
+    factors["allocation"] = _slope(spmms + denses, model_s + model_d, layers)
+    left = all_seconds - comms_measured - factors["spmm"] * model_s - factors["dense"] * model_d
+    collectives = counts.sum()
     return {
         **{kind: float(value) for kind, value in factors.items()},
-        "collective_latency": max(float((comm_measured - comm).sum()) / collectives, 0.0)
+        "collective_latency": max(float((comms_measured - comms).sum()) / collectives, 0.0)
         if collectives
         else 0.0,
         "overhead_per_layer": max(float(np.mean(left / layers)), 0.0),
@@ -172,7 +162,11 @@ def _stores(scratch: Path, report: Report) -> dict[str, str]:
         source = f"rmat:{scale}:8"
         report(f"building the calibration store {source}")
         stores[source] = str(scratch / f"rmat-{scale}-8.zarr")
-        shard(source, stores[source], ShardOptions(workers=1, **STORE_OPTIONS))
+        shard(
+            source,
+            stores[source],
+            ShardOptions(tiles=8, num_features=128, num_classes=32, seed=11, workers=1),
+        )
     return stores
 
 

@@ -13,21 +13,23 @@ epochs on small stores, alone and side by side, measure what those microbenchmar
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import platform
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from gtool.loader.csr import csr_tensor
 from gtool.plan.calibration.epochs import calibrate_epochs
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.model.profile import (
@@ -41,7 +43,7 @@ from gtool.plan.model.profile import (
 )
 from gtool.preprocess.sources.generators import rmat_block
 from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, join_world, launch_local
+from gtool.trainer.launch import RankEnv, join_world, launch_local, rank_device
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -91,14 +93,12 @@ def rmat_matrix(scale: int, degree: int, device: torch.device, seed: int = 7) ->
     rows, cols = rng.permutation(n)[src], rng.permutation(n)[dst]
     csr = sp.csr_matrix((np.ones(rows.size, dtype=np.float32), (rows, cols)), shape=(n, n))
     csr.sum_duplicates()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.sparse_csr_tensor(
-            torch.from_numpy(csr.indptr.astype(np.int64)),
-            torch.from_numpy(csr.indices.astype(np.int64)),
-            torch.from_numpy(csr.data),
-            size=csr.shape,
-        ).to(device)
+    return csr_tensor(
+        torch.from_numpy(csr.indptr.astype(np.int64)),
+        torch.from_numpy(csr.indices.astype(np.int64)),
+        torch.from_numpy(csr.data),
+        csr.shape,
+    ).to(device)
 
 
 def _spmm_seconds(matrix: torch.Tensor, width: int, device: torch.device) -> float:
@@ -167,7 +167,7 @@ def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
     for m, k, n in GEMM_SHAPES:
         for left, right in (((m, k), (k, n)), ((k, m), (m, n))):
             a, b = torch.rand(*left, device=device), torch.rand(*right, device=device)
-            seconds = best_seconds(lambda a=a, b=b: a @ b, device)
+            seconds = best_seconds(functools.partial(torch.matmul, a, b), device)
             points.append({"m": left[0], "k": left[1], "n": right[1], "seconds": seconds})
     rows = [
         [2 * p["m"] * p["k"] * p["n"], 4 * (p["m"] * p["k"] + p["k"] * p["n"] + p["m"] * p["n"]), 1]
@@ -178,13 +178,14 @@ def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
 
 
 def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[dict]]:
-    points = []
+    points: list[dict[str, Any]] = []
     for size in ELEMENTWISE_SIZES:
         x = torch.rand(size, device=device)
-        for name, op in (("relu", torch.relu), ("mul", lambda t: t * t)):
-            points.append(
-                {"op": name, "elements": size, "seconds": best_seconds(lambda op=op, x=x: op(x), device)}
-            )
+        for name, op in (
+            ("relu", functools.partial(torch.relu, x)),
+            ("mul", functools.partial(torch.mul, x, x)),
+        ):
+            points.append({"op": name, "elements": size, "seconds": best_seconds(op, device)})
     byte, call = fit_relative([[8 * p["elements"], 1] for p in points], [p["seconds"] for p in points])
     return ElementwiseCost(float(byte), float(call)), points
 
@@ -195,7 +196,9 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
     spec = MaskSpec.of(0, 1, 1, 0.5, 1 << 20)
     for rows, width in ((1 << 12, 16), (1 << 12, 128), (1 << 16, 16), (1 << 16, 128), (1 << 18, 64)):
         x = torch.randn(rows, width, device=device)
-        seconds = best_seconds(lambda x=x: relu_dropout(x, spec, (0, x.shape[0], 0, x.shape[1])), device)
+        seconds = best_seconds(
+            functools.partial(relu_dropout, x, spec, (0, x.shape[0], 0, x.shape[1])), device
+        )
         points.append({"rows": rows, "width": width, "seconds": seconds})
     fitted = fit_relative([[p["rows"] * p["width"], 1] for p in points], [p["seconds"] for p in points])
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
@@ -208,9 +211,9 @@ def calibrate_allocation(device: torch.device) -> tuple[AllocationCost, list[dic
     points = []
     for nbytes in ALLOCATION_BYTES:
         existing = torch.empty(nbytes // 4, device=device)
-        fill = best_seconds(lambda existing=existing: existing.fill_(1.0), device)
+        fill = best_seconds(functools.partial(existing.fill_, 1.0), device)
         del existing
-        fresh = best_seconds(lambda nbytes=nbytes: torch.empty(nbytes // 4, device=device).fill_(1.0), device)
+        fresh = best_seconds(functools.partial(torch.ones, nbytes // 4, device=device), device)
         points.append({"bytes": nbytes, "fill": fill, "fresh": fresh})
     per_byte = [max(p["fresh"] - p["fill"], 0.0) / p["bytes"] for p in points]
     return AllocationCost([float(p["bytes"]) for p in points], per_byte), points
@@ -240,9 +243,7 @@ def _collective_rank(
 ) -> None:
     """One process of the collective benchmark: time all-reduces of each size in each group of the first g
     ranks (sizes are passed in: a spawned process sees the module's defaults, not a caller's)."""
-    device = torch.device("cuda", env.local_rank) if device_type == "cuda" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    device = rank_device(env, device_type, backend)
     torch.set_num_threads(1)
     join_world(env, backend, timedelta(seconds=120))
     results: dict[str, list] = {}

@@ -36,6 +36,7 @@ import numpy as np
 
 from gtool.model import ModelConfig
 from gtool.plan.model.collectives import Collective
+from gtool.plan.model.memory import Allocation
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape
 
@@ -84,18 +85,14 @@ def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last
 
 
 def _allocation_seconds(
-    allocated: list[tuple[str, int]], layers: int, profile: DeviceProfile
+    allocated: list[Allocation], layers: int, profile: DeviceProfile
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Page-fault seconds per layer of the epoch's fresh tensors: (SpMM outputs, the others).
-
-    Tensors are named "<what> <layer>" by gtool.plan.model.memory ("grad Q -1" is layer 0's input gradient);
-    the loss's tensors belong to the last layer."""
+    """Page-fault seconds per layer (those of layer -1 and beyond the last counted to the first and the
+    last) of the epoch's fresh tensors: (SpMM outputs, the others)."""
     spmm, dense = np.zeros(layers), np.zeros(layers)
-    for name, nbytes in allocated:
-        what, _, tail = name.rpartition(" ")
-        layer = min(max(int(tail), 0), layers - 1) if tail.lstrip("-").isdigit() else layers - 1
-        target = spmm if what in ("H", "dF") else dense
-        target[layer] += profile.allocation.seconds(nbytes)
+    for tensor in allocated:
+        target = spmm if tensor.spmm else dense
+        target[min(max(tensor.layer, 0), layers - 1)] += profile.allocation.seconds(tensor.nbytes)
     return spmm, dense
 
 
@@ -107,11 +104,11 @@ def epoch_time(
     m: ModelConfig,
     parameters: int,
     ranks_per_node: int,
-    allocated: list[tuple[str, int]],
+    allocated: list[Allocation],
 ) -> EpochTime:
     """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
     `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
-    `allocated` the tensors one epoch creates (name, bytes), as gtool.plan.model.memory replays them."""
+    `allocated` the tensors one epoch creates, as gtool.plan.model.memory replays them."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)
     dense = np.zeros(nnz.shape)

@@ -11,6 +11,7 @@ gtool.plan.model.shapes, so the figure is exact up to allocator rounding and sma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,21 +26,30 @@ STORED_VALUE_BYTES = 4
 ADAM_STATES = 2
 
 
+class Allocation(NamedTuple):
+    """One tensor an epoch creates: its bytes, the layer whose time its page faults count to (the loss's
+    tensors: the last layer's; layer 0's input gradient: -1), and whether an SpMM writes it."""
+
+    nbytes: int
+    layer: int
+    spmm: bool
+
+
 class Timeline:
-    """Tensors allocated and freed in order; `peak` is the largest total reached, `allocated` every
-    allocation in order (name, bytes)."""
+    """Tensors allocated and freed in order, by name; `peak` is the largest total reached, `allocated`
+    every allocation in order."""
 
     def __init__(self) -> None:
         self.live: dict[str, int] = {}
         self.total = 0
         self.peak = 0
-        self.allocated: list[tuple[str, int]] = []
+        self.allocated: list[Allocation] = []
 
-    def alloc(self, name: str, nbytes: int) -> None:
+    def alloc(self, name: str, nbytes: int, layer: int, spmm: bool = False) -> None:
         self.live[name] = nbytes
         self.total += nbytes
         self.peak = max(self.peak, self.total)
-        self.allocated.append((name, nbytes))
+        self.allocated.append(Allocation(nbytes, layer, spmm))
 
     def free(self, *names: str) -> None:
         for name in names:
@@ -54,20 +64,20 @@ def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> No
     if layer == 0:
         input_block = s.inputs * s.in_cols * item
         if m.learnable_features and ga > 1:
-            t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+            t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item, 0)
         if m.dropout > 0:
-            t.alloc("dropped input 0", input_block)
+            t.alloc("dropped input 0", input_block, 0)
             t.free("input 0")
             t.live["input 0"] = t.live.pop("dropped input 0")
-    t.alloc(f"H {layer}", s.rows * s.in_cols * item)
+    t.alloc(f"H {layer}", s.rows * s.in_cols * item, layer, spmm=True)
     t.free(f"input {layer}")
     if ga > 1:
-        t.alloc(f"gathered weight {layer}", ga * s.weight_part * item)
-    t.alloc(f"Q {layer}", s.rows * s.out_cols * item)
+        t.alloc(f"gathered weight {layer}", ga * s.weight_part * item, layer)
+    t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer)
     if last:
         return
-    t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item)
-    t.alloc(f"flag {layer}", s.rows * s.out_cols)
+    t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item, layer + 1)
+    t.alloc(f"flag {layer}", s.rows * s.out_cols, layer)
     t.free(f"Q {layer}")
 
 
@@ -75,11 +85,11 @@ def _loss(t: Timeline, last: LayerShape, m: ModelConfig, classes: int) -> None:
     """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
     block = last.rows * last.out_cols * m.itemsize
     if last.out_cols * last.sizes[1] > classes:
-        t.alloc("masked logits", block)
-    t.alloc("exp", block)
-    t.alloc("softmax", block)
+        t.alloc("masked logits", block, last.layer)
+    t.alloc("exp", block, last.layer)
+    t.alloc("softmax", block, last.layer)
     t.free("exp", "masked logits", f"Q {last.layer}")
-    t.alloc("grad logits", block)
+    t.alloc("grad logits", block, last.layer)
     t.free("softmax")
     t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
 
@@ -91,23 +101,23 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
     ga = s.sizes[0]
     needs_input = layer > 0 or m.learnable_features
     if needs_input:
-        t.alloc(f"dH {layer}", s.rows * s.in_cols * item)
-    t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item)
+        t.alloc(f"dH {layer}", s.rows * s.in_cols * item, layer)
+    t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item, layer)
     t.free(f"H {layer}", f"gathered weight {layer}", f"grad Q {layer}")
     if ga > 1:
-        t.alloc(f"padded dW {layer}", ga * s.weight_part * item)
-        t.alloc(f"dW part {layer}", s.weight_part * item)
+        t.alloc(f"padded dW {layer}", ga * s.weight_part * item, layer)
+        t.alloc(f"dW part {layer}", s.weight_part * item, layer)
         t.free(f"padded dW {layer}", f"dW {layer}")
     if not needs_input:
         return
     input_block = s.inputs * s.in_cols * item
-    t.alloc(f"dF {layer}", input_block)
+    t.alloc(f"dF {layer}", input_block, layer, spmm=True)
     t.free(f"dH {layer}")
     if layer > 0 or m.dropout > 0:
-        t.alloc(f"grad Q {layer - 1}", input_block)
+        t.alloc(f"grad Q {layer - 1}", input_block, layer - 1)
         t.free(f"dF {layer}", f"flag {layer - 1}")
     if layer == 0 and ga > 1:
-        t.alloc("padded dF 0", ga * -(-s.inputs * s.in_cols // ga) * item)
+        t.alloc("padded dF 0", ga * -(-s.inputs * s.in_cols // ga) * item, 0)
         t.free("padded dF 0", "grad Q -1", "dF 0")
 
 

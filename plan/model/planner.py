@@ -174,7 +174,7 @@ def estimate_grid(
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     fitting = [g for g in ranked if g.fits]
     over = len(ranked) - len(fitting)
-    if not fitting:
+    if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
@@ -214,7 +214,7 @@ def make_plan(
     widths = request.model.widths(store.num_features, store.num_classes)
     candidates = layouts(request)
     grids = [grid for _, grid in candidates]
-    table = ShardNnzTable(store, grid_band_counts(grids), request.exact_nnz, progress)
+    table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [
         estimate_grid(g, table, widths, request, profile, store.num_classes, d) for d, g in candidates
     ]

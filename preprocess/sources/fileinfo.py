@@ -49,7 +49,7 @@ def describe_file(path: str, fmt: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def write_atomically(dest: str, write: Callable[[BinaryIO], None]) -> str:
+def write_atomically(dest: str, write: Callable[[BinaryIO], object]) -> str:
     """Write `dest` through a temporary file renamed into place, so a failed write leaves no partial dest."""
     tmp = f"{dest}.partial-{os.getpid()}"
     try:

@@ -14,7 +14,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Literal, cast
 
 import numpy as np
 from isal import isal_zlib
@@ -25,7 +25,8 @@ from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable, write_
 
 LOCAL_HEADER = struct.Struct("<4s22xHH")
 LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"
-STREAM_ERRORS = (zipfile.BadZipFile, zlib.error, isal_zlib.error, EOFError)
+ISAL_ERROR = cast(type[Exception], isal_zlib.error)  # a class: isal's stubs declare it as an instance
+STREAM_ERRORS = (zipfile.BadZipFile, zlib.error, ISAL_ERROR, EOFError)
 RAW_DEFLATE = -15
 """wbits of a raw deflate stream (a zip member's data has no zlib header)."""
 
@@ -124,7 +125,7 @@ class NpzMember:
         too_short = self.header_bytes + self.nbytes > self.info.file_size
         if too_short or offset + self.nbytes > os.path.getsize(self.path):
             raise InputError(self.where, "truncated: the member holds less data than its shape needs")
-        order = "F" if self.fortran_order else "C"
+        order: Literal["F", "C"] = "F" if self.fortran_order else "C"
         shape = self.shape or (1,)
         mapped = np.memmap(self.path, dtype=self.dtype, mode="r", offset=offset, shape=shape, order=order)
         return mapped if self.shape else mapped.reshape(())
@@ -178,10 +179,13 @@ class NpzMember:
                 yield np.frombuffer(buf, dtype=self.dtype)
 
     def read_exact(self, f: IO[bytes], view: memoryview, start: int) -> None:
-        """Fill `view` from `f`, failing with an InputError naming the element where the data ended early."""
+        """Fill `view` from `f`, failing with an InputError naming the element where the data ended early.
+
+        Read and copied: a zip member's readinto is BufferedIOBase's, which reads and copies just so."""
         got = 0
         while got < len(view):
-            n = f.readinto(view[got:])
-            if not n:
+            piece = f.read(len(view) - got)
+            if not piece:
                 raise InputError(self.where, "truncated: the member ended early", index=f"element {start}")
-            got += n
+            view[got : got + len(piece)] = piece
+            got += len(piece)

@@ -1,4 +1,5 @@
-"""README.md and docs/*.md name no path outside the repository: a user's clone has nothing beside it.
+"""README.md, docs/*.md and the package's code name no path outside the repository: a user's clone has
+nothing beside it.
 
 The rule, precisely:
 - no `../shared` (any letter case), and no relative path starting with `../` that, resolved from the
@@ -7,6 +8,8 @@ The rule, precisely:
   a quote, a backtick, `(`, `[`, `=` or `<`), with `file://`, or with a drive letter (`C:\\`), unless it
   starts with one of the generic placeholders GENERIC (cluster file systems in examples: `/data/ogb`,
   `/shared/graph.zarr`, `/scratch/...`). URLs (`https://...`, `s3://...`, `tcp://...`) are not paths.
+The package's code (docstrings, comments and strings alike) may also name the operating system's own
+files (SYSTEM: `/proc/...`, `/sys/...`, `/dev/...`), which every Linux machine has.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 from tests.support.paths import REPO
 
 GENERIC = ("/data/", "/shared/", "/scratch/")
+SYSTEM = ("/proc/", "/sys/", "/dev/")
 ABSOLUTE = re.compile(
     r"(?:^|(?<=[\s`'\"(\[=<]))(?:file://)?(/[\w.~-][^\s`'\")\]>,;]*)|\b([A-Za-z]:\\[^\s`'\"]*)", re.M
 )
@@ -29,12 +33,20 @@ def pages() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
-def outside_paths(text: str, folder: Path) -> list[str]:
-    """Every path in `text` (a page in `folder`) that names something outside the repository."""
+def modules() -> list[Path]:
+    """Every module of the package (the folders of pyproject's package-dir)."""
+    from tests.support.package_tree import package_dirs  # here: it skips without tomllib (Python 3.10)
+
+    return sorted({module for folder in package_dirs().values() for module in folder.rglob("*.py")})
+
+
+def outside_paths(text: str, folder: Path, allowed: tuple[str, ...] = GENERIC) -> list[str]:
+    """Every path in `text` (a page in `folder`) that names something outside the repository, apart from
+    absolute paths starting with one of `allowed`."""
     found = [m.group(0) for m in re.finditer(r"\.\./shared", text, flags=re.I)]
     for match in ABSOLUTE.finditer(text):
         path = match.group(1) or match.group(2)
-        if not path.startswith(GENERIC):
+        if not path.startswith(allowed):
             found.append(path)
     for match in CLIMBING.finditer(text):
         target = (folder / match.group(1)).resolve()
@@ -46,6 +58,15 @@ def outside_paths(text: str, folder: Path) -> list[str]:
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(REPO).as_posix())
 def test_pages_name_no_path_outside_the_repository(page: Path) -> None:
     assert outside_paths(page.read_text(), page.parent) == []
+
+
+def test_code_names_no_path_outside_the_repository() -> None:
+    found = {
+        module.relative_to(REPO).as_posix(): paths
+        for module in modules()
+        if (paths := outside_paths(module.read_text(), module.parent, GENERIC + SYSTEM))
+    }
+    assert found == {}
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from gtool.plan.calibration.microbench import calibrate
-from gtool.plan.model.bandnnz import ShardNnzTable
+from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
 from gtool.plan.model.profile import ProfileError, load_profile, save_profile
 from gtool.plan.model.shapes import factorizations
-from gtool.stats.grid import ShardNnz, all_layer_shards, layer_balance
 from gtool.store.reader import open_store
 from gtool.store.scan import scan_tiles
+from tests.loader.expected import layer_rects
+from tests.support.reference import reassemble
 from tests.support.stores import StoreFactory
 
 
@@ -31,21 +32,35 @@ def store(stores: StoreFactory) -> str:
     return stores("grid:13x11", tiles=5, num_features=6)
 
 
-@pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])
-def test_shard_nonzeros_match_a_scan_of_every_shard(store: str, dims: tuple[int, int, int]) -> None:
+def rank_nnz(table: ShardNnzTable, dims: tuple[int, int, int], layers: int) -> np.ndarray:
     from gtool.geometry.grid import ProcessGrid
 
-    opened, grid = open_store(store), ProcessGrid(*dims)
-    shards = all_layer_shards(grid, 4, opened)
-    counter = ShardNnz(shards, opened)
-    scan_tiles(opened, [counter])
-    want = np.stack([b.rank_nnz for b in layer_balance(grid, shards, counter)], axis=1)
-    table = ShardNnzTable(opened, set(dims), exact=True)
-    got = np.array([[s.nnz for s in per_rank] for per_rank in table.rank_shards(grid, 4)])
-    np.testing.assert_array_equal(got, want)
-    estimate = ShardNnzTable(opened, set(dims))
-    approx = np.array([[s.nnz for s in per_rank] for per_rank in estimate.rank_shards(grid, 4)])
-    assert approx.sum(axis=0) == pytest.approx(want.sum(axis=0), abs=4)
+    return np.array([[s.nnz for s in per_rank] for per_rank in table.rank_shards(ProcessGrid(*dims), layers)])
+
+
+@pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])
+def test_shard_nonzeros_match_the_blocks_of_the_stored_matrices(
+    store: str, dims: tuple[int, int, int]
+) -> None:
+    """Exact by reading the crossed tiles, or by a tile scan (as gtool stats counts); estimated by area."""
+    opened = open_store(store)
+    n = opened.num_nodes
+    matrices = {m: reassemble(opened, m) for m in opened.matrices}
+    want = np.array(
+        [
+            [matrices[r.matrix][r.rows.start : r.rows.stop, r.cols.start : r.cols.stop].nnz for r in rects]
+            for rects in (
+                layer_rects(dims, rank, 4, n, opened.two_matrices) for rank in range(int(np.prod(dims)))
+            )
+        ]
+    )
+    np.testing.assert_array_equal(rank_nnz(ShardNnzTable.of(opened, set(dims), exact=True), dims, 4), want)
+    scanned = CellCounts(opened, band_edges(n, set(dims)))
+    scan_tiles(opened, [scanned])
+    assert not scanned.estimated
+    np.testing.assert_array_equal(rank_nnz(ShardNnzTable(scanned), dims, 4), want)
+    estimate = ShardNnzTable.of(opened, set(dims))
+    assert rank_nnz(estimate, dims, 4).sum(axis=0) == pytest.approx(want.sum(axis=0), abs=4)
     assert estimate.estimated == (dims != (1, 1, 1))
 
 

@@ -126,7 +126,7 @@ def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, gri
     store = open_store(config.store)
     widths = config.model.widths(store.num_features, store.num_classes)
     process_grid = ProcessGrid(*grid)
-    shards = ShardNnzTable(store, set(grid)).rank_shards(process_grid, config.model.layers)
+    shards = ShardNnzTable.of(store, set(grid)).rank_shards(process_grid, config.model.layers)
     shapes = layer_shapes(process_grid, store.num_nodes, widths)
     predicted = estimate_memory(shapes, shards, config.model, store.num_classes).peak
     for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):

@@ -7,6 +7,8 @@ package follows that mapping, but import-linter and mypy look for `gtool.X` unde
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,9 @@ def package_tree(root: Path) -> Path:
         if len(parts) > 1 and parent is not None and folder.parent != parent:
             (top.joinpath(*parts[1:])).symlink_to(folder)
     return root
+
+
+def run_in_tree(tree: Path, *command: str) -> subprocess.CompletedProcess:
+    """Run a tool over the package tree (its folder first on the import path, as its working folder)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "MYPYPATH": str(tree)}
+    return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=600)

@@ -7,7 +7,6 @@ replicate, for a bitwise check.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -129,7 +128,6 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
 @contextmanager
 def joined_world(env: RankEnv) -> Iterator[None]:
     """This process joined to the test world (gloo, one torch thread) until the block ends."""
-    warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
     torch.set_num_threads(1)
     join_world(env, "gloo", timedelta(seconds=120))
     try:

@@ -229,6 +229,7 @@ def test_kernels_compile_for_gpus_with_a_32_bit_hash() -> None:
                 assert not re.search(r"dense<2146121005> : tensor<[\dx]+xi64>", ttir)
 
 
+@pytest.mark.integration  # Triton runs ldconfig and ptxas
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_kernels_draw_the_specified_masks(monkeypatch) -> None:
     """On a GPU: the compiled kernels, and training's autograd functions with them, against the

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from gtool.trainer.layers import csr_tensor
+from gtool.loader.csr import csr_tensor
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def extract_one(member: NpzMember, dest: str, bars: Progress | None, stop: threa
     def done(n: int) -> None:
         if stop.is_set():
             raise Stopped(member.where)
-        if bars is not None:
+        if bars is not None and bar is not None:
             bars.advance(bar, n)
 
     member.extract(dest, done)

@@ -45,8 +45,8 @@ class OgbSource(GraphSource):
         self.features = self.open_features()
         name = "node-label.npz" if dataset.info.binary else "node-label.csv.gz"
         self.label_file = str(dataset.raw / name) if (dataset.raw / name).is_file() else None
-        binary_labels = self.label_file is not None and dataset.info.binary
-        self.label_array = ArrayRef(self.label_file, "node_label") if binary_labels else None
+        binary_labels = self.label_file if dataset.info.binary else None
+        self.label_array = ArrayRef(binary_labels, "node_label") if binary_labels else None
 
     def open_features(self) -> OgbFeatures | None:
         """node_feat of data.npz or node-feat.csv.gz, if the dataset has features."""
@@ -64,10 +64,10 @@ class OgbSource(GraphSource):
         """Make edges, features and labels memory-mappable: deflated members extracted side by side (kept
         in workdir, the cache, for later runs), the CSV form converted."""
         parts = [self.edges] + ([self.features] if self.features is not None else [])
-        packed = [part for part in parts if part.array is not None and not part.ready]
+        packed = [(part, part.array) for part in parts if part.array is not None and not part.ready]
         labels = [self.label_array] if self.label_array is not None else []
-        prepared = prepare_arrays([part.array for part in packed] + labels, workdir)
-        for part, array in zip(packed, prepared, strict=False):
+        prepared = prepare_arrays([array for _, array in packed] + labels, workdir)
+        for (part, _), array in zip(packed, prepared, strict=False):
             part.array, part.ready = array, True
         if labels:
             self.label_array = prepared[-1]

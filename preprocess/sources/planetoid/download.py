@@ -8,6 +8,7 @@ that looks complete; files already present are never fetched again.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import os
 import urllib.request
@@ -53,7 +54,7 @@ def fetch_planetoid(name: str, root: str, progress: bool = True) -> Path:
         for file in missing:
             url = f"{base_url()}/{file}"
             try:
-                write_atomically(str(folder / file), lambda out, url=url: copy_url(url, out, bars))
+                write_atomically(str(folder / file), functools.partial(copy_url, url, bars=bars))
             except DOWNLOAD_ERRORS as exc:
                 problem = (
                     f"downloading {url} failed ({exc}); set {URL_VARIABLE} to a mirror of {DEFAULT_URL}, "

@@ -8,6 +8,7 @@ that copy. Line numbers in messages are counted only when an error is raised.
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import shutil
 import zlib
@@ -142,12 +143,12 @@ class TextFile:
         """'gzip' or None, for descriptions."""
         return "gzip" if self.gzipped else None
 
-    def open_content(self) -> IO[bytes]:
+    def open_content(self) -> io.BufferedIOBase:
         """The file opened for reading its (decompressed) content sequentially."""
         return gzip.open(self.path) if self.gzipped else open(self.path, "rb")
 
     @contextmanager
-    def stream(self) -> Iterator[IO[bytes]]:
+    def stream(self) -> Iterator[io.BufferedIOBase]:
         """The (decompressed) content as a sequential stream; gzip failures become InputErrors."""
         with gzip_errors(self.path), self.open_content() as f:
             yield f

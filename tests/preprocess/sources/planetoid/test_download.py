@@ -80,7 +80,7 @@ def test_only_missing_files_are_fetched(
     (folder / "ind.cora.tx").unlink()
     fetched = []
     real = download.copy_url
-    monkeypatch.setattr(download, "copy_url", lambda url, *a: fetched.append(url) or real(url, *a))
+    monkeypatch.setattr(download, "copy_url", lambda url, *a, **k: fetched.append(url) or real(url, *a, **k))
     fetch_planetoid("cora", str(tmp_path), progress=False)
     assert fetched == [f"{cora_dir.as_uri()}/ind.cora.tx"]
 
