@@ -192,7 +192,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--dropout", type=float, default=0.5, help="dropout rate of both sides")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda)")
+    parser.add_argument(
+        "--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda; '' for none)"
+    )
     parser.add_argument("--pyg", action="store_true", help="add a PyG GCNConv row (a note if PyG is absent)")
     parser.add_argument("--batch-size", type=int, help="add mini-batch rows with samples of this many nodes")
     parser.add_argument(
@@ -222,7 +224,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     """Every row of the benchmark, printed as a table and saved in RESULTS."""
     store = build(args)
     rows = [] if args.no_reference else [run_reference(args, str(store))]
-    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
+    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",") if grid]
     if args.batch_size is not None:
         layouts = args.minibatch_layouts.split(",")
         rows += [run_gtool(args, str(store), layout, args.batch_size) for layout in layouts]

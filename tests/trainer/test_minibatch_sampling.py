@@ -16,10 +16,10 @@ from gtool.geometry.layers import layer_roles
 from gtool.loader import load_rank
 from gtool.trainer.minibatch.batch import RankSampler
 from gtool.trainer.minibatch.schedule import Schedule
+from tests.support.operators import OperatorLog
 from tests.support.reference import rescaled_subgraph
 from tests.support.stores import StoreFactory
 from tests.trainer.references import unpermuted_reference
-from tests.trainer.test_epoch_operators import OperatorLog
 
 GRAPH = "grid:7x11"  # N = 77: no band count of the grids divides it
 SHAPE = {"tiles": 3, "seed": 5, "num_features": 4, "num_classes": 3, "perm": "double"}

@@ -17,7 +17,7 @@ from gtool.geometry.layers import LayerGeometry, order_of_layer_output, rank_lay
 from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData
 from gtool.store import layout
-from gtool.store.reader import open_store
+from gtool.store.reader import Store, open_store
 from gtool.trainer.layers import BlockedAdjacency
 from gtool.trainer.minibatch.cut import BandMembers, BandNodes, SampledBlock, cut_shard
 from gtool.trainer.minibatch.schedule import Schedule
@@ -98,7 +98,7 @@ class RankSampler:
         self.nodes = {key: self._band_nodes(opened, key, device) for key in sorted(keys, key=str)}
         self.order: tuple[int, torch.Tensor] | None = None
 
-    def _band_nodes(self, opened, key: BandKey, device: torch.device) -> BandNodes:
+    def _band_nodes(self, opened: Store, key: BandKey, device: torch.device) -> BandNodes:
         order, band = key
         ids, _ = read_band(opened.array(layout.PERMS[order]), band, None, -1)
         return BandNodes(ids[: band.real], self.schedule.num_nodes, device)
