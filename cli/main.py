@@ -7,6 +7,7 @@ import typer
 from gtool.cli.cache import app as cache_app
 from gtool.cli.info import info
 from gtool.cli.plan import plan
+from gtool.cli.predict import predict
 from gtool.cli.shard import shard
 from gtool.cli.stats import stats
 from gtool.cli.train import train
@@ -43,6 +44,7 @@ app.command("shard")(shard)
 app.command("info")(info)
 app.command("stats")(stats)
 app.command("train")(train)
+app.command("predict")(predict)
 app.command("verify")(verify)
 app.command("plan")(plan)
 app.add_typer(cache_app, name="cache")

@@ -9,6 +9,8 @@ from gtool.options import Options, option
 
 DTYPE_BYTES = {"float32": 4, "float64": 8}
 FEATURE_NORMALIZATIONS = ("none", "row")
+COMM_DTYPE_BYTES = {"same": None, "bf16": 2}
+"""What the 3D all-reduces may carry, and its bytes per element (None: the training dtype's)."""
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,21 @@ class ModelConfig(Options):
     )
     agg_blocks: int = option(1, "Row blocks per SpMM, each reduced while the next is computed.", minimum=1)
     dtype: str = option("float32", "float32 or float64.", choices=tuple(DTYPE_BYTES))
+    comm_dtype: str = option(
+        "same",
+        "What the all-reduces of H, Q, dH and dF carry: same (the training dtype) or bf16.",
+        choices=tuple(COMM_DTYPE_BYTES),
+    )
 
     @property
     def itemsize(self) -> int:
         """Bytes of one value of the training dtype."""
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def wire_itemsize(self) -> int | None:
+        """Bytes of one value in the all-reduces of H, Q, dH and dF when they are cast (bf16), else None."""
+        return COMM_DTYPE_BYTES[self.comm_dtype]
 
     def widths(self, num_features: int, num_classes: int) -> list[int]:
         """D_0 .. D_L: input features, `hidden` between layers, classes."""

@@ -20,6 +20,15 @@ def local_path(location: str) -> str:
     return location.removeprefix("file://")
 
 
+def staging_path(location: str) -> str:
+    """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
+    path, the URL itself."""
+    if is_url(location):
+        return location
+    target = Path(local_path(location))
+    return str(target.parent / f".{target.name}.partial")
+
+
 class StagedOutput:
     """The output location of a run: where to write now, and how to publish or discard it.
 
@@ -44,9 +53,8 @@ class StagedOutput:
         if target.exists() and not overwrite:
             raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.parent / f".{target.name}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        self.path = str(partial)
+        self.path = staging_path(location)
+        shutil.rmtree(self.path, ignore_errors=True)
 
     @property
     def identity(self) -> str:

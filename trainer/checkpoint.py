@@ -1,7 +1,7 @@
 """Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, a JSON pointer to the latest.
 
     DIR/latest.json                   {"epoch": E, "path": "epoch-0000E"}, replaced once E is complete
-    DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ...) and its history so far
+    DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ..., its model options) and its history
     DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (torch.save of tensors)
 
 Every file is written to a temporary name, flushed to disk and renamed, and latest.json only moves once
@@ -48,17 +48,38 @@ def _epoch_dir(epoch: int) -> str:
     return f"epoch-{epoch:06d}"
 
 
-def _rank_file(rank: int) -> str:
-    return f"rank-{rank:05d}.pt"
+def rank_file(folder: str | Path, rank: int) -> Path:
+    """Rank `rank`'s part of the checkpoint in `folder` (a manifest's "path")."""
+    return Path(folder) / f"rank-{rank:05d}.pt"
+
+
+def latest_manifest(directory: Path) -> dict[str, Any] | None:
+    """The manifest of the latest complete checkpoint in `directory` (its folder as "path"), or None."""
+    pointer = directory / LATEST
+    if not pointer.exists():
+        return None
+    where = directory / json.loads(pointer.read_text())["path"]
+    try:
+        manifest = json.loads((where / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)") from None
+    manifest["path"] = str(where)
+    return manifest
 
 
 class Checkpoints:
-    """The checkpoints of one run in `directory`; `shape` must match for a checkpoint to be resumed."""
+    """The checkpoints of one run in `directory`; `shape` must match for a checkpoint to be resumed.
 
-    def __init__(self, directory: str, comm: GridComm, shape: dict[str, Any]):
+    Manifests also keep the run's `model` options, from which `gtool predict` rebuilds the model.
+    """
+
+    def __init__(
+        self, directory: str, comm: GridComm, shape: dict[str, Any], model: dict[str, Any] | None = None
+    ):
         self.directory = Path(directory)
         self.comm = comm
         self.shape = shape
+        self.model = model
 
     def save(self, epoch: int, state: dict[str, Any], history: dict[str, Any]) -> None:
         """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has.
@@ -68,11 +89,12 @@ class Checkpoints:
         target = self.directory / _epoch_dir(epoch)
         target.mkdir(parents=True, exist_ok=True)
         if self.comm.replica == 0:
-            _write_atomically(target / _rank_file(self.comm.rank), lambda handle: torch.save(state, handle))
+            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(state, handle))
         self.comm.everyone.barrier()
         if self.comm.everyone.index != 0:
             return
-        _write_json(target / MANIFEST, {"epoch": epoch, "shape": self.shape, "history": history})
+        manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
+        _write_json(target / MANIFEST, manifest)
         _write_json(self.directory / LATEST, {"epoch": epoch, "path": target.name})
         for old in self.directory.glob("epoch-*"):
             if old.is_dir() and old.name != target.name:
@@ -80,14 +102,10 @@ class Checkpoints:
 
     def latest(self) -> dict[str, Any] | None:
         """The manifest of the latest complete checkpoint, or None when there is none yet."""
-        pointer = self.directory / LATEST
-        if not pointer.exists():
+        manifest = latest_manifest(self.directory)
+        if manifest is None:
             return None
-        where = self.directory / json.loads(pointer.read_text())["path"]
-        try:
-            manifest = json.loads((where / MANIFEST).read_text())
-        except FileNotFoundError:
-            raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)") from None
+        where = manifest["path"]
         written = manifest["shape"]
         if written != self.shape:
             details = ", ".join(
@@ -96,12 +114,11 @@ class Checkpoints:
                 if written.get(key) != value
             )
             raise CheckpointError(f"{where} was written by a differently shaped run ({details})")
-        manifest["path"] = str(where)
         return manifest
 
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:
         """This rank's state from the checkpoint `manifest` describes."""
-        path = Path(manifest["path"]) / _rank_file(self.comm.rank)
+        path = rank_file(manifest["path"], self.comm.rank)
         if not path.exists():
             raise CheckpointError(f"{path} is missing: the checkpoint does not have this rank's part")
         return torch.load(path, map_location=device, weights_only=True)

@@ -126,6 +126,13 @@ class TrainConfig(Options):
         """Ranks of the run: D replicas of the grid."""
         return self.minibatch.data_parallel * self.grid_size
 
+    @property
+    def cast_dtype(self) -> torch.dtype | None:
+        """What the all-reduces of H, Q, dH and dF carry if not the training dtype (bf16), else None."""
+        import torch  # here: the command line reads configurations without loading torch
+
+        return torch.bfloat16 if self.model.comm_dtype == "bf16" else None
+
 
 SECTIONS = {
     "model": ModelConfig,

@@ -3,18 +3,20 @@
 Every collective goes through an `AxisGroup`: the ranks that share all coordinates but one. A group of
 one rank needs no communication, so its collectives return at once without touching torch.distributed.
 Each collective that does communicate adds its operand's bytes to the rank's `CommBytes`, by group and
-kind, which `gtool train --log` records per epoch (and `gtool plan` predicts).
+kind, which `gtool train --log` records per epoch (and `gtool plan` predicts). With `--comm-dtype bf16`
+the all-reduces that name a cast slot (those of H, Q, dH and dF) carry their operand as bfloat16, in a
+buffer of `CastBuffers`, and count its bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
-from gtool.geometry.bands import ceil_div
 from gtool.geometry.collectives import DATA, GROUPS, KINDS
 from gtool.geometry.grid import ProcessGrid, group_ranks
 from gtool.trainer.timing import PhaseTimer
@@ -53,17 +55,45 @@ class CommBytes:
         }
 
 
-class Pending:
-    """An asynchronous collective in flight; `wait` counts the time blocked as communication."""
+class CastBuffers:
+    """Preallocated buffers in which all-reduces carry their operands in a narrower `dtype` (bf16).
 
-    def __init__(self, work: dist.Work | None, timer: PhaseTimer):
+    One flat buffer per slot, grown only when an operand is larger than any it carried before: after the
+    first step no cast allocates. Two collectives in flight at once must use different slots.
+    """
+
+    def __init__(self, dtype: torch.dtype):
+        self.dtype = dtype
+        self.flat: dict[Hashable, torch.Tensor] = {}
+
+    def cast(self, slot: Hashable, tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor` copied into the buffer of `slot` (a view of its shape)."""
+        flat = self.flat.get(slot)
+        if flat is None or flat.numel() < tensor.numel() or flat.device != tensor.device:
+            flat = self.flat[slot] = torch.empty(tensor.numel(), dtype=self.dtype, device=tensor.device)
+        wire = flat[: tensor.numel()].view(tensor.shape)
+        wire.copy_(tensor)
+        return wire
+
+
+class Pending:
+    """An asynchronous collective in flight; `wait` counts the time blocked as communication (and the
+    copy of a cast operand back into its tensor)."""
+
+    def __init__(
+        self, work: dist.Work | None, timer: PhaseTimer, cast: tuple[torch.Tensor, torch.Tensor] | None = None
+    ):
         self.work = work
         self.timer = timer
+        self.cast = cast
 
     def wait(self) -> None:
         if self.work is not None:
             with self.timer.phase("comm"):
                 self.work.wait()
+                if self.cast is not None:
+                    wire, tensor = self.cast
+                    tensor.copy_(wire)
 
 
 @dataclass
@@ -77,35 +107,48 @@ class AxisGroup:
     device: torch.device
     name: str = "all"
     sent: CommBytes | None = None
+    casts: CastBuffers | None = None
 
     def _count(self, kind: str, tensor: torch.Tensor) -> None:
         if self.sent is not None:
             self.sent.add(self.name, kind, tensor)
 
+    def _wire(self, tensor: torch.Tensor, slot: Hashable | None) -> torch.Tensor:
+        """What an all-reduce of `tensor` carries: its copy in the cast buffer of `slot` when the group
+        casts and a slot is named, else `tensor` itself."""
+        if slot is None or self.casts is None:
+            return tensor
+        with self.timer.phase("comm"):
+            return self.casts.cast(slot, tensor)
+
     def all_reduce(
-        self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+        self,
+        tensor: torch.Tensor,
+        op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM,
+        slot: Hashable | None = None,
     ) -> torch.Tensor:
-        """Reduce `tensor` in place over the group and return it."""
+        """Reduce `tensor` in place over the group and return it (through the cast buffer of `slot`)."""
         if self.group is not None:
-            self._count("all_reduce", tensor)
+            wire = self._wire(tensor, slot)
+            self._count("all_reduce", wire)
             with self.timer.phase("comm"):
-                dist.all_reduce(tensor, op=op, group=self.group)
+                dist.all_reduce(wire, op=op, group=self.group)
+                if wire is not tensor:
+                    tensor.copy_(wire)
         return tensor
 
-    def all_reduce_async(self, tensor: torch.Tensor) -> Pending:
-        """Start summing `tensor` in place over the group."""
+    def all_reduce_async(self, tensor: torch.Tensor, slot: Hashable | None = None) -> Pending:
+        """Start summing `tensor` in place over the group (through the cast buffer of `slot`)."""
         if self.group is None:
             return Pending(None, self.timer)
-        self._count("all_reduce", tensor)
-        return Pending(dist.all_reduce(tensor, group=self.group, async_op=True), self.timer)
+        wire = self._wire(tensor, slot)
+        self._count("all_reduce", wire)
+        work = dist.all_reduce(wire, group=self.group, async_op=True)
+        return Pending(work, self.timer, None if wire is tensor else (wire, tensor))
 
     def barrier(self) -> None:
         """Return once every rank of the group has called it."""
         self.all_reduce(torch.zeros(1, device=self.device))
-
-    def shard_numel(self, numel: int) -> int:
-        """Elements per rank when `numel` elements are split evenly (zero-padded) over the group."""
-        return ceil_div(numel, self.size)
 
     def all_gather(self, shard: torch.Tensor) -> torch.Tensor:
         """Concatenation of every rank's 1-D `shard`, in group order."""
@@ -152,6 +195,14 @@ class GridComm:
     @property
     def replicas(self) -> int:
         return 1 if self.data is None else self.data.size
+
+    def cast_all_reduces(self, dtype: torch.dtype | None) -> GridComm:
+        """Have the x, y and z groups carry the all-reduces that name a cast slot (those of H, Q, dH and
+        dF) in `dtype` (bfloat16; None: in their own dtype), through one set of buffers; returns self."""
+        casts = CastBuffers(dtype) if dtype is not None else None
+        for axis in self.axes:
+            axis.casts = casts
+        return self
 
 
 GroupCache = dict[tuple[int, ...], object]

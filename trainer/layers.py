@@ -4,7 +4,8 @@ With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group 
 and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
 H @ W[c, b] and, backward, dH = sum over the b-group of dQ W^T and the partial dW = H^T dQ (summed by
 the weight's `ShardedBlock`). The SpMM runs in row blocks, each reduced asynchronously as soon as it is
-done so that its communication overlaps the next block's computation.
+done so that its communication overlaps the next block's computation. The all-reduces of H, Q, dH and
+dF name a cast slot: with `--comm-dtype bf16` they carry bfloat16 (gtool.trainer.distributed.CastBuffers).
 """
 
 from __future__ import annotations
@@ -59,17 +60,20 @@ class BlockedAdjacency:
         return cls(shard.matrix, shard.transpose, blocks, dtype)
 
 
-def _blocked_product(blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer):
-    """(blocks @ dense) summed over `group`, each row block's sum started as soon as the block is done."""
+def _blocked_product(
+    blocks: list[RowBlock], dense: torch.Tensor, group: AxisGroup | None, timer: PhaseTimer, operand: str
+):
+    """(blocks @ dense) summed over `group`, each row block's sum started as soon as the block is done
+    (cast slot: the operand's name and the block's index)."""
     rows = blocks[-1][1]
     out = dense.new_empty(rows, dense.shape[1])
     dense = dense.contiguous()
     pending: list[Pending] = []
-    for lo, hi, block in blocks:
+    for index, (lo, hi, block) in enumerate(blocks):
         with timer.phase("spmm"):
             torch.mm(block, dense, out=out[lo:hi])
         if group is not None:
-            pending.append(group.all_reduce_async(out[lo:hi]))
+            pending.append(group.all_reduce_async(out[lo:hi], slot=(operand, index)))
     for work in pending:
         work.wait()
     return out
@@ -79,13 +83,14 @@ class _Aggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, features, adjacency, reduce_group, grad_group, timer):
         ctx.adjacency, ctx.grad_group, ctx.timer = adjacency, grad_group, timer
-        return _blocked_product(adjacency.blocks, features, reduce_group, timer)
+        return _blocked_product(adjacency.blocks, features, reduce_group, timer, "H")
 
     @staticmethod
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
-        grad_features = _blocked_product(ctx.adjacency.transpose_blocks, grad, ctx.grad_group, ctx.timer)
+        blocks = ctx.adjacency.transpose_blocks
+        grad_features = _blocked_product(blocks, grad, ctx.grad_group, ctx.timer, "dF")
         return grad_features, None, None, None, None
 
 
@@ -110,7 +115,7 @@ class _Transform(torch.autograd.Function):
         ctx.input_group, ctx.timer = input_group, timer
         with timer.phase("dense"):
             out = hidden @ weight
-        return output_group.all_reduce(out)
+        return output_group.all_reduce(out, slot="Q")
 
     @staticmethod
     def backward(ctx, grad):
@@ -120,7 +125,7 @@ class _Transform(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             with ctx.timer.phase("dense"):
                 grad_hidden = grad @ weight.T
-            pending = ctx.input_group.all_reduce_async(grad_hidden)
+            pending = ctx.input_group.all_reduce_async(grad_hidden, slot="dH")
         if ctx.needs_input_grad[1]:
             with ctx.timer.phase("dense"):
                 grad_weight = hidden.T @ grad

@@ -23,7 +23,7 @@ from gtool.trainer.optim import build_optimizer
 from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 
 
-def _targets(
+def logit_targets(
     data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
 ) -> Targets:
     """Labels and splits of the last layer's output block, or of its `rows` (a mini-batch's members)."""
@@ -54,7 +54,7 @@ class Trainer:
         self.data = data
         self.device = device
         self.model = ParallelGCN(data, comm, config, device)
-        self.targets = _targets(data, self.model, comm, device)
+        self.targets = logit_targets(data, self.model, comm, device)
         self.optimizer = build_optimizer(self.model.parameters(), config)
         self.schedule: Schedule | None = None
         self.batches: Prefetcher | None = None
@@ -87,7 +87,7 @@ class Trainer:
         loss = None
         if batch is not None:
             logits = self.model.forward(epoch, training=True, batch=batch)
-            targets = _targets(self.data, self.model, self.comm, self.device, batch.target_rows)
+            targets = logit_targets(self.data, self.model, self.comm, self.device, batch.target_rows)
             loss = cross_entropy(logits, targets, timer)
             del logits
             loss.backward()
@@ -241,7 +241,9 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
     history, first_epoch = History(), 1
     checkpoints = None
     if config.runtime.checkpoint:
-        checkpoints = Checkpoints(config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer))
+        checkpoints = Checkpoints(
+            config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer), asdict(config.model)
+        )
         if config.runtime.resume:
             history, first_epoch = resume(trainer, checkpoints, reporter, device)
     summary = Summary(history)

@@ -15,16 +15,19 @@ from gtool.trainer.randomness import initial_weight
 from gtool.trainer.sharding import ShardedBlock
 
 
-def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
-    """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
-    layer = geometry.layer
-    in_dim, out_dim = dims[layer], dims[layer + 1]
-    full = initial_weight(seed, layer, in_dim, out_dim, dtype)
-    in_cols, out_cols = geometry.in_cols(in_dim), geometry.out_cols(out_dim)
-    block = torch.zeros(in_cols.size, out_cols.size, dtype=dtype)
+def block_of_weight(geometry: LayerGeometry, full: torch.Tensor) -> torch.Tensor:
+    """This rank's zero-padded block W[in band c, out band b] of the full weight `full` (D_l x D_l+1)."""
+    in_cols, out_cols = geometry.in_cols(full.shape[0]), geometry.out_cols(full.shape[1])
+    block = full.new_zeros(in_cols.size, out_cols.size)
     real = full[padded_slice(in_cols), padded_slice(out_cols)]
     block[: real.shape[0], : real.shape[1]] = real
     return block
+
+
+def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
+    layer = geometry.layer
+    return block_of_weight(geometry, initial_weight(seed, layer, dims[layer], dims[layer + 1], dtype))
 
 
 def blocked_shards(data: RankData, blocks: int, dtype: torch.dtype) -> list[BlockedAdjacency]:
@@ -141,17 +144,38 @@ class ParallelGCN:
         one byte per element of the next input (positive and kept); masks are recomputed, never stored.
         A layer's input is released once aggregated, its aggregate once transformed (unless saved).
         """
+        return self.propagate(range(len(self.layers)), epoch, training, batch=batch)
+
+    def first_input(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
+        """Layer 0's input block (in a mini-batch, its members' rows), with its dropout when `training`."""
+        x = self.input_block()
+        if batch is not None:
+            x = x[batch.input_rows]
+        if training and self.config.model.dropout > 0:
+            with self.comm.timer.phase("dense"):
+                x = dropout(x, self.mask(0, epoch, batch), self.input_placement(0, batch))
+        return x
+
+    def propagate(
+        self,
+        layers: range,
+        epoch: int,
+        training: bool,
+        x: torch.Tensor | None = None,
+        batch: StepBatch | None = None,
+    ) -> torch.Tensor:
+        """Consecutive `layers` applied to `x`, the input block of the first (None: layer 0's, made here so
+        that it is released once aggregated): the input block of the layer after them (ReLU, and its
+        dropout when `training`), or the logits block when they end the model; with `batch`, of the
+        mini-batch, multiplied by its sampled blocks."""
+        if x is None:
+            x = self.first_input(epoch, training, batch)
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
         dropping = training and config.model.dropout > 0
-        x = self.input_block()
-        adjacencies = self.adjacency
-        if batch is not None:
-            x, adjacencies = x[batch.input_rows], batch.adjacency
-        if dropping:
-            with timer.phase("dense"):
-                x = dropout(x, self.mask(0, epoch, batch), self.input_placement(0, batch))
+        adjacencies = self.adjacency if batch is None else batch.adjacency
         last = len(self.layers) - 1
-        for layer, adjacency, weight in zip(self.layers, adjacencies, self.weights, strict=True):
+        for index in layers:
+            layer, adjacency, weight = self.layers[index], adjacencies[index], self.weights[index]
             a, b, c = layer.roles
             owns_input_grad = layer.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)

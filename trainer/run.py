@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -13,7 +15,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import grid_comm
+from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
 from gtool.trainer.launch import (
     RankEnv,
@@ -39,18 +41,30 @@ def run_layout(config: TrainConfig) -> str:
     return f"{replicas} x {grid}" if replicas > 1 else grid
 
 
+def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm]:
+    """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
+    torch.set_num_threads(config.runtime.threads)
+    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
+    join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
+    timer = PhaseTimer(device)
+    comm = grid_comm(
+        ProcessGrid(*config.grid),
+        config.runtime.timeout,
+        timer,
+        device,
+        replicas=config.minibatch.data_parallel,
+    )
+    return device, comm.cast_all_reduces(config.cast_dtype)
+
+
 def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     """Everything one rank does in a run.
 
     A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
     the failure from the connections closing when the process exits.
     """
-    torch.set_num_threads(config.runtime.threads)
-    device = rank_device(env, config.runtime.device_type, config.runtime.backend)
-    join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
-    grid = ProcessGrid(*config.grid)
-    timer = PhaseTimer(device)
-    comm = grid_comm(grid, config.runtime.timeout, timer, device, replicas=config.minibatch.data_parallel)
+    device, comm = join_grid(env, config)
+    grid = comm.grid
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
@@ -79,18 +93,24 @@ def train(config: TrainConfig) -> None:
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
+    start_ranks(config, "train", run_rank, config)
+
+
+def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *args: Any) -> None:
+    """main(RankEnv, *args) on every rank of `config`'s grid, started as `train` is; `command` names the
+    gtool command in what it prints."""
     env = environment_rank()
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, "127.0.0.1", free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
         print(
-            f"gtool train: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
+            f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
             f"({config.runtime.backend}, {config.runtime.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
             flush=True,
         )
-        launch_local(config.world_size, run_rank, config)
+        launch_local(config.world_size, main, *args)
         return
     if env.world_size != config.world_size:
         raise GtoolError(
@@ -98,6 +118,6 @@ def train(config: TrainConfig) -> None:
             f"{env.launcher} started {env.world_size}"
         )
     try:
-        run_rank(env, config)
+        main(env, *args)
     except Exception as error:
         raise rank_failure(env.rank, error) from None

@@ -9,7 +9,22 @@ from __future__ import annotations
 
 import torch
 
+from gtool.geometry.bands import ceil_div
 from gtool.trainer.distributed import AxisGroup
+
+
+def flat_part(block: torch.Tensor, parts: int, index: int) -> torch.Tensor:
+    """Part `index` of `block` flattened and zero-padded into `parts` equal parts (a copy)."""
+    per = ceil_div(block.numel(), parts)
+    flat = block.new_zeros(per * parts)
+    flat[: block.numel()] = block.reshape(-1)
+    return flat[index * per : (index + 1) * per].clone()
+
+
+def from_parts(parts: list[torch.Tensor], shape: torch.Size | tuple[int, ...]) -> torch.Tensor:
+    """The block of `shape` whose flat parts, in order, are `parts` (the inverse of `flat_part`)."""
+    flat = parts[0] if len(parts) == 1 else torch.cat(parts)
+    return flat[: torch.Size(shape).numel()].view(shape)
 
 
 class _GatherShards(torch.autograd.Function):
@@ -19,7 +34,7 @@ class _GatherShards(torch.autograd.Function):
     def forward(ctx, shard: torch.Tensor, group: AxisGroup, shape: torch.Size) -> torch.Tensor:
         ctx.group = group
         ctx.padded = shard.numel() * group.size
-        return group.all_gather(shard)[: shape.numel()].view(shape)
+        return from_parts([group.all_gather(shard)], shape)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
@@ -34,10 +49,7 @@ class ShardedBlock:
     def __init__(self, block: torch.Tensor, group: AxisGroup):
         self.shape = block.shape
         self.group = group
-        per = group.shard_numel(block.numel())
-        flat = block.new_zeros(per * group.size)
-        flat[: block.numel()] = block.reshape(-1)
-        self.shard = torch.nn.Parameter(flat[group.index * per : (group.index + 1) * per].clone())
+        self.shard = torch.nn.Parameter(flat_part(block, group.size, group.index))
 
     def full(self) -> torch.Tensor:
         """The whole block, differentiable with respect to this rank's part."""
@@ -47,4 +59,4 @@ class ShardedBlock:
 
     def assemble(self, part: torch.Tensor) -> torch.Tensor:
         """The whole block from every rank's `part` shaped like the shard (e.g. its gradient), no autograd."""
-        return self.group.all_gather(part.detach())[: self.shape.numel()].view(self.shape)
+        return from_parts([self.group.all_gather(part.detach())], self.shape)

@@ -75,6 +75,7 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     for name, config in cases:
         grid = ProcessGrid(*config.grid)
         comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
+        comm.cast_all_reduces(config.cast_dtype)
         data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
         trainer = Trainer(data, comm, config, device)
         del data

@@ -17,7 +17,8 @@ C_in = in_cols, C_out = out_cols), in a group of more than one rank:
 (*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
 never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
 gtool.trainer.distributed.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
-rank and (g-1)/g of an all-gather's or reduce-scatter's.
+rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of H, Q,
+dH and dF count 2 bytes per element (they carry bfloat16), every other collective the training dtype's.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Collective:
     axis: int
     group_size: int
     elements: int
+    itemsize: int | None = None
+    """Bytes per element when the collective carries a dtype of its own (bf16), else the training dtype's."""
 
     @property
     def group(self) -> str:
@@ -52,7 +55,7 @@ class Collective:
         return DATA if self.axis == DATA_AXIS else AXES[self.axis]
 
     def operand_bytes(self, itemsize: int) -> int:
-        return self.elements * itemsize
+        return self.elements * (self.itemsize or itemsize)
 
     def wire_bytes(self, itemsize: int) -> float:
         """Bytes each rank sends in a ring implementation."""
@@ -72,7 +75,7 @@ class Collective:
         }
 
 
-def _layer_collectives(shape: LayerShape, learnable_features: bool) -> list[Collective]:
+def _layer_collectives(shape: LayerShape, learnable_features: bool, wire: int | None) -> list[Collective]:
     a, b, c = shape.roles
     ga, gb, gc = shape.sizes
     layer = shape.layer
@@ -84,18 +87,21 @@ def _layer_collectives(shape: LayerShape, learnable_features: bool) -> list[Coll
     def make(phase: str, operand: str, kind: str, axis: int, size: int, elements: int) -> Collective:
         return Collective(layer, phase, operand, kind, axis, size, elements)
 
+    def cast(phase: str, operand: str, axis: int, size: int, elements: int) -> Collective:
+        return Collective(layer, phase, operand, "all_reduce", axis, size, elements, wire)
+
     items = [make("forward", "W", "all_gather", a, ga, weight)]
     if learned_input:
         items.append(make("forward", "F0", "all_gather", a, ga, features))
     items += [
-        make("forward", "H = A F", "all_reduce", b, gb, hidden),
-        make("forward", "Q = H W", "all_reduce", c, gc, output),
+        cast("forward", "H = A F", b, gb, hidden),
+        cast("forward", "Q = H W", c, gc, output),
     ]
     if layer > 0 or learned_input:
-        items.append(make("backward", "dH = dQ W^T", "all_reduce", b, gb, hidden))
+        items.append(cast("backward", "dH = dQ W^T", b, gb, hidden))
     items.append(make("backward", "dW = H^T dQ", "reduce_scatter", a, ga, weight))
     if layer > 0:
-        items.append(make("backward", "dF = A^T dH", "all_reduce", a, ga, shape.inputs * shape.in_cols))
+        items.append(cast("backward", "dF = A^T dH", a, ga, shape.inputs * shape.in_cols))
     elif learned_input:
         items.append(make("backward", "dF0", "reduce_scatter", a, ga, features))
     return items
@@ -112,9 +118,12 @@ def _loss_collectives(last: LayerShape) -> list[Collective]:
     return [*per_row, Collective(layer, "loss", "loss", "all_reduce", a, ga, 1)]
 
 
-def epoch_collectives(shapes: list[LayerShape], learnable_features: bool) -> list[Collective]:
-    """Every collective of one training step (forward, loss, backward) in groups of more than one rank."""
-    items = [c for shape in shapes for c in _layer_collectives(shape, learnable_features)]
+def epoch_collectives(
+    shapes: list[LayerShape], learnable_features: bool, wire_itemsize: int | None = None
+) -> list[Collective]:
+    """Every collective of one training step (forward, loss, backward) in groups of more than one rank;
+    `wire_itemsize` (2 for bf16) the bytes per element of the all-reduces of H, Q, dH and dF when cast."""
+    items = [c for shape in shapes for c in _layer_collectives(shape, learnable_features, wire_itemsize)]
     items += _loss_collectives(shapes[-1])
     return [c for c in items if c.group_size > 1]
 

@@ -25,9 +25,10 @@ from gtool.plan.model.cost import EpochTime, epoch_time
 from gtool.plan.model.memory import epoch_timeline, parameter_elements
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape, layer_shapes
+from gtool.store.reader import Store
 
-COUNT_BYTES = 3 * 8
-"""The training, validation and test node counts of a sample, float64, all-reduced every step."""
+COUNTS = 3
+"""The training, validation and test node counts of a sample, all-reduced every step (float64)."""
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,13 @@ def expected_shapes(shapes: list[LayerShape], num_nodes: int, batch_size: int) -
     return sampled_shapes(shapes, rows, inputs)
 
 
-def step_collectives(shapes: list[LayerShape], itemsize: int) -> list[Collective]:
-    """Every collective of one step on a rank whose member counts `shapes` hold (groups of 2 and more)."""
+def step_collectives(shapes: list[LayerShape], wire_itemsize: int | None = None) -> list[Collective]:
+    """Every collective of one step on a rank whose member counts `shapes` hold (groups of 2 and more);
+    `wire_itemsize` as in epoch_collectives (--comm-dtype bf16)."""
     last = shapes[-1]
     a = last.roles[0]
-    counts = Collective(
-        last.layer, "loss", "sample counts", "all_reduce", a, last.sizes[0], COUNT_BYTES // itemsize
-    )
-    steps = epoch_collectives(shapes, learnable_features=False)
+    counts = Collective(last.layer, "loss", "sample counts", "all_reduce", a, last.sizes[0], COUNTS, 8)
+    steps = epoch_collectives(shapes, False, wire_itemsize)
     return steps + ([counts] if counts.group_size > 1 else [])
 
 
@@ -109,7 +109,7 @@ class MiniBatchRun:
         shard's nonzeros (the entries between two members) by blocks of the expected member counts."""
         step_shapes = expected_shapes(shapes, self.num_nodes, self.batch_size)
         step_nnz = np.ceil(nnz * (self.batch_size / self.num_nodes) ** 2).astype(np.int64)
-        collectives = step_collectives(step_shapes, model.itemsize) + replica_collectives(
+        collectives = step_collectives(step_shapes, model.wire_itemsize) + replica_collectives(
             shapes, self.replicas
         )
         allocated = epoch_timeline(step_shapes, model, classes).allocated
@@ -128,7 +128,7 @@ def _band_members(positions: np.ndarray, band_size: int, bands: int) -> np.ndarr
 
 
 def replay_comm_bytes(
-    store,
+    store: Store,
     widths: list[int],
     itemsize: int,
     grid: ProcessGrid,
@@ -136,6 +136,7 @@ def replay_comm_bytes(
     batch_size: int,
     seed: int,
     epoch: int,
+    wire_itemsize: int | None = None,
 ) -> list[dict[str, dict[str, int]]]:
     """Every world rank's collective bytes in mini-batch epoch `epoch` of a run seeded `seed`, by group
     and kind (what `gtool train --log` records), from the epoch's samples replayed."""
@@ -172,6 +173,6 @@ def replay_comm_bytes(
                     inputs.append(
                         _band_members(positions[input_order], g.inputs.size, g.sizes[1])[g.inputs.index]
                     )
-                collectives += step_collectives(sampled_shapes(shapes, rows, inputs), itemsize)
+                collectives += step_collectives(sampled_shapes(shapes, rows, inputs), wire_itemsize)
             result.append(bytes_by_group(collectives, itemsize))
     return result

@@ -130,6 +130,7 @@ class Plan:
             "hidden": r.model.hidden,
             "widths": self.widths,
             "itemsize": r.model.itemsize,
+            "comm_dtype": r.model.comm_dtype,
             "dropout": r.model.dropout,
             "learnable_features": r.model.learnable_features,
             "memory_per_rank": r.memory_per_rank,
@@ -157,6 +158,7 @@ def estimate_grid(
     shapes = layer_shapes(grid, table.num_nodes, widths)
     shards = table.rank_shards(grid, m.layers)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
+    collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)
     if request.batch_size is None:
         collectives = epoch_collectives(shapes, m.learnable_features)

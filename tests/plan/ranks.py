@@ -59,7 +59,7 @@ def measure_cases(env: RankEnv, cases: list[tuple[str, TrainConfig, bool]], out:
     made: GroupCache = {}
     with joined_world(env):
         for name, config, track_memory in cases:
-            comm = grid_comm(config.grid, made, config.minibatch.data_parallel)
+            comm = grid_comm(config, made)
             if comm is not None:
                 result = _measure(config, comm, track_memory)
                 (Path(out) / f"{name}-rank-{env.rank}.json").write_text(json.dumps(result))

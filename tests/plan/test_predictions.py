@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import AXES, ProcessGrid
 from gtool.plan.model.bandnnz import ShardNnzTable
-from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
+from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives
 from gtool.plan.model.memory import estimate_memory
 from gtool.plan.model.minibatch import replay_comm_bytes
 from gtool.plan.model.shapes import factorizations, layer_shapes
@@ -30,7 +30,11 @@ VARIANTS = {  # name: (grid, config changes) run beside the default model
     "learnable-2x2x2": ((2, 2, 2), {"learnable_features": True}),
     "float64-3x2x1": ((3, 2, 1), {"dtype": "float64", "dropout": 0.0, "agg_blocks": 2}),
     "learnable-1x4x2": ((1, 4, 2), {"learnable_features": True, "layers": 4}),
+    "bf16-2x2x2": ((2, 2, 2), {"comm_dtype": "bf16"}),
+    "bf16-learnable-3x2x1": ((3, 2, 1), {"comm_dtype": "bf16", "learnable_features": True, "agg_blocks": 2}),
 }
+CAST = ("H = A F", "Q = H W", "dH = dQ W^T", "dF = A^T dH")
+"""The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
 MINIBATCH = {"batch_size": 4000, "seed": 3}  # rmat:14:8: 5 steps, the last one short
 REPLICATED = [(d, g.dims) for d in (1, 2) for p in range(1, WORLD // d + 1) for g in factorizations(p)]
@@ -53,12 +57,15 @@ def _measured_cases(cases: list[tuple[str, TrainConfig, bool]], out: Path) -> Pa
     return out
 
 
-def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
+def _collectives(config: TrainConfig, grid: tuple[int, int, int]) -> list[Collective]:
     store = open_store(config.store)
     widths = config.model.widths(store.num_features, store.num_classes)
     shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths)
-    collectives = epoch_collectives(shapes, config.model.learnable_features)
-    return bytes_by_group(collectives, config.torch_dtype.itemsize)
+    return epoch_collectives(shapes, config.model.learnable_features, config.model.wire_itemsize)
+
+
+def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
+    return bytes_by_group(_collectives(config, grid), config.torch_dtype.itemsize)
 
 
 def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
@@ -118,6 +125,24 @@ def test_predicted_collective_bytes_equal_logged_bytes(runs: tuple, variant: str
         predicted = _predicted_bytes(config, grid)
         for rank, measured in enumerate(_measured(out, name, grid)):
             assert measured["comm_bytes"] == predicted, f"{name} rank {rank}"
+
+
+def test_bf16_halves_the_logged_bytes_of_the_cast_all_reduces(runs: tuple) -> None:
+    """2x2x2 with --comm-dtype bf16 logs, per group, the float32 run's all-reduce bytes less half those of
+    H, Q, dH and dF; every other collective is unchanged."""
+    cases, _, out = runs
+    fp32_config = cases[_name((2, 2, 2))][0]
+    halved = dict.fromkeys(AXES, 0)
+    for collective in _collectives(fp32_config, (2, 2, 2)):
+        if collective.operand in CAST:
+            halved[AXES[collective.axis]] += collective.operand_bytes(4) // 2
+    assert all(halved.values())
+    fp32 = _measured(out, _name((2, 2, 2)), (2, 2, 2))
+    bf16 = _measured(out, _name((2, 2, 2), "bf16-2x2x2"), (2, 2, 2))
+    for rank, (full, cast) in enumerate(zip(fp32, bf16, strict=True)):
+        for group, counts in full["comm_bytes"].items():
+            want = {**counts, "all_reduce": counts["all_reduce"] - halved.get(group, 0)}
+            assert cast["comm_bytes"][group] == want, f"rank {rank} group {group}"
 
 
 @pytest.mark.parametrize("grid", MEMORY_GRIDS, ids=lambda g: "x".join(map(str, g)))

@@ -136,10 +136,13 @@ def joined_world(env: RankEnv) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def grid_comm(grid: tuple[int, int, int], made: GroupCache, replicas: int = 1) -> GridComm | None:
-    """The groups of `replicas` replicas of `grid` over the first ranks of the test world (None on the
-    ranks beyond them), sharing the groups `made` for earlier grids of the world."""
-    return build_grid_comm(ProcessGrid(*grid), 120, PhaseTimer(CPU), CPU, made, replicas)
+def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
+    """The groups of the run's grid (and its replicas) over the first ranks of the test world (None on the
+    ranks beyond them), sharing the groups `made` for earlier grids of the world; casting as the run's
+    --comm-dtype says."""
+    grid, replicas = ProcessGrid(*config.grid), config.minibatch.data_parallel
+    comm = build_grid_comm(grid, 120, PhaseTimer(CPU), CPU, made, replicas)
+    return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 
 def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
@@ -147,6 +150,6 @@ def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid, made)
+            comm = grid_comm(case.config, made)
             if comm is not None:
                 run_case(case, comm, Path(out))

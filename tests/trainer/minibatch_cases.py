@@ -68,7 +68,7 @@ def run_cases(env: RankEnv, cases: list[MiniBatchCase], out: str) -> None:
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
-            comm = grid_comm(case.config.grid, made, case.config.minibatch.data_parallel)
+            comm = grid_comm(case.config, made)
             if comm is not None:
                 run_case(case, comm, Path(out))
 

@@ -1,0 +1,60 @@
+"""`gtool predict STORE --checkpoint DIR -o OUT`: a trained model's logits (and embeddings) for every node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from gtool.errors import GtoolError
+from gtool.geometry.grid import ProcessGrid, parse_dims
+from gtool.trainer.config import RuntimeConfig
+
+from .common import console, reports_errors
+from .options import with_options
+
+RUNTIME = ("backend", "device", "threads", "timeout")
+"""The options of `gtool train` that say where and how the ranks run (the model comes from the checkpoint)."""
+
+
+@reports_errors
+@with_options((RuntimeConfig, RUNTIME))
+def predict(
+    store: str = typer.Argument(
+        ..., help="The store to predict on (the one trained on, or one of its shape)."
+    ),
+    checkpoint: str = typer.Option(
+        ..., help="The --checkpoint DIR of a `gtool train` run (its latest is used)."
+    ),
+    output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
+    grid: str = typer.Option(
+        "1x1x1", help="Process grid GXxGYxGZ of the forward pass (any, whatever trained)."
+    ),
+    embeddings: bool = typer.Option(
+        False, "--embeddings", help="Also write the last hidden layer (the last layer's input)."
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace OUT when it exists (only once the new one is complete)."
+    ),
+    **options: Any,
+) -> None:
+    """Run a trained GCN's full-graph 3D forward on GXxGYxGZ ranks and write its logits in node order.
+
+    Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
+    """
+    from gtool.trainer.launch import RankFailed
+    from gtool.trainer.predict import predict as run_prediction
+    from gtool.trainer.predict import prediction_job
+
+    try:
+        dims = ProcessGrid(*parse_dims(grid, 3, "--grid")).dims
+        runtime = RuntimeConfig(**options)
+    except ValueError as error:
+        raise GtoolError(str(error)) from None
+    job = prediction_job(store, checkpoint, output, dims, runtime, embeddings, overwrite)
+    try:
+        run_prediction(job)
+    except RankFailed as error:
+        if error.details:
+            console.print(error.details, highlight=False, markup=False)
+        raise

@@ -1,0 +1,48 @@
+"""What each rank of the prediction tests' spawned world does: train a model with checkpoints on one grid,
+then predict from its checkpoint on other grids (gtool.trainer.predict.predict_on), all in one world."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.distributed as dist
+
+from gtool.loader import load_rank
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.distributed import GroupCache
+from gtool.trainer.launch import RankEnv
+from gtool.trainer.loop import Trainer, fit
+from gtool.trainer.predict import predict_on, prediction_job
+from gtool.trainer.report import Reporter
+from tests.trainer.cases import CPU, grid_comm, joined_world
+
+
+@dataclass(frozen=True)
+class Training:
+    """Train `config` (--checkpoint and --log set), then predict from its checkpoint into each output of
+    `predictions`: output folder -> (grid, whether to write embeddings too)."""
+
+    config: TrainConfig
+    predictions: dict[str, tuple[tuple[int, int, int], bool]]
+
+
+def run_trainings(env: RankEnv, trainings: list[Training]) -> None:
+    """Entry point of every rank of the test world."""
+    made: GroupCache = {}
+    with joined_world(env):
+        for training in trainings:
+            config = training.config
+            comm = grid_comm(config, made)
+            if comm is not None:
+                data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+                reporter = Reporter(comm.rank == 0, config.runtime.log, append=False)
+                fit(Trainer(data, comm, config, CPU), reporter, CPU)
+            dist.barrier()  # the checkpoint is complete before any rank reads it
+            for output, (grid, embeddings) in training.predictions.items():
+                job = prediction_job(
+                    config.store, config.runtime.checkpoint, output, grid, config.runtime, embeddings
+                )
+                dist.barrier()  # every rank checked that the output is not there yet
+                comm = grid_comm(job.config, made)
+                if comm is not None:
+                    predict_on(comm, job, CPU, Reporter(False, None, False))

@@ -1,0 +1,93 @@
+"""The single-process parts of `gtool predict` and of bf16 all-reduces: checkpoint parts reassembled on
+another grid, flat parts, the chunks each rank writes, the cast buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import rank_layers
+from gtool.trainer.checkpoint import CheckpointError, rank_file
+from gtool.trainer.distributed import CastBuffers
+from gtool.trainer.model import block_of_weight
+from gtool.trainer.node_output import chunk_bounds
+from gtool.trainer.reshard import TrainedParameters
+from gtool.trainer.sharding import flat_part, from_parts
+
+NODES, DIMS = 11, [5, 3, 4]
+
+
+def _checkpoint(folder, grid: ProcessGrid, weights: list[torch.Tensor], features: torch.Tensor) -> dict:
+    """Rank files as a `grid` run of learnable features saves them: each rank's flat part (over the
+    layer's a-group) of its weight blocks and of its layer-0 input block."""
+    for rank in range(grid.size):
+        layers = rank_layers(grid, rank, len(weights), NODES, True)
+        state = {}
+        for layer, (geometry, weight) in enumerate(zip(layers, weights, strict=True)):
+            part, parts = geometry.coords[geometry.roles[0]], geometry.sizes[0]
+            state[f"weight.{layer}"] = flat_part(block_of_weight(geometry, weight), parts, part)
+        first = layers[0]
+        rows, cols = first.inputs, first.in_cols(DIMS[0])
+        block = features.new_zeros(rows.size, cols.size)
+        real = features[rows.start : rows.stop, cols.start : cols.stop]
+        block[: real.shape[0], : real.shape[1]] = real
+        state["features"] = flat_part(block, first.sizes[0], first.coords[first.roles[0]])
+        torch.save({"model": state}, rank_file(folder, rank))
+    return {"path": str(folder), "shape": {"grid": list(grid.dims), "dims": DIMS, "num_nodes": NODES}}
+
+
+@pytest.mark.parametrize("dims", [(1, 1, 1), (2, 2, 1), (3, 1, 2)], ids=lambda d: "x".join(map(str, d)))
+def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple[int, int, int]) -> None:
+    generator = torch.Generator().manual_seed(1)
+    weights = [torch.randn(DIMS[i], DIMS[i + 1], generator=generator) for i in range(2)]
+    features = torch.randn(NODES, DIMS[0], generator=generator)
+    trained = TrainedParameters(_checkpoint(tmp_path, ProcessGrid(*dims), weights, features))
+    for layer, weight in enumerate(weights):
+        assert torch.equal(trained.weight(layer), weight)
+    for rank, layers in enumerate([rank_layers(ProcessGrid(3, 2, 1), r, 2, NODES, True) for r in range(6)]):
+        rows, cols = layers[0].inputs, layers[0].in_cols(DIMS[0])
+        block = trained.features(rows, cols)
+        assert block.shape == (rows.size, cols.size), rank
+        assert torch.equal(
+            block[: rows.real, : cols.real], features[rows.start : rows.stop, cols.start : cols.stop]
+        )
+        assert not block[rows.real :].any() and not block[:, cols.real :].any()
+
+
+def test_a_missing_rank_file_is_named(tmp_path) -> None:
+    manifest = _checkpoint(
+        tmp_path, ProcessGrid(2, 1, 1), [torch.ones(5, 3), torch.ones(3, 4)], torch.ones(11, 5)
+    )
+    rank_file(tmp_path, 1).unlink()
+    with pytest.raises(CheckpointError, match="rank-00001.pt is missing"):
+        TrainedParameters(manifest).weight(0)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 4, 7])
+def test_flat_parts_reassemble_the_block(parts: int) -> None:
+    block = torch.arange(15.0).view(5, 3)
+    pieces = [flat_part(block, parts, index) for index in range(parts)]
+    assert len({p.numel() for p in pieces}) == 1
+    assert torch.equal(from_parts(pieces, block.shape), block)
+
+
+def test_each_rank_writes_whole_chunks() -> None:
+    assert chunk_bounds(10, 3, 3).tolist() == [0, 3, 6, 10]
+    assert chunk_bounds(5, 4, 3).tolist() == [0, 0, 4, 5]
+    bounds = chunk_bounds(1000, 7, 6)
+    assert bounds[0] == 0 and bounds[-1] == 1000 and np.all(np.diff(bounds) >= 0)
+    assert np.all(bounds[:-1] % 7 == 0)
+
+
+def test_cast_buffers_are_reused_and_grown_once() -> None:
+    buffers = CastBuffers(torch.bfloat16)
+    big = buffers.cast(("H", 0), torch.full((4, 3), 1.0 + 2**-12))
+    assert big.dtype == torch.bfloat16 and big.shape == (4, 3) and torch.all(big == 1.0)
+    small = buffers.cast(("H", 0), torch.ones(2, 5))
+    assert small.data_ptr() == big.data_ptr() and small.shape == (2, 5)
+    other = buffers.cast("Q", torch.ones(2, 2))
+    assert other.data_ptr() != big.data_ptr()
+    grown = buffers.cast(("H", 0), torch.ones(5, 5))
+    assert grown.numel() == 25 and buffers.cast(("H", 0), torch.ones(3)).data_ptr() == grown.data_ptr()
