@@ -36,7 +36,7 @@ VARIANTS = {  # name: (grid, config changes) run beside the default model
 CAST = ("H = A F", "Q = H W", "dH = dQ W^T", "dF = A^T dH")
 """The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
-MINIBATCH = {"batch_size": 4000, "seed": 3}  # rmat:14:8: 5 steps, the last one short
+MINIBATCH = {"batch_size": 6000, "seed": 3}  # rmat:14:8: 3 steps, the last one short
 REPLICATED = [(d, g.dims) for d in (1, 2) for p in range(1, WORLD // d + 1) for g in factorizations(p)]
 
 
