@@ -5,6 +5,7 @@
     python -m bench.bench_train --grids 1x1x1,2x1x1,2x2x2 --epochs 8
     python -m bench.bench_train --device cuda --scale 22 --edge-factor 16     # one GPU: 1x1x1 NCCL
     python -m bench.bench_train --pyg             # adds a PyG GCNConv row (when torch_geometric imports)
+    python -m bench.bench_train --batch-size 131072   # adds mini-batch rows: 1x1x1, 2x1x1, 2x(1x1x1)
 
 The store (16x16 tiles, 128 features, 32 classes) is built once with gtool shard into
 bench/results/train/. Every measurement runs in its own process under ../shared/tools/peakmem (peak RSS
@@ -17,12 +18,19 @@ side's GPU peak (torch.cuda.max_memory_allocated). `--pyg` adds "pyg GCNConv": t
 dropout and optimizer with torch_geometric's GCNConv layers (normalize=False, no bias: the store's matrix
 is already normalized) multiplying by the same sparse CSR matrices. Figures are medians over the epochs
 after the first (warm-up): robust to a busy machine's hiccups.
+
+`--batch-size B` adds mini-batch rows ("gtool mb LAYOUT", `gtool train --batch-size B`, layouts from
+`--minibatch-layouts`, D replicas written Dx(GRID)) in a second table: the epoch time, the step time (an
+epoch's time over its rounds of steps), the sampling share (the time steps waited for their cut, over
+the epoch's time; cuts are prepared while the previous step trains) and the epoch time against the
+full-graph epoch of the same grid.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -99,34 +107,68 @@ def pyg_missing() -> str | None:
     return None
 
 
-def run_gtool(args: argparse.Namespace, store: str, grid: str) -> dict:
-    """`gtool train --grid GRID` (NCCL on CUDA), its figures read from its --log summary."""
+def replicated(layout: str) -> tuple[int, str]:
+    """(D, GRID) of a layout written GRID or Dx(GRID)."""
+    match = re.fullmatch(r"(\d+)x\((.+)\)", layout)
+    return (int(match.group(1)), match.group(2)) if match else (1, layout)
+
+
+def run_gtool(args: argparse.Namespace, store: str, layout: str, batch_size: int | None = None) -> dict:
+    """`gtool train --grid GRID` (NCCL on CUDA), mini-batch with `batch_size`, its figures read from its
+    --log lines and summary."""
     backend = "nccl" if args.device == "cuda" else "gloo"
+    replicas, grid = replicated(layout)
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "log.jsonl"
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid, *model_flags(args)]
         command += ["--backend", backend, "--eval-every", str(args.epochs), "--log", str(log)]
+        if batch_size is not None:
+            command += ["--batch-size", str(batch_size), "--data-parallel", str(replicas)]
         peak, _ = measured(command)
         lines = [json.loads(line) for line in log.read_text().splitlines()]
     epochs = [line for line in lines if "summary" not in line]
     ranks = lines[-1]["summary"]["peak_memory_mb"]
     gpu = max(rank["gpu"] for rank in ranks) if args.device == "cuda" else None
-    result = {"mode": f"gtool {grid}", **peak, "peak_gpu_mb": gpu}
+    mode = f"gtool {layout}" if batch_size is None else f"gtool mb {layout}"
+    result = {"mode": mode, "grid": grid, **peak, "peak_gpu_mb": gpu}
     for figure in ("seconds", *PHASES):
         result[figure] = steady_median([epoch[figure] for epoch in epochs])
+    if batch_size is not None:
+        result["step_seconds"] = steady_median([e["seconds"] / len(e["step_losses"][0]) for e in epochs])
+        result["sampling_share"] = steady_median([e["sample_wait"] / e["seconds"] for e in epochs])
     return result
+
+
+def print_minibatch_table(rows: list[dict], args: argparse.Namespace) -> None:
+    """The mini-batch rows: epoch and step time, sampling share, epoch time over the full-graph one."""
+    full = {
+        row["grid"]: row for row in rows if row["mode"].startswith("gtool ") and "step_seconds" not in row
+    }
+    print(f"\nmini-batch, --batch-size {args.batch_size}; median epoch after the first")
+    header = ("mode", "epoch s", "step s", "sampling", "vs full", "peak MB")
+    print("{:20s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s}".format(*header))
+    for row in rows:
+        if "step_seconds" not in row:
+            continue
+        versus = (
+            f"{row['seconds'] / full[row['grid']]['seconds']:9.2f}" if row["grid"] in full else f"{'-':>9s}"
+        )
+        print(
+            f"{row['mode']:20s} {row['seconds']:9.3f} {row['step_seconds']:9.3f} "
+            f"{row['sampling_share']:9.1%} {versus} {row['peak_rss_mb']:9.0f}"
+        )
 
 
 def print_table(rows: list[dict], args: argparse.Namespace) -> None:
     shape = f"{args.layers} layers, hidden {args.hidden}, dropout {args.dropout}, {args.epochs} epochs"
     print(f"\nrmat:{args.scale}:{args.edge_factor} on {args.device}, {shape}; median epoch after the first")
     header = ("mode", "epoch s", "spmm s", "dense s", "comm s", "peak MB", "GPU MB", "wall s")
-    print("{:14s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>8s}".format(*header))
+    print("{:20s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>8s}".format(*header))
     for row in rows:
         phases = " ".join(f"{row[p]:9.3f}" if p in row else f"{'-':>9s}" for p in PHASES)
         gpu = f"{row['peak_gpu_mb']:9.0f}" if row.get("peak_gpu_mb") is not None else f"{'-':>9s}"
         print(
-            f"{row['mode']:14s} {row['seconds']:9.3f} {phases} {row['peak_rss_mb']:9.0f} {gpu} "
+            f"{row['mode']:20s} {row['seconds']:9.3f} {phases} {row['peak_rss_mb']:9.0f} {gpu} "
             f"{row['wall_s']:8.1f}"
         )
     by_mode = {row["mode"]: row for row in rows}
@@ -150,8 +192,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--dropout", type=float, default=0.5, help="dropout rate of both sides")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda)")
+    parser.add_argument(
+        "--grids", help="comma-separated grids (default 1x1x1,2x1x1,2x2x2; 1x1x1 on cuda; '' for none)"
+    )
     parser.add_argument("--pyg", action="store_true", help="add a PyG GCNConv row (a note if PyG is absent)")
+    parser.add_argument("--batch-size", type=int, help="add mini-batch rows with samples of this many nodes")
+    parser.add_argument(
+        "--minibatch-layouts",
+        default="1x1x1,2x1x1,2x(1x1x1)",
+        help="comma-separated layouts of the mini-batch rows: GRID or Dx(GRID) for D replicas",
+    )
+    parser.add_argument("--no-reference", action="store_true", help="leave out the reference row")
     parser.add_argument("--reference-child", metavar="STORE", help=argparse.SUPPRESS)
     parser.add_argument("--pyg-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -172,13 +223,18 @@ def build(args: argparse.Namespace) -> Path:
 def run(args: argparse.Namespace) -> list[dict]:
     """Every row of the benchmark, printed as a table and saved in RESULTS."""
     store = build(args)
-    rows = [run_reference(args, str(store))]
-    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",")]
+    rows = [] if args.no_reference else [run_reference(args, str(store))]
+    rows += [run_gtool(args, str(store), grid) for grid in args.grids.split(",") if grid]
+    if args.batch_size is not None:
+        layouts = args.minibatch_layouts.split(",")
+        rows += [run_gtool(args, str(store), layout, args.batch_size) for layout in layouts]
     if args.pyg and (why := pyg_missing()):
         print(f"note: no PyG GCNConv row: {why}")
     elif args.pyg:
         rows.append(run_reference(args, str(store), pyg=True))
-    print_table(rows, args)
+    print_table([row for row in rows if "step_seconds" not in row], args)
+    if args.batch_size is not None:
+        print_minibatch_table(rows, args)
     summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}.json"
     arguments = {k: v for k, v in vars(args).items() if k not in ("reference_child", "pyg_child")}
     summary.write_text(json.dumps({"args": arguments, "rows": rows}, indent=2))

@@ -77,6 +77,9 @@ def plan(
         False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
     ),
     top: int = typer.Option(0, help="Show only the N best grids (0: all)."),
+    batch_size: int = typer.Option(
+        None, help="Plan a mini-batch run (gtool train --batch-size B): D x grid layouts of P ranks too."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
     device: str = typer.Option("cpu", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."),
@@ -99,7 +102,7 @@ def plan(
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
     gpus_per_node = model.pop("gpus_per_node")
-    request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node)
+    request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
     cost_profile, note = load_profile(profile)
     opened = open_store(store)
     result = make_plan(opened, request, cost_profile)
@@ -118,6 +121,7 @@ def plan_request(
     memory_per_rank: str | None,
     exact_nnz: bool = False,
     gpus_per_node: int | None = None,
+    batch_size: int | None = None,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
     from gtool.plan.model.planner import PlanRequest
@@ -134,4 +138,6 @@ def plan_request(
         topology = Topology(gpus_per_node=gpus_per_node)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
-    return PlanRequest(ranks, config, limit, exact_nnz, topology.ranks_per_node(ranks))
+    if batch_size is not None and batch_size < 2:
+        raise GtoolError(f"--batch-size must be >= 2, got {batch_size}")
+    return PlanRequest(ranks, config, limit, exact_nnz, topology.ranks_per_node(ranks), batch_size)

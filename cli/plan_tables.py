@@ -36,7 +36,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         style = "green" if plan.best is not None and g is plan.best else ("dim" if not g.fits else None)
         table.add_row(
             str(place),
-            str(g.grid),
+            g.layout,
             f"{g.grid.placement} ({','.join(g.node_axes) or '-'})",
             f"{t.total:.3f}",
             f"{t.spmm.max(axis=0).sum():.3f}",
@@ -55,7 +55,7 @@ def memory_table(best: GridEstimate) -> Table:
     """Where the best grid's largest rank spends its memory."""
     worst = int(best.memory.peak.argmax())
     table = Table(
-        title=f"peak memory of {best.grid}, rank {worst}",
+        title=f"peak memory of {best.layout}, rank {worst}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -79,7 +79,7 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]
     summary.add_column(style="bold")
     summary.add_column()
     summary.add_row(
-        "best", f"{plan.best.grid}, placed {plan.best.grid.placement}" if plan.best else "none fits"
+        "best", f"{plan.best.layout}, placed {plan.best.grid.placement}" if plan.best else "none fits"
     )
     summary.add_row("why", plan.reason)
     tables = [grid_table(title, plan, top), summary]

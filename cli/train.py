@@ -13,7 +13,7 @@ from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import Store, open_store
 from gtool.topology import Topology
-from gtool.trainer.config import OptimizerConfig, RuntimeConfig, TrainConfig
+from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .common import console, reports_errors
 from .options import with_options
@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 
 def auto_grid(
     store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
-) -> tuple[str, str]:
-    """`--grid auto`: gtool plan's best grid for request(P), P the world size of torchrun/srun or --ranks,
-    as GXxGYxGZ and its placement (every rank plans alike, so every rank finds the same)."""
-    from gtool.plan.model.auto import choose_grid
+) -> tuple[int, str, str]:
+    """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
+    or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
+    rank plans alike, so every rank finds the same)."""
+    from gtool.plan.model.auto import choose_layout
     from gtool.trainer.launch import environment_rank
 
     env = environment_rank()
@@ -37,19 +38,20 @@ def auto_grid(
         ranks = env.world_size
     if ranks is None:
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
-    grid, why = choose_grid(store, request(ranks), profile)
+    replicas, grid, why = choose_layout(store, request(ranks), profile)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
-    return str(grid), grid.placement
+    return replicas, "x".join(map(str, grid.dims)), grid.placement
 
 
 @reports_errors
-@with_options(ModelConfig, OptimizerConfig, RuntimeConfig, Topology)
+@with_options(ModelConfig, OptimizerConfig, RuntimeConfig, MiniBatchConfig, Topology)
 def train(
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(
         "1x1x1",
-        help="Process grid GXxGYxGZ (its product is the number of ranks), or auto: gtool plan's best.",
+        help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
+        "(with --batch-size, the replicas too).",
     ),
     ranks: int = typer.Option(
         None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
@@ -69,22 +71,23 @@ def train(
     opened.check_every_chunk()
     try:
         config = TrainConfig.of(store, **options)
+        replicas, dims = config.minibatch.data_parallel, grid
         if grid == "auto":
             if config.topology.placement is not None:
                 raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
-            topology = config.topology
-            dims, placement = auto_grid(
+            topology, batch = config.topology, config.minibatch.batch_size
+            replicas, dims, placement = auto_grid(
                 opened,
                 ranks,
                 plan_profile,
-                lambda p: PlanRequest(p, config.model, ranks_per_node=topology.ranks_per_node(p)),
+                lambda p: PlanRequest(
+                    p, config.model, ranks_per_node=topology.ranks_per_node(p), batch_size=batch
+                ),
             )
             config = config.replace(placement=placement)
         elif ranks is not None:
             raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
-        else:
-            dims = grid
-        config = config.replace(grid=parse_dims(dims, 3, "--grid"))
+        config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:

@@ -98,12 +98,16 @@ class Checkpoints:
         self.model = model
 
     def save(self, epoch: int, state: dict[str, Any], history: dict[str, Any]) -> None:
-        """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has."""
+        """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has.
+
+        With replicas (--data-parallel), which hold the same parts and optimizer state, the first one
+        writes them and every replica reads them back."""
         target = self.directory / _epoch_dir(epoch)
         target.mkdir(parents=True, exist_ok=True)
-        _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(state, handle))
+        if self.comm.replica == 0:
+            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(state, handle))
         self.comm.everyone.barrier()
-        if self.comm.rank != 0:
+        if self.comm.everyone.index != 0:
             return
         manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
         _write_json(target / MANIFEST, manifest)

@@ -67,8 +67,26 @@ class RuntimeConfig(Options):
 
 
 @dataclass(frozen=True)
+class MiniBatchConfig(Options):
+    """Mini-batch training: uniform vertex samples, and replicas of the grid that average gradients."""
+
+    batch_size: int | None = option(
+        None, "Train on uniform samples of B nodes per step (default: full-graph epochs).", minimum=2
+    )
+    data_parallel: int = option(
+        1, "D replicas of the grid, each stepping on its own samples (D x grid ranks; mini-batch).", minimum=1
+    )
+
+    def combined_problems(self) -> list[str]:
+        if self.data_parallel > 1 and self.batch_size is None:
+            return ["--data-parallel needs --batch-size (replicas step on their own samples)"]
+        return []
+
+
+@dataclass(frozen=True)
 class TrainConfig(Options):
-    """A training run on `store` over a GX x GY x GZ grid. Epochs are numbered from 1."""
+    """A training run on `store` over a GX x GY x GZ grid (D replicas of it with --data-parallel D).
+    Epochs are numbered from 1."""
 
     store: str
     grid: tuple[int, int, int] = (1, 1, 1)
@@ -76,6 +94,7 @@ class TrainConfig(Options):
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     topology: Topology = field(default_factory=Topology)
+    minibatch: MiniBatchConfig = field(default_factory=MiniBatchConfig)
 
     @classmethod
     def of(cls, store: str, grid: tuple[int, int, int] = (1, 1, 1), **options: Any) -> TrainConfig:
@@ -105,16 +124,22 @@ class TrainConfig(Options):
         return ProcessGrid(*self.grid, self.topology.placement or DEFAULT_PLACEMENT)
 
     @property
+    def grid_size(self) -> int:
+        """Ranks of one replica of the grid: GX * GY * GZ."""
+        gx, gy, gz = self.grid
+        return gx * gy * gz
+
+    @property
+    def world_size(self) -> int:
+        """Ranks of the run: D replicas of the grid."""
+        return self.minibatch.data_parallel * self.grid_size
+
+    @property
     def cast_dtype(self) -> torch.dtype | None:
         """What the all-reduces of H, Q, dH and dF carry if not the training dtype (bf16), else None."""
         import torch  # here: the command line reads configurations without loading torch
 
         return torch.bfloat16 if self.model.comm_dtype == "bf16" else None
-
-    @property
-    def world_size(self) -> int:
-        gx, gy, gz = self.grid
-        return gx * gy * gz
 
 
 SECTIONS = {
@@ -122,5 +147,6 @@ SECTIONS = {
     "optimizer": OptimizerConfig,
     "runtime": RuntimeConfig,
     "topology": Topology,
+    "minibatch": MiniBatchConfig,
 }
 """The sections of a TrainConfig, by field name."""

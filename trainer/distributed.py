@@ -17,7 +17,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from gtool.geometry.collectives import GROUPS, KINDS
+from gtool.geometry.collectives import DATA, GROUPS, KINDS
 from gtool.geometry.grid import ProcessGrid, group_ranks
 from gtool.trainer.timing import PhaseTimer
 
@@ -173,7 +173,11 @@ class AxisGroup:
 
 @dataclass
 class GridComm:
-    """This rank's place in the grid: its coordinates and the x, y and z groups through it."""
+    """This rank's place in the grid: its coordinates and the x, y and z groups through it.
+
+    With D replicas of the grid (--data-parallel), `rank` is the rank within its replica `replica`,
+    `data` the group of the ranks at the same place in every replica, and `everyone` the whole run.
+    """
 
     grid: ProcessGrid
     rank: int
@@ -181,10 +185,16 @@ class GridComm:
     everyone: AxisGroup
     timer: PhaseTimer
     sent: CommBytes = field(default_factory=CommBytes)
+    data: AxisGroup | None = None
+    replica: int = 0
 
     @property
     def coords(self) -> tuple[int, int, int]:
         return self.grid.coords(self.rank)
+
+    @property
+    def replicas(self) -> int:
+        return 1 if self.data is None else self.data.size
 
     def cast_all_reduces(self, dtype: torch.dtype | None) -> GridComm:
         """Have the x, y and z groups carry the all-reduces that name a cast slot (those of H, Q, dH and
@@ -200,18 +210,25 @@ GroupCache = dict[tuple[int, ...], object]
 
 
 def build_grid_comm(
-    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
+    grid: ProcessGrid,
+    timeout: float,
+    timer: PhaseTimer,
+    device: torch.device,
+    made: GroupCache | None = None,
+    replicas: int = 1,
 ) -> GridComm | None:
-    """Create the grid's process groups over world ranks 0..grid.size-1 (every world rank must call this).
+    """Create the process groups of `replicas` replicas of the grid over world ranks 0..replicas*grid.size-1,
+    replica d on ranks d*grid.size.. (every world rank must call this).
 
-    World ranks beyond the grid (a test running several grids in one world) take part in creating the
+    World ranks beyond them (a test running several grids in one world) take part in creating the
     groups and get None. With `made`, groups of the same ranks are made once and shared by every grid
     built with that cache (every world rank must build the same grids in the same order).
     """
     world_rank = dist.get_rank()
     world_size = dist.get_world_size()
-    if world_size < grid.size:
-        raise ValueError(f"a {grid} grid needs {grid.size} processes, the world has {world_size}")
+    run_size = replicas * grid.size
+    if world_size < run_size:
+        raise ValueError(f"{replicas} x {grid} grid needs {run_size} processes, the world has {world_size}")
     limit = timedelta(seconds=timeout)
     made = {} if made is None else made
 
@@ -222,32 +239,47 @@ def build_grid_comm(
         return made[key]
 
     sent = CommBytes()
-    inside = world_rank < grid.size
-    coords = grid.coords(world_rank) if inside else (0, 0, 0)
+    inside = world_rank < run_size
+    replica, rank = divmod(world_rank, grid.size) if inside else (0, 0)
+    coords = grid.coords(rank)
     axes = []
     for axis in range(3):
         mine = None
         if grid.dims[axis] > 1:
-            for first in range(grid.size):
-                if grid.coords(first)[axis] != 0:
-                    continue
-                members = group_ranks(grid, first, axis)
-                group = new_group(members)
-                if world_rank in members:
-                    mine = group
+            for base in range(0, run_size, grid.size):
+                for first in range(grid.size):
+                    if grid.coords(first)[axis] != 0:
+                        continue
+                    members = [base + member for member in group_ranks(grid, first, axis)]
+                    group = new_group(members)
+                    if world_rank in members:
+                        mine = group
         axes.append(AxisGroup(grid.dims[axis], coords[axis], mine, timer, device, GROUPS[axis], sent))
-    everyone_group = new_group(list(range(grid.size))) if grid.size > 1 else None
+    data_group = None
+    if replicas > 1:
+        for place in range(grid.size):
+            members = list(range(place, run_size, grid.size))
+            group = new_group(members)
+            if world_rank in members:
+                data_group = group
+    everyone_group = new_group(list(range(run_size))) if run_size > 1 else None
     if not inside:
         return None
-    everyone = AxisGroup(grid.size, world_rank, everyone_group, timer, device, "all", sent)
-    return GridComm(grid, world_rank, (axes[0], axes[1], axes[2]), everyone, timer, sent)
+    everyone = AxisGroup(run_size, world_rank, everyone_group, timer, device, "all", sent)
+    data = AxisGroup(replicas, replica, data_group, timer, device, DATA, sent) if replicas > 1 else None
+    return GridComm(grid, rank, (axes[0], axes[1], axes[2]), everyone, timer, sent, data, replica)
 
 
 def grid_comm(
-    grid: ProcessGrid, timeout: float, timer: PhaseTimer, device: torch.device, made: GroupCache | None = None
+    grid: ProcessGrid,
+    timeout: float,
+    timer: PhaseTimer,
+    device: torch.device,
+    made: GroupCache | None = None,
+    replicas: int = 1,
 ) -> GridComm:
-    """build_grid_comm on a world whose every rank is in the grid."""
-    comm = build_grid_comm(grid, timeout, timer, device, made)
+    """build_grid_comm on a world whose every rank is in one of the replicas of the grid."""
+    comm = build_grid_comm(grid, timeout, timer, device, made, replicas)
     if comm is None:
-        raise ValueError(f"world rank {dist.get_rank()} is outside the {grid} grid")
+        raise ValueError(f"world rank {dist.get_rank()} is outside the {replicas} x {grid} grid")
     return comm

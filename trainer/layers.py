@@ -46,13 +46,18 @@ def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:
 
 
 class BlockedAdjacency:
-    """An adjacency shard and its transpose, cast to the training dtype and cut into row blocks."""
+    """A sparse CSR matrix and its transpose, cast to the training dtype and cut into row blocks."""
 
-    def __init__(self, shard: AdjacencyShard, blocks: int, dtype: torch.dtype):
-        self.shape = tuple(shard.matrix.shape)
-        self.nnz = shard.nnz
-        self.blocks = split_rows(shard.matrix.to(dtype), blocks)
-        self.transpose_blocks = split_rows(shard.transpose.to(dtype), blocks)
+    def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor, blocks: int, dtype: torch.dtype):
+        self.shape = tuple(matrix.shape)
+        self.nnz = int(matrix.values().shape[0])
+        self.blocks = split_rows(matrix.to(dtype), blocks)
+        self.transpose_blocks = split_rows(transpose.to(dtype), blocks)
+
+    @classmethod
+    def of(cls, shard: AdjacencyShard, blocks: int, dtype: torch.dtype) -> BlockedAdjacency:
+        """An adjacency shard and its stored transpose."""
+        return cls(shard.matrix, shard.transpose, blocks, dtype)
 
 
 def _blocked_product(

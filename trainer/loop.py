@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import resource
+import statistics
 import time
 from dataclasses import asdict
 
@@ -13,13 +15,18 @@ from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import CommBytes, GridComm
 from gtool.trainer.loss import Targets, accuracies, cross_entropy
+from gtool.trainer.minibatch.batch import RankSampler, StepBatch
+from gtool.trainer.minibatch.prefetch import Prefetcher, StepKey
+from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.model import ParallelGCN
 from gtool.trainer.optim import build_optimizer
 from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 
 
-def logit_targets(data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device) -> Targets:
-    """Labels and splits of the last layer's output block."""
+def logit_targets(
+    data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
+) -> Targets:
+    """Labels and splits of the last layer's output block, or of its `rows` (a mini-batch's members)."""
     last, num_classes = model.layers[-1], model.dims[-1]
     if data.label_rows != last.rows or data.labels.shape[0] != last.rows.size:
         raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {last.rows}")
@@ -28,7 +35,10 @@ def logit_targets(data: RankData, model: ParallelGCN, comm: GridComm, device: to
     real_classes = max(0, min(class_band.size, num_classes - classes))
     a, b, _ = last.roles
     labels, split = data.labels.to(device), data.split.to(device)
-    return Targets(labels, split, classes, real_classes, comm.axes[a], comm.axes[b])
+    if rows is not None:
+        labels, split = labels[rows], split[rows]
+    groups = (comm.axes[a], comm.axes[b])
+    return Targets(labels, split, classes, real_classes, *groups, require_train=rows is None)
 
 
 class Trainer:
@@ -41,9 +51,19 @@ class Trainer:
             )
         self.comm = comm
         self.config = config
+        self.data = data
+        self.device = device
         self.model = ParallelGCN(data, comm, config, device)
         self.targets = logit_targets(data, self.model, comm, device)
         self.optimizer = build_optimizer(self.model.parameters(), config)
+        self.schedule: Schedule | None = None
+        self.batches: Prefetcher | None = None
+        if config.minibatch.batch_size is not None:
+            self.schedule = Schedule(data.meta.num_nodes, config.minibatch.batch_size, comm.replicas)
+            sampler = RankSampler(
+                data, config.store, self.schedule, device, config.model.agg_blocks, config.torch_dtype
+            )
+            self.batches = Prefetcher(sampler, config.runtime.seed, device)
 
     def step(self, epoch: int) -> torch.Tensor:
         """One forward/backward pass with dropout and one optimizer step; the loss stays on the device
@@ -58,31 +78,102 @@ class Trainer:
             self.optimizer.step()
         return loss.detach()
 
+    def batch_step(self, epoch: int, batch: StepBatch | None, active: int) -> torch.Tensor | None:
+        """One mini-batch step: forward/backward on `batch` (None: this replica has no step in a short
+        last round and adds zero gradients), the gradients averaged over the `active` replicas, one
+        optimizer step. The loss is the mean over the batch's labelled training nodes."""
+        timer = self.comm.timer
+        self.optimizer.zero_grad()
+        loss = None
+        if batch is not None:
+            logits = self.model.forward(epoch, training=True, batch=batch)
+            targets = logit_targets(self.data, self.model, self.comm, self.device, batch.target_rows)
+            loss = cross_entropy(logits, targets, timer)
+            del logits
+            loss.backward()
+        self.average_gradients(active)
+        with timer.phase("dense"):
+            self.optimizer.step()
+        return None if loss is None else loss.detach()
+
+    def average_gradients(self, active: int) -> None:
+        """Each owned parameter part's gradient averaged over the replicas that stepped (one all-reduce
+        per part); a replica without a step contributes zeros."""
+        if self.comm.data is None:
+            return
+        for param in self.model.parameters():
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+            self.comm.data.all_reduce(param.grad)
+            param.grad /= active
+
+    def replica_steps(self, epoch: int) -> list[StepKey | None]:
+        """This replica's (epoch, step) in each round of `epoch` (None: no step in that round)."""
+        assert self.schedule is not None
+        steps = [self.schedule.step_of(r, self.comm.replica) for r in range(self.schedule.rounds)]
+        return [None if step is None else (epoch, step) for step in steps]
+
+    def minibatch_epoch(self, epoch: int) -> tuple[torch.Tensor, float]:
+        """Every round of `epoch`: this replica's step losses (NaN where it had none) and the seconds spent
+        waiting for cuts."""
+        assert self.schedule is not None and self.batches is not None
+        steps = self.replica_steps(epoch)
+        following = self.replica_steps(epoch + 1)[0] if epoch < self.config.runtime.epochs else None
+        upcoming = [key for key in steps if key is not None] + [following]
+        losses = torch.full((len(steps),), math.nan, dtype=torch.float64, device=self.device)
+        self.batches.reset_wait()
+        for round_index, key in enumerate(steps):
+            batch = None if key is None else self.batches.take(key, upcoming[round_index + 1])
+            loss = self.batch_step(epoch, batch, self.schedule.active(round_index))
+            if loss is not None:
+                losses[round_index] = loss
+        return losses, self.batches.waited
+
+    def replica_losses(self, losses: torch.Tensor) -> list[list[float | None]]:
+        """Every replica's step losses (None where it had no step), from each replica's `losses`."""
+        gathered = self.comm.everyone.all_gather(losses).view(self.comm.everyone.size, -1)
+        by_replica = gathered[:: self.comm.grid.size].tolist()
+        return [[None if math.isnan(value) else value for value in row] for row in by_replica]
+
     def train_epoch(self, epoch: int) -> EpochRecord:
-        """`step`, then the figures to print: the loss and the phase times (one wait for the device)."""
+        """`step` (or every mini-batch step of the epoch), then the figures to print: the loss and the
+        phase times (one wait for the device)."""
         timer = self.comm.timer
         timer.reset()
         self.comm.sent.reset()
         start = time.perf_counter()
-        loss = self.step(epoch)
+        if self.schedule is None:
+            loss = self.step(epoch)
+        else:
+            loss, waited = self.minibatch_epoch(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
         record = EpochRecord(
             epoch=epoch,
-            loss=float(loss),
+            loss=math.nan,
             seconds=seconds,
             spmm=phases["spmm"],
             dense=phases["dense"],
             comm=phases["comm"],
         )
-        record.comm_bytes = self.comm_bytes()
+        record.comm_bytes = self.comm_bytes()  # before the losses of the replicas are gathered
+        if self.schedule is None:
+            record.loss = float(loss)
+        else:
+            record.step_losses, record.sample_wait = self.replica_losses(loss), waited
+            record.loss = statistics.fmean(v for row in record.step_losses for v in row if v is not None)
         return record
 
     def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
         """Every rank's collective bytes since the epoch began, by group and kind (gathered from all)."""
         mine = torch.tensor(self.comm.sent.as_list(), dtype=torch.int64, device=self.comm.everyone.device)
-        gathered = self.comm.everyone.all_gather(mine).view(self.comm.grid.size, -1)
+        gathered = self.comm.everyone.all_gather(mine).view(self.comm.everyone.size, -1)
         return [CommBytes.from_list(values) for values in gathered.tolist()]
+
+    def close(self) -> None:
+        """Stop the background sampling (mini-batch)."""
+        if self.batches is not None:
+            self.batches.close()
 
     def logits(self) -> torch.Tensor:
         """This rank's logits block without dropout."""
@@ -113,6 +204,8 @@ def checkpoint_shape(trainer: Trainer) -> dict:
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
         "learnable_features": config.model.learnable_features,
+        "batch_size": config.minibatch.batch_size,
+        "data_parallel": config.minibatch.data_parallel,
     }
 
 

@@ -21,7 +21,8 @@ class Targets:
     """The labels and splits of this rank's logits block, with the groups that split the logits.
 
     `labels` are global class ids (-1: none) of the block's rows; `classes` is the block's first class and
-    `real_classes` how many of its columns are real classes (the rest is padding).
+    `real_classes` how many of its columns are real classes (the rest is padding). A mini-batch may hold
+    no training node (`require_train` False): its loss is 0.
     """
 
     def __init__(
@@ -32,6 +33,7 @@ class Targets:
         real_classes: int,
         row_group: AxisGroup,
         class_group: AxisGroup,
+        require_train: bool = True,
     ):
         if labels.dim() != 1:
             shape = tuple(labels.shape)
@@ -45,7 +47,7 @@ class Targets:
         self.masks = {name: labelled & (split == code) for name, code in SPLIT_CODES.items()}
         counts = torch.stack([self.masks[name].sum() for name in SPLITS]).to(torch.float64)
         self.counts = dict(zip(SPLITS, row_group.all_reduce(counts).tolist(), strict=True))
-        if self.counts["train"] == 0:
+        if self.counts["train"] == 0 and require_train:
             raise GtoolError("the store has no labelled training node (split code 0)")
         local = labels - classes
         self.local_target = torch.where((local >= 0) & (local < real_classes), local, -1)
@@ -78,7 +80,7 @@ class _CrossEntropy(torch.autograd.Function):
         targets.class_group.all_reduce(sum_exp)
         targets.class_group.all_reduce(picked)
         with timer.phase("dense"):
-            weight = targets.masks["train"].to(logits.dtype) / targets.counts["train"]
+            weight = targets.masks["train"].to(logits.dtype) / max(1.0, targets.counts["train"])
             log_sum_exp = row_max + torch.log(sum_exp)
             loss = ((log_sum_exp - picked) * weight).sum()
             ctx.save_for_backward(exp / sum_exp.unsqueeze(1), weight)

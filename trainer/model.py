@@ -8,8 +8,9 @@ from gtool.geometry.layers import LayerGeometry, padded_slice, rank_layers
 from gtool.loader.rank_data import RankData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm
-from gtool.trainer.dropout import NO_DROPOUT, MaskSpec, dropout, relu_dropout
+from gtool.trainer.dropout import NO_DROPOUT, MaskSpec, RowsBlock, dropout, relu_dropout
 from gtool.trainer.layers import BlockedAdjacency, aggregate, transform
+from gtool.trainer.minibatch.batch import StepBatch
 from gtool.trainer.randomness import initial_weight
 from gtool.trainer.sharding import ShardedBlock
 
@@ -34,7 +35,7 @@ def blocked_shards(data: RankData, blocks: int, dtype: torch.dtype) -> list[Bloc
     distinct: dict[tuple, BlockedAdjacency] = {}
     for layer, key in enumerate(data.layer_keys):
         if key not in distinct:
-            distinct[key] = BlockedAdjacency(data.shard(layer), blocks, dtype)
+            distinct[key] = BlockedAdjacency.of(data.shard(layer), blocks, dtype)
     return [distinct[key] for key in data.layer_keys]
 
 
@@ -119,45 +120,62 @@ class ParallelGCN:
         assert self.features is not None  # kept whenever they are not learned
         return self.features
 
-    def input_placement(self, layer: int) -> tuple[int, int, int, int]:
-        """(first row, rows, first column, columns) of layer `layer`'s input block, padded, global."""
-        return self.layers[layer].input_block(self.dims[layer])
+    def input_placement(
+        self, layer: int, batch: StepBatch | None = None
+    ) -> tuple[int, int, int, int] | RowsBlock:
+        """(first row, rows, first column, columns) of layer `layer`'s input block, padded, global; in a
+        mini-batch, its rows are the members' places in the sample."""
+        placement = self.layers[layer].input_block(self.dims[layer])
+        if batch is None:
+            return placement
+        return RowsBlock(batch.dropout_rows[layer], placement[2], placement[3])
 
-    def mask(self, layer: int, epoch: int) -> MaskSpec:
-        """The dropout mask of layer `layer`'s input in `epoch`."""
+    def mask(self, layer: int, epoch: int, batch: StepBatch | None = None) -> MaskSpec:
+        """The dropout mask of layer `layer`'s input in `epoch` (and the mini-batch step of `batch`)."""
         config = self.config
-        return MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, self.dims[layer])
+        step = None if batch is None else batch.step
+        return MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, self.dims[layer], step)
 
-    def forward(self, epoch: int, training: bool) -> torch.Tensor:
-        """Logits block [rows band a, class band b] of the last layer (dropout only when `training`).
+    def forward(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
+        """Logits block [rows band a, class band b] of the last layer (dropout only when `training`); with
+        `batch`, of the mini-batch: its members' rows of every block, multiplied by its sampled blocks.
 
         What each layer keeps for backward: the aggregate H (for dW) and, after every layer but the last,
         one byte per element of the next input (positive and kept); masks are recomputed, never stored.
         A layer's input is released once aggregated, its aggregate once transformed (unless saved).
         """
-        return self.propagate(range(len(self.layers)), epoch, training)
+        return self.propagate(range(len(self.layers)), epoch, training, batch=batch)
 
-    def first_input(self, epoch: int, training: bool) -> torch.Tensor:
-        """Layer 0's input block, with its dropout when `training`."""
+    def first_input(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
+        """Layer 0's input block (in a mini-batch, its members' rows), with its dropout when `training`."""
         x = self.input_block()
+        if batch is not None:
+            x = x[batch.input_rows]
         if training and self.config.model.dropout > 0:
             with self.comm.timer.phase("dense"):
-                x = dropout(x, self.mask(0, epoch), self.input_placement(0))
+                x = dropout(x, self.mask(0, epoch, batch), self.input_placement(0, batch))
         return x
 
     def propagate(
-        self, layers: range, epoch: int, training: bool, x: torch.Tensor | None = None
+        self,
+        layers: range,
+        epoch: int,
+        training: bool,
+        x: torch.Tensor | None = None,
+        batch: StepBatch | None = None,
     ) -> torch.Tensor:
         """Consecutive `layers` applied to `x`, the input block of the first (None: layer 0's, made here so
         that it is released once aggregated): the input block of the layer after them (ReLU, and its
-        dropout when `training`), or the logits block when they end the model."""
+        dropout when `training`), or the logits block when they end the model; with `batch`, of the
+        mini-batch, multiplied by its sampled blocks."""
         if x is None:
-            x = self.first_input(epoch, training)
+            x = self.first_input(epoch, training, batch)
         timer, axes, config = self.comm.timer, self.comm.axes, self.config
         dropping = training and config.model.dropout > 0
+        adjacencies = self.adjacency if batch is None else batch.adjacency
         last = len(self.layers) - 1
         for index in layers:
-            layer, adjacency, weight = self.layers[index], self.adjacency[index], self.weights[index]
+            layer, adjacency, weight = self.layers[index], adjacencies[index], self.weights[index]
             a, b, c = layer.roles
             owns_input_grad = layer.layer == 0 and self.learned_features is not None
             hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)
@@ -171,6 +189,6 @@ class ParallelGCN:
                 if not training:
                     x = torch.relu(x)
                 else:
-                    spec = self.mask(following, epoch) if dropping else NO_DROPOUT
-                    x = relu_dropout(x, spec, self.input_placement(following))
+                    spec = self.mask(following, epoch, batch) if dropping else NO_DROPOUT
+                    x = relu_dropout(x, spec, self.input_placement(following, batch))
         return x

@@ -28,12 +28,18 @@ class EpochRecord:
     eval_seconds: float = 0.0
     comm_bytes: list[dict[str, dict[str, int]]] | None = None
     """Per rank, the bytes of its collectives in the training step by group and kind (CommBytes)."""
+    step_losses: list[list[float | None]] | None = None
+    """Mini-batch: per replica, the loss of its step in each round (None: no step in that round)."""
+    sample_wait: float = 0.0
+    """Mini-batch: seconds the steps waited for their sample's cut (the rest was hidden behind steps)."""
 
     def line(self) -> str:
         text = f"epoch {self.epoch:4d}  loss {self.loss:.4f}"
         if self.accuracy is not None:
             text += "".join(f"  {name} {value:.4f}" for name, value in self.accuracy.items())
         split = ", ".join(f"{name} {getattr(self, name):.3f}" for name in PHASES)
+        if self.step_losses is not None:
+            split += f", sampling {self.sample_wait:.3f}"
         return text + f"  time {self.seconds:.3f}s ({split})"
 
 

@@ -35,13 +35,26 @@ STARTUP_TIMEOUT = timedelta(minutes=30)
 """How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
 
 
+def run_layout(config: TrainConfig) -> str:
+    """The grid as GXxGYxGZ, or D x GXxGYxGZ with replicas."""
+    grid = "x".join(map(str, config.grid))
+    replicas = config.minibatch.data_parallel
+    return f"{replicas} x {grid}" if replicas > 1 else grid
+
+
 def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm]:
     """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
     torch.set_num_threads(config.runtime.threads)
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     timer = PhaseTimer(device)
-    comm = grid_comm(config.process_grid, config.runtime.timeout, timer, device)
+    comm = grid_comm(
+        config.process_grid,
+        config.runtime.timeout,
+        timer,
+        device,
+        replicas=config.minibatch.data_parallel,
+    )
     return device, comm.cast_all_reduces(config.cast_dtype)
 
 
@@ -57,16 +70,21 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
-    data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
+    data = load_rank(config.store, grid=grid, rank=comm.rank, layers=config.model.layers, device=device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
     placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
+    batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {grid}{placed} ({env.world_size} ranks, {env.launcher}); loaded in "
-        f"{time.perf_counter() - started:.1f}s"
+        f"classes; grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}; "
+        f"loaded in {time.perf_counter() - started:.1f}s"
     )
-    summary = fit(Trainer(data, comm, config, device), reporter, device)
+    trainer = Trainer(data, comm, config, device)
+    try:
+        summary = fit(trainer, reporter, device)
+    finally:
+        trainer.close()
     dist.destroy_process_group()
     return summary
 
@@ -87,9 +105,8 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
-        grid = "x".join(map(str, config.grid))
         print(
-            f"gtool {command}: starting {config.world_size} local rank(s) for grid {grid} "
+            f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
             f"({config.runtime.backend}, {config.runtime.device_type}); "
             "each loads only its tiles",
             file=sys.stderr,
@@ -99,7 +116,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
         return
     if env.world_size != config.world_size:
         raise GtoolError(
-            f"grid {'x'.join(map(str, config.grid))} needs {config.world_size} ranks, "
+            f"grid {run_layout(config)} needs {config.world_size} ranks, "
             f"{env.launcher} started {env.world_size}"
         )
     try:

@@ -94,6 +94,16 @@ class SerialGraph:
         return cls(matrices, features, data.labels[:n], data.split[:n], data.meta.num_classes)
 
 
+@dataclass
+class SerialSample:
+    """One mini-batch step of the serial model: the sorted sampled `nodes`, their rescaled induced
+    subgraph (matrix and transpose), and the step's number (which keys its dropout masks)."""
+
+    nodes: torch.Tensor
+    matrix: tuple[torch.Tensor, torch.Tensor]
+    step: int
+
+
 class SerialGCN:
     """The GCN of `config` (no bias, ReLU, dropout on every layer's input) with its optimizer."""
 
@@ -125,16 +135,21 @@ class SerialGCN:
         labelled = graph.labels >= 0
         self.masks = {name: labelled & (graph.split == code) for name, code in SPLIT_CODES.items()}
 
-    def forward(self, epoch: int, training: bool) -> torch.Tensor:
-        """Logits of every node (rows in the order of the last layer's matrix)."""
+    def forward(self, epoch: int, training: bool, sample: SerialSample | None = None) -> torch.Tensor:
+        """Logits of every node (rows in the order of the last layer's matrix), or of the `sample`'s nodes
+        (every layer multiplies by its subgraph; masks keyed by the nodes' places in the sample)."""
         x = self.features
         config = self.config
-        for layer, (matrix, transpose) in enumerate(self.graph.matrices):
+        matrices = self.graph.matrices
+        if sample is not None:
+            x, matrices = x[sample.nodes], [sample.matrix] * config.model.layers
+        step = None if sample is None else sample.step
+        for layer, (matrix, transpose) in enumerate(matrices):
             if training and config.model.dropout > 0 and self.torch_dropout:
                 x = torch.nn.functional.dropout(x, config.model.dropout)
             elif training and config.model.dropout > 0:
                 rows, width = x.shape
-                spec = MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, width)
+                spec = MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, width, step)
                 x = x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
             x = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
             if layer < config.model.layers - 1:
@@ -150,6 +165,24 @@ class SerialGCN:
         loss.backward()
         self.optimizer.step()
         return float(loss.detach())
+
+    def train_round(self, epoch: int, samples: list[SerialSample]) -> list[float]:
+        """One mini-batch update from the mean of the `samples`' gradients (the replicas of a round); each
+        sample's loss is the mean cross-entropy over its labelled training nodes (0 when it has none)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        losses = []
+        for sample in samples:
+            logits = self.forward(epoch, training=True, sample=sample)
+            labels = self.graph.labels[sample.nodes]
+            train = self.masks["train"][sample.nodes]
+            if bool(train.any()):
+                loss = torch.nn.functional.cross_entropy(logits[train], labels[train])
+            else:
+                loss = logits.sum() * 0.0
+            (loss / len(samples)).backward()
+            losses.append(float(loss.detach()))
+        self.optimizer.step()
+        return losses
 
     def evaluate(self) -> dict[str, float]:
         """Accuracy per split without dropout."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from gtool.geometry.grid import AXES
 
-GROUPS = (*AXES, "all")
-"""Group names: the three grid axes, and every rank of the grid."""
+DATA = "data"
+"""The group of the ranks that hold the same part in the D replicas of the grid (--data-parallel)."""
+GROUPS = (*AXES, "all", DATA)
+"""Group names: the three grid axes, every rank of the run, and the replicas of a rank's part."""
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 """Collective kinds, in the order `comm_bytes` lists them."""

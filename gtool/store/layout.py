@@ -14,6 +14,7 @@ META_KEY = "gtool"
 
 PERM_ROWS = "perm/r"
 PERM_COLS = "perm/c"
+PERMS = {"r": PERM_ROWS, "c": PERM_COLS}
 FEATURES = "nodes/features"
 LABELS = {"r": "nodes/labels/r", "c": "nodes/labels/c"}
 SPLIT = {"r": "nodes/split/r", "c": "nodes/split/c"}

@@ -170,7 +170,7 @@ class Store:
 
     def perm(self, which: str) -> np.ndarray:
         """pr ('r') or pc ('c'): position -> original node id."""
-        return self.read(self.array(layout.PERM_ROWS if which == "r" else layout.PERM_COLS))
+        return self.read(self.array(layout.PERMS[which]))
 
     def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
         """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's

@@ -1,4 +1,4 @@
-"""`gtool train --grid auto`: the grid `gtool plan` predicts fastest for the run's ranks and model."""
+"""`gtool train --grid auto`: the grid (and, mini-batch, the replicas) `gtool plan` predicts fastest."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from gtool.plan.model.profile import load_profile
 from gtool.store.reader import Store
 
 
-def choose_grid(store: Store, request: PlanRequest, profile: str | None) -> tuple[ProcessGrid, str]:
-    """The best grid for `request`, its axes placed over the nodes, and a line saying why (and which
-    profile said so)."""
+def choose_layout(store: Store, request: PlanRequest, profile: str | None) -> tuple[int, ProcessGrid, str]:
+    """The best (replicas, grid) for `request` (replicas 1 unless it is a mini-batch run), the grid's axes
+    placed over the nodes, and a line saying why (and which profile said so)."""
     cost_profile, note = load_profile(profile)
     plan = make_plan(store, request, cost_profile)
     if plan.best is None:
         raise GtoolError(f"--grid auto: {plan.reason}")
-    best = plan.best.grid
-    return best, f"--grid auto chose {best}, placed {best.placement}: {plan.reason} [{note}]"
+    best = plan.best
+    return (
+        best.replicas,
+        best.grid,
+        f"--grid auto chose {best.layout}, placed {best.grid.placement}: {plan.reason} [{note}]",
+    )

@@ -27,9 +27,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gtool.geometry.collectives import GROUPS, KINDS
+from gtool.geometry.collectives import DATA, GROUPS, KINDS
 from gtool.geometry.grid import AXES
 from gtool.plan.model.shapes import LayerShape
+
+DATA_AXIS = len(AXES)
+"""The `axis` of a collective between the replicas of the grid (--data-parallel): group `data`."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class Collective:
     itemsize: int | None = None
     """Bytes per element when the collective carries a dtype of its own (bf16), else the training dtype's."""
 
+    @property
+    def group(self) -> str:
+        """The group's name in comm_bytes: x, y, z, or data between replicas."""
+        return DATA if self.axis == DATA_AXIS else AXES[self.axis]
+
     def operand_bytes(self, itemsize: int) -> int:
         return self.elements * (self.itemsize or itemsize)
 
@@ -60,7 +68,7 @@ class Collective:
             "phase": self.phase,
             "operand": self.operand,
             "kind": self.kind,
-            "group": AXES[self.axis],
+            "group": self.group,
             "group_size": self.group_size,
             "bytes": self.operand_bytes(itemsize),
             "wire_bytes": self.wire_bytes(itemsize),
@@ -124,13 +132,13 @@ def bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str
     """Operand bytes per group and kind: the figures `gtool train --log` records as comm_bytes."""
     totals = {group: dict.fromkeys(KINDS, 0) for group in GROUPS}
     for c in collectives:
-        totals[AXES[c.axis]][c.kind] += c.operand_bytes(itemsize)
+        totals[c.group][c.kind] += c.operand_bytes(itemsize)
     return totals
 
 
 def wire_bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, float]:
-    """Ring wire bytes each rank sends per epoch in its x-, y- and z-group."""
+    """Ring wire bytes each rank sends per epoch in its x-, y- and z-group (and between replicas)."""
     totals = dict.fromkeys(AXES, 0.0)
     for c in collectives:
-        totals[AXES[c.axis]] += c.wire_bytes(itemsize)
+        totals[c.group] = totals.get(c.group, 0.0) + c.wire_bytes(itemsize)
     return totals

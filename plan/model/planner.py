@@ -25,6 +25,7 @@ from gtool.plan.model.memory import (
     estimate_memory,
     parameter_elements,
 )
+from gtool.plan.model.minibatch import MiniBatchRun
 from gtool.plan.model.placement import Placement, price_placements
 from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
@@ -43,6 +44,8 @@ class PlanRequest:
     ranks_per_node: int | None = None
     """Ranks on one node (`--gpus-per-node`; None: all of them, as local processes): they compute side by
     side, and groups of ranks on several nodes communicate across nodes."""
+    batch_size: int | None = None
+    """Mini-batch samples of this many nodes (None: full-graph epochs); then D x grid layouts are planned."""
 
     @property
     def node_ranks(self) -> int:
@@ -62,11 +65,18 @@ class GridEstimate:
     itemsize: int
     fits: bool
     placements: list[Placement]
+    replicas: int = 1
+    """Replicas of the grid (mini-batch runs: --data-parallel)."""
 
     @property
     def node_axes(self) -> list[str]:
         """The axes of more than one rank whose groups stay inside a node."""
         return self.placements[0].node_axes(self.grid)
+
+    @property
+    def layout(self) -> str:
+        """The grid, or D x (grid) with replicas."""
+        return f"{self.replicas}x({self.grid})" if self.replicas > 1 else str(self.grid)
 
     @property
     def peak_memory(self) -> int:
@@ -89,11 +99,12 @@ class GridEstimate:
     def summary(self) -> dict[str, Any]:
         worst = int(self.memory.peak.argmax())
         return {
-            "grid": str(self.grid),
+            "grid": self.layout,
             "dims": list(self.grid.dims),
             "placement": self.grid.placement,
             "node_axes": self.node_axes,
             "placement_collective_seconds": {p.order: p.comm for p in self.placements},
+            "replicas": self.replicas,
             "fits": self.fits,
             "epoch_seconds": self.time.total,
             "spmm_seconds": float(self.time.spmm.max(axis=0).sum()),
@@ -153,25 +164,36 @@ def estimate_grid(
     request: PlanRequest,
     profile: DeviceProfile,
     classes: int,
+    replicas: int = 1,
 ) -> GridEstimate:
-    """The predictions for one grid."""
+    """The predictions for one grid (`replicas` of it in a mini-batch run). A mini-batch run's memory is
+    the full-graph one: evaluation runs the full-graph forward."""
     m = request.model
     shapes = layer_shapes(grid, table.num_nodes, widths)
     shards = table.rank_shards(grid, m.layers)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
     collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)
-    allocated = epoch_timeline(shapes, m, classes).allocated
     placements = price_placements(grid, collectives, profile, m.itemsize, request.node_ranks)
-    parameters = parameter_elements(shapes, m)
     spanning = placements[0].spanning
-    time = epoch_time(
-        shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated, spanning
-    )
+    if request.batch_size is None:
+        allocated = epoch_timeline(shapes, m, classes).allocated
+        parameters = parameter_elements(shapes, m)
+        time = epoch_time(
+            shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated, spanning
+        )
+    else:
+        run = MiniBatchRun(table.num_nodes, request.batch_size, replicas)
+        replicas_span = request.node_ranks < request.ranks
+        collectives, time = run.epoch(
+            shapes, nnz, m, profile, request.node_ranks, classes, (*spanning, replicas_span)
+        )
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
     placed = grid.with_placement(placements[0].order)
-    return GridEstimate(placed, shapes, nnz, collectives, time, memory, m.itemsize, fits, placements)
+    return GridEstimate(
+        placed, shapes, nnz, collectives, time, memory, m.itemsize, fits, placements, replicas
+    )
 
 
 def _placement_note(estimate: GridEstimate, ranks_per_node: int) -> str:
@@ -191,7 +213,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
             f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
-            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.grid}); use more ranks or a narrower model"
+            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.layout}); use more ranks or a narrower model"
         )
     best = fitting[0]
     t = best.time
@@ -205,7 +227,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     if len(fitting) > 1:
         runner = fitting[1]
         slower = runner.time.total / t.total - 1
-        text += f"; next {runner.grid} is {100 * slower:.1f}% slower"
+        text += f"; next {runner.layout} is {100 * slower:.1f}% slower"
         if runner.time.comm > t.comm:
             text += f" (comm {runner.time.comm:.3g} s)"
         elif runner.time.compute.max(axis=0).sum() > t.compute.max(axis=0).sum():
@@ -215,14 +237,24 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     return text
 
 
+def layouts(request: PlanRequest) -> list[tuple[int, ProcessGrid]]:
+    """(replicas, grid) of every layout of the ranks: the grids of P ranks, and for a mini-batch run
+    D replicas of every grid of P / D ranks for every D dividing P."""
+    replicas = [1] if request.batch_size is None else [d for d in range(1, request.ranks + 1)]
+    return [(d, g) for d in replicas if request.ranks % d == 0 for g in factorizations(request.ranks // d)]
+
+
 def make_plan(
     store: Store, request: PlanRequest, profile: DeviceProfile, progress: Progress | None = None
 ) -> Plan:
-    """Predict every factorization of `request.ranks` on `store` and pick the best."""
+    """Predict every layout of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
-    grids = factorizations(request.ranks)
+    candidates = layouts(request)
+    grids = [grid for _, grid in candidates]
     table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
-    estimates = [estimate_grid(g, table, widths, request, profile, store.num_classes) for g in grids]
+    estimates = [
+        estimate_grid(g, table, widths, request, profile, store.num_classes, d) for d, g in candidates
+    ]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None
     return Plan(request, widths, ranked, best, _reason(ranked, request), table.estimated)

@@ -30,7 +30,8 @@ def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()
     with memory:
         record = trainer.train_epoch(1)
-    result = {"comm_bytes": record.comm_bytes[comm.rank]}
+    result = {"comm_bytes": record.comm_bytes[comm.everyone.index]}
+    trainer.close()
     if track_memory:
         result["peak"] = memory.peak
     return result

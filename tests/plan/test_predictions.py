@@ -20,6 +20,7 @@ from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, ProcessGrid
 from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives
 from gtool.plan.model.memory import estimate_memory
+from gtool.plan.model.minibatch import replay_comm_bytes
 from gtool.plan.model.planner import PlanRequest, make_plan
 from gtool.plan.model.profile import load_profile, save_profile
 from gtool.plan.model.shapes import factorizations, layer_shapes
@@ -42,15 +43,17 @@ CAST = ("H = A F", "Q = H W", "dH = dQ W^T", "dF = A^T dH")
 """The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
 PLANNED_PER_NODE = 4
+MINIBATCH = {"batch_size": 6000, "seed": 3}  # rmat:14:8: 3 steps, the last one short
+REPLICATED = [(d, g.dims) for d in (1, 2) for p in range(1, WORLD // d + 1) for g in factorizations(p)]
 
 
 def _name(grid: tuple[int, int, int], variant: str = "default") -> str:
     return f"{variant}-" + "x".join(map(str, grid))
 
 
-def _measured(out: Path, name: str, grid: tuple[int, int, int]) -> list[dict]:
+def _measured(out: Path, name: str, grid: tuple[int, int, int], replicas: int = 1) -> list[dict]:
     files = sorted(out.glob(f"{name}-rank-*.json"), key=lambda f: int(f.stem.rsplit("-", 1)[1]))
-    assert len(files) == ProcessGrid(*grid).size, f"{name}: not every rank reported"
+    assert len(files) == replicas * ProcessGrid(*grid).size, f"{name}: not every rank reported"
     return [json.loads(f.read_text()) for f in files]
 
 
@@ -90,6 +93,9 @@ def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
         cases[_name(grid, variant)] = (base.replace(grid=grid, **changes), grid)
     planned = _planned(base)
     cases[_name(planned.grid, "placed")] = (planned, planned.grid)
+    for replicas, grid in REPLICATED:
+        config = base.replace(grid=grid, data_parallel=replicas, **MINIBATCH)
+        cases[_name(grid, f"minibatch{replicas}")] = (config, grid)
     return cases
 
 
@@ -110,6 +116,23 @@ def runs(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 def test_grids_up_to_8_ranks_cover_every_factorization() -> None:
     assert len(SMALL_GRIDS) == 38 and (3, 2, 1) in SMALL_GRIDS and (1, 1, 7) in SMALL_GRIDS
+    assert len(REPLICATED) == 38 + 13 and (2, (2, 2, 1)) in REPLICATED
+
+
+def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(runs: tuple) -> None:
+    cases, _, out = runs
+    for name, (config, grid) in cases.items():
+        if not name.startswith("minibatch"):
+            continue
+        store = open_store(config.store)
+        widths = config.model.widths(store.num_features, store.num_classes)
+        replicas, itemsize = config.minibatch.data_parallel, config.torch_dtype.itemsize
+        batch, seed = config.minibatch.batch_size, config.runtime.seed
+        predicted = replay_comm_bytes(store, widths, itemsize, ProcessGrid(*grid), replicas, batch, seed, 1)
+        for rank, measured in enumerate(_measured(out, name, grid, replicas)):
+            assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"
+        if replicas > 1:
+            assert predicted[0]["data"]["all_reduce"] > 0
 
 
 @pytest.mark.parametrize("variant", ["default", *VARIANTS, "placed"])

@@ -35,6 +35,14 @@ def normalized_adjacency(
     return (d @ a @ d).tocsr()
 
 
+def rescaled_subgraph(adjacency: sp.csr_matrix, sample: np.ndarray) -> sp.csr_matrix:
+    """Â[S, S] with the off-diagonal weights divided by p = (B-1)/(N-1), self-loops kept (mini-batches)."""
+    n, b = adjacency.shape[0], sample.shape[0]
+    induced = adjacency[sample][:, sample].tocoo()
+    scale = np.where(induced.row == induced.col, 1.0, (n - 1) / max(1, b - 1))
+    return sp.csr_matrix((induced.data * scale, (induced.row, induced.col)), shape=(b, b))
+
+
 def permuted(adj: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
     """M[i, j] = adj[rows[i], cols[j]]."""
     return adj[rows][:, cols].tocsr()

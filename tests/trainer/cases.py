@@ -137,10 +137,12 @@ def joined_world(env: RankEnv) -> Iterator[None]:
 
 
 def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
-    """The groups of the run's grid, placed as it says, over the first ranks of the test world (None on
-    the ranks beyond it), sharing the groups `made` for earlier grids of the world; casting as the run's
-    --comm-dtype says."""
-    comm = build_grid_comm(config.process_grid, 120, PhaseTimer(CPU), CPU, made)
+    """The groups of the run's grid (and its replicas), placed as it says, over the first ranks of the
+    test world (None on the ranks beyond them), sharing the groups `made` for earlier grids of the world;
+    casting as the run's --comm-dtype says."""
+    comm = build_grid_comm(
+        config.process_grid, 120, PhaseTimer(CPU), CPU, made, config.minibatch.data_parallel
+    )
     return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 

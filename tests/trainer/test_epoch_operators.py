@@ -5,27 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from torch.utils._python_dispatch import TorchDispatchMode
-
 from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.loop import Trainer
+from tests.support.operators import WAITS_FOR_DEVICE, OperatorLog
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import CPU, single_rank_comm
-
-WAITS_FOR_DEVICE = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.item"}
-
-
-class OperatorLog(TorchDispatchMode):
-    """Counts every aten operator dispatched while active (forward, backward and optimizer alike)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def epoch_operators(store: str) -> Counter[str]:

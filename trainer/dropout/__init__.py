@@ -2,6 +2,6 @@
 
 from gtool.trainer.dropout.backends import cuda_notice
 from gtool.trainer.dropout.functions import NO_DROPOUT, dropout, relu_dropout
-from gtool.trainer.dropout.masks import MaskSpec, keep_mask
+from gtool.trainer.dropout.masks import MaskSpec, RowsBlock, keep_mask
 
-__all__ = ["NO_DROPOUT", "MaskSpec", "cuda_notice", "dropout", "keep_mask", "relu_dropout"]
+__all__ = ["NO_DROPOUT", "MaskSpec", "RowsBlock", "cuda_notice", "dropout", "keep_mask", "relu_dropout"]

@@ -4,22 +4,30 @@
 ReLU of a hidden layer fused with the dropout of the next layer's input, saves one byte per element:
 whether the element is positive and kept (the ReLU's own output, four bytes, is not kept). Each pass is
 one kernel of the implementation `backends` picks for the tensor (numba on the CPU, Triton on CUDA);
-where there is none, the same decisions come from `masks.keep_mask` in plain torch operations.
+where there is none, and for a mini-batch's rows (`RowsBlock`), the same decisions come from
+`masks.keep_mask` in plain torch operations.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import torch
 
 from gtool.trainer.dropout import backends
-from gtool.trainer.dropout.masks import Block, MaskSpec, keep_mask
+from gtool.trainer.dropout.masks import Block, MaskSpec, RowsBlock, keep_mask
 
 NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, width=1 << 32)
 """A mask that keeps everything: `relu_dropout` with it is a ReLU that saves one byte per element."""
 
 
-def _scaled(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
-    passes = backends.passes_for(source)
+def _passes(source: torch.Tensor, block: Block | RowsBlock) -> ModuleType | None:
+    """The fused kernels for `source`, for a block of contiguous rows."""
+    return None if isinstance(block, RowsBlock) else backends.passes_for(source)
+
+
+def _scaled(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
+    passes = _passes(source, block)
     if passes is not None:
         return passes.scale(source, spec, block)
     return torch.where(keep_mask(spec, block, source.device), source * spec.keep_value, 0.0)
@@ -46,7 +54,7 @@ class _Dropout(torch.autograd.Function):
 class _ReluDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, source, spec, block):
-        passes = backends.passes_for(source)
+        passes = _passes(source, block)
         if passes is not None:
             out, flag = passes.relu_scale(source, spec, block)
         else:
@@ -62,11 +70,11 @@ class _ReluDropout(torch.autograd.Function):
         return _scaled_where(grad, flag, ctx.keep_value), None, None
 
 
-def dropout(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
+def dropout(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
     """`source` (the block `block` of a layer input) with dropped elements zeroed and kept ones scaled."""
     return _Dropout.apply(source, spec, block)
 
 
-def relu_dropout(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
+def relu_dropout(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
     """dropout(relu(source)); backward needs only a one-byte flag per element."""
     return _ReluDropout.apply(source, spec, block)

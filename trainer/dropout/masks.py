@@ -61,10 +61,23 @@ class MaskSpec:
     width: int
 
     @classmethod
-    def of(cls, seed: int, layer: int, epoch: int, rate: float, width: int) -> MaskSpec:
-        key = derive_seed(seed, 2, layer, epoch)
+    def of(
+        cls, seed: int, layer: int, epoch: int, rate: float, width: int, step: int | None = None
+    ) -> MaskSpec:
+        """The mask of a full-graph epoch, or of step `step` of a mini-batch epoch (its own stream)."""
+        key = derive_seed(seed, 2, layer, epoch) if step is None else derive_seed(seed, 3, layer, epoch, step)
         threshold = min(round(rate * 2**32), MASK32)
         return cls(key & MASK32, (key >> 32) & MASK32, threshold, 1.0 / (1.0 - rate), width)
+
+
+@dataclass(frozen=True)
+class RowsBlock:
+    """A block whose rows are any global ids (a mini-batch's members: their places in the sorted sample),
+    with columns [first_column, first_column + columns)."""
+
+    rows: torch.Tensor
+    first_column: int
+    columns: int
 
 
 def check_block(block: Block) -> None:
@@ -74,11 +87,14 @@ def check_block(block: Block) -> None:
         raise ValueError(f"dropout block {block} is past the 2^32 rows or columns masks are defined for")
 
 
-def keep_mask(spec: MaskSpec, block: Block, device: torch.device) -> torch.Tensor:
+def keep_mask(spec: MaskSpec, block: Block | RowsBlock, device: torch.device) -> torch.Tensor:
     """The keep decisions (bool) of a block, in a dozen whole-block integer operations."""
-    check_block(block)
-    row0, rows, col0, cols = block
-    row_ids = torch.arange(row0, row0 + rows, dtype=torch.int64, device=device)
+    if isinstance(block, RowsBlock):
+        row_ids, col0, cols = block.rows.to(device), block.first_column, block.columns
+    else:
+        check_block(block)
+        row0, rows, col0, cols = block
+        row_ids = torch.arange(row0, row0 + rows, dtype=torch.int64, device=device)
     column_ids = torch.arange(col0, col0 + cols, dtype=torch.int64, device=device)
     row_hash = mix32(row_ids ^ spec.row_key)
     column_hash = mix32(column_ids ^ spec.column_key)

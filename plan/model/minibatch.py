@@ -1,0 +1,188 @@
+"""Mini-batch runs (`gtool train --batch-size B --data-parallel D`): their steps' shapes and collectives.
+
+A step multiplies each layer by its sampled blocks: a rank's row and input blocks hold the sample's
+members in its bands, so the 3D collectives of gtool.plan.model.collectives have those member counts as
+their rows (`SampledShape`); weights and their parts are as in full-graph training. Each step adds, in
+the a-group of the last layer, the all-reduce of the sample's training-node counts (3 float64), and with
+D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
+
+To rank layouts the planner takes the expected member counts (B/N of a band's real rows, rounded up);
+`replay_comm_bytes` replays an epoch's samples from the seed and gives every rank's exact bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtool.geometry.bands import ceil_div
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_geometry, order_of_layer_output
+from gtool.model import ModelConfig
+from gtool.plan.model.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
+from gtool.plan.model.cost import EpochTime, epoch_time
+from gtool.plan.model.memory import epoch_timeline, parameter_elements
+from gtool.plan.model.profile import DeviceProfile
+from gtool.plan.model.shapes import LayerShape, layer_shapes
+from gtool.store.reader import Store
+
+COUNTS = 3
+"""The training, validation and test node counts of a sample, all-reduced every step (float64)."""
+
+
+@dataclass(frozen=True)
+class SampledShape(LayerShape):
+    """A layer's shapes in one step: `sampled_rows` members in its row band, `sampled_inputs` in its
+    input band (the feature, class and weight bands are as in full-graph training)."""
+
+    sampled_rows: int = 0
+    sampled_inputs: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.sampled_rows
+
+    @property
+    def inputs(self) -> int:
+        return self.sampled_inputs
+
+
+def sampled_shapes(shapes: list[LayerShape], rows: list[int], inputs: list[int]) -> list[LayerShape]:
+    """`shapes` with each layer's member counts."""
+    return [
+        SampledShape(s.geometry, s.in_dim, s.out_dim, r, i)
+        for s, r, i in zip(shapes, rows, inputs, strict=True)
+    ]
+
+
+def expected_shapes(shapes: list[LayerShape], num_nodes: int, batch_size: int) -> list[LayerShape]:
+    """The shapes of a typical step: B/N of each band's real rows (rank 0's bands), rounded up."""
+    rows = [ceil_div(s.geometry.rows.real * batch_size, num_nodes) for s in shapes]
+    inputs = [ceil_div(s.geometry.inputs.real * batch_size, num_nodes) for s in shapes]
+    return sampled_shapes(shapes, rows, inputs)
+
+
+def step_collectives(shapes: list[LayerShape], wire_itemsize: int | None = None) -> list[Collective]:
+    """Every collective of one step on a rank whose member counts `shapes` hold (groups of 2 and more);
+    `wire_itemsize` as in epoch_collectives (--comm-dtype bf16)."""
+    last = shapes[-1]
+    a = last.roles[0]
+    counts = Collective(last.layer, "loss", "sample counts", "all_reduce", a, last.sizes[0], COUNTS, 8)
+    steps = epoch_collectives(shapes, False, wire_itemsize)
+    return steps + ([counts] if counts.group_size > 1 else [])
+
+
+def replica_collectives(shapes: list[LayerShape], replicas: int) -> list[Collective]:
+    """The all-reduce of every owned weight part's gradient over the replicas, once per round."""
+    if replicas < 2:
+        return []
+    return [
+        Collective(s.layer, "backward", "dW parts", "all_reduce", DATA_AXIS, replicas, s.weight_part)
+        for s in shapes
+    ]
+
+
+@dataclass(frozen=True)
+class MiniBatchRun:
+    """A mini-batch run to price: samples of `batch_size` of the `num_nodes` nodes, `replicas` replicas."""
+
+    num_nodes: int
+    batch_size: int
+    replicas: int
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of steps per epoch (one step per replica a round)."""
+        return ceil_div(ceil_div(self.num_nodes, self.batch_size), self.replicas)
+
+    def epoch(
+        self,
+        shapes: list[LayerShape],
+        nnz: np.ndarray,
+        model: ModelConfig,
+        profile: DeviceProfile,
+        ranks_per_node: int,
+        classes: int,
+        spanning: tuple[bool, ...] = (False, False, False, False),
+    ) -> tuple[list[Collective], EpochTime]:
+        """The collectives and seconds of an epoch of typical steps: each step multiplies (B/N)^2 of every
+        shard's nonzeros (the entries between two members) by blocks of the expected member counts;
+        `spanning`: whether the groups of the x, y, z axes and of the replicas span nodes."""
+        step_shapes = expected_shapes(shapes, self.num_nodes, self.batch_size)
+        step_nnz = np.ceil(nnz * (self.batch_size / self.num_nodes) ** 2).astype(np.int64)
+        collectives = step_collectives(step_shapes, model.wire_itemsize) + replica_collectives(
+            shapes, self.replicas
+        )
+        allocated = epoch_timeline(step_shapes, model, classes).allocated
+        parameters = parameter_elements(shapes, model)
+        step = epoch_time(
+            step_shapes,
+            step_nnz,
+            collectives,
+            profile,
+            model,
+            parameters,
+            ranks_per_node,
+            allocated,
+            spanning,
+        )
+        rounds = self.rounds
+        time = EpochTime(step.spmm * rounds, step.dense * rounds, step.comm * rounds, step.overhead * rounds)
+        return collectives * rounds, time
+
+
+def _band_members(positions: np.ndarray, band_size: int, bands: int) -> np.ndarray:
+    """Members per band of a sample whose stored positions are `positions`."""
+    return np.bincount(positions // band_size, minlength=bands)
+
+
+def replay_comm_bytes(
+    store: Store,
+    widths: list[int],
+    itemsize: int,
+    grid: ProcessGrid,
+    replicas: int,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    wire_itemsize: int | None = None,
+) -> list[dict[str, dict[str, int]]]:
+    """Every world rank's collective bytes in mini-batch epoch `epoch` of a run seeded `seed`, by group
+    and kind (what `gtool train --log` records), from the epoch's samples replayed."""
+    from gtool.trainer.minibatch.schedule import Schedule  # torch: only when replaying
+
+    n = store.num_nodes
+    inverse = {}
+    for order in ("r", "c"):
+        perm = store.perm(order if store.two_matrices else "r")
+        inverse[order] = np.empty(n, dtype=np.int64)
+        inverse[order][perm] = np.arange(n)
+    schedule = Schedule(n, batch_size, replicas)
+    samples = schedule.order(seed, epoch).numpy()
+    shapes = layer_shapes(grid, n, widths)
+    data_round = replica_collectives(shapes, replicas)
+    result = []
+    for replica in range(replicas):
+        steps = [schedule.step_of(r, replica) for r in range(schedule.rounds)]
+        members = []
+        for step in steps:
+            if step is None:
+                continue
+            sample = samples[step * batch_size : (step + 1) * batch_size]
+            members.append({o: inverse[o][sample] for o in ("r", "c")})
+        for rank in range(grid.size):
+            collectives = list(data_round) * len(steps)
+            for positions in members:
+                rows, inputs = [], []
+                for s in shapes:
+                    g = layer_geometry(grid, rank, s.layer, n, False)
+                    row_order = order_of_layer_output(s.layer)
+                    input_order = "c" if row_order == "r" else "r"
+                    rows.append(_band_members(positions[row_order], g.rows.size, g.sizes[0])[g.rows.index])
+                    inputs.append(
+                        _band_members(positions[input_order], g.inputs.size, g.sizes[1])[g.inputs.index]
+                    )
+                collectives += step_collectives(sampled_shapes(shapes, rows, inputs), wire_itemsize)
+            result.append(bytes_by_group(collectives, itemsize))
+    return result
