@@ -7,11 +7,12 @@ replicate, for a bitwise check.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -146,11 +147,14 @@ def grid_comm(config: TrainConfig, made: GroupCache) -> GridComm | None:
     return None if comm is None else comm.cast_all_reduces(config.cast_dtype)
 
 
-def run_cases(env: RankEnv, cases: list[Case], out: str) -> None:
-    """Entry point of every rank of the test world: run each case on the ranks its grid needs."""
+def run_world(
+    env: RankEnv, cases: Sequence[Any], out: str, run: Callable[[Any, GridComm, Path], None]
+) -> None:
+    """Entry point of every rank of a test world: `run` each case (anything with a `config`) on the ranks
+    its grid needs."""
     made: GroupCache = {}
     with joined_world(env):
         for case in cases:
             comm = grid_comm(case.config, made)
             if comm is not None:
-                run_case(case, comm, Path(out))
+                run(case, comm, Path(out))

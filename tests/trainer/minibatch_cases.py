@@ -13,13 +13,12 @@ import torch
 from gtool.loader import load_rank
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, GroupCache
-from gtool.trainer.launch import RankEnv
+from gtool.trainer.distributed import GridComm
 from gtool.trainer.loop import Trainer, checkpoint_shape
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.serial import SerialGCN, SerialSample, torch_csr
 from tests.support.reference import rescaled_subgraph
-from tests.trainer.cases import CPU, grid_comm, joined_world
+from tests.trainer.cases import CPU
 from tests.trainer.references import unpermuted_reference
 
 
@@ -61,16 +60,6 @@ def run_case(case: MiniBatchCase, comm: GridComm, out: Path) -> None:
         losses += _train(second, range(case.resume_after + 1, last + 1))
     if comm.everyone.index == 0:
         torch.save({"losses": losses}, out / f"{case.name}.pt")
-
-
-def run_cases(env: RankEnv, cases: list[MiniBatchCase], out: str) -> None:
-    """Entry point of every rank of the test world: run each case on the ranks it needs."""
-    made: GroupCache = {}
-    with joined_world(env):
-        for case in cases:
-            comm = grid_comm(case.config, made)
-            if comm is not None:
-                run_case(case, comm, Path(out))
 
 
 def serial_losses(config: TrainConfig, epochs: int) -> list[list[list[float | None]]]:

@@ -16,7 +16,8 @@ import torch
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
 from tests.support.stores import StoreFactory
-from tests.trainer.minibatch_cases import MiniBatchCase, run_cases, serial_losses
+from tests.trainer.cases import run_world
+from tests.trainer.minibatch_cases import MiniBatchCase, run_case, serial_losses
 
 GRAPH = "grid:7x11"  # N = 77: no band count of the grids divides it, nor does B
 SHAPE = {"tiles": 3, "seed": 5, "num_features": 11, "num_classes": 5, "perm": "double"}
@@ -37,7 +38,7 @@ def results(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> t
     configs = {name: BASE.replace(store=store, **overrides) for name, (overrides, _) in CASES.items()}
     cases = [MiniBatchCase(name, configs[name], EPOCHS, CASES[name][1]) for name in CASES]
     out = tmp_path_factory.mktemp("minibatch")
-    launch_local(WORLD, run_cases, cases, str(out))
+    launch_local(WORLD, run_world, cases, str(out), run_case)
     return out, configs
 
 

@@ -15,7 +15,7 @@ from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
 from tests.support.stores import StoreFactory
-from tests.trainer.cases import Case, run_cases
+from tests.trainer.cases import Case, run_case, run_world
 
 GRAPH = "grid:7x11"  # N = 77: no band count of any grid below divides it
 FEATURES, CLASSES, HIDDEN, TILES = 11, 5, 7, 3
@@ -83,7 +83,7 @@ def results(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> P
         for name, (perm, overrides, reference) in CASES.items()
     ]
     out = tmp_path_factory.mktemp("results")
-    launch_local(WORLD, run_cases, cases, str(out))
+    launch_local(WORLD, run_world, cases, str(out), run_case)
     return out
 
 
