@@ -54,11 +54,13 @@ def csr_tensor(
 ) -> torch.Tensor:
     """A torch sparse CSR tensor of these arrays, unchecked (the caller's arrays are sorted and in range).
 
-    Every sparse CSR tensor of gtool is made here, so that torch's warning that its CSR support is in
-    beta (given once per process, by the first one made) is silenced in one place.
+    Every sparse CSR tensor of gtool is made here, so that torch's warnings that its CSR support is in
+    beta and that invariant checks are off (each given once per process, by the first one made; the
+    second on CUDA builds) are silenced in one place.
     """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 
