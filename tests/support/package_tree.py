@@ -44,3 +44,30 @@ def run_in_tree(tree: Path, *command: str) -> subprocess.CompletedProcess:
     """Run a tool over the package tree (its folder first on the import path, as its working folder)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "MYPYPATH": str(tree)}
     return subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m tests.support.package_tree TOOL [ARGS]`: run lint-imports or mypy by hand over the
+    package tree (a bare `lint-imports` in the repository root finds `gtool/` without its rooms)."""
+    import sys
+    import tempfile
+
+    if not argv:
+        print("usage: python -m tests.support.package_tree lint-imports | mypy -p gtool", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="gtool-tree-") as root:
+        tool, *args = argv
+        config = str(REPO / "pyproject.toml")
+        if tool == "lint-imports":
+            args = [config, *args]
+        if tool == "mypy":
+            args = ["--config-file", config, *args]
+        result = run_in_tree(package_tree(Path(root)), tool, *args)
+        print(result.stdout + result.stderr, end="")
+        return result.returncode
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
