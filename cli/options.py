@@ -47,3 +47,10 @@ def with_options(*sections: type | tuple[type, Iterable[str]]) -> Callable[[F], 
         return command
 
     return decorate
+
+
+def given_on_command_line(context: typer.Context, name: str) -> bool:
+    """Whether the command's option `name` was given (on the command line or by its environment variable),
+    not left at its default."""
+    source = context.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"

@@ -16,7 +16,7 @@ from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .common import console, reports_errors
-from .options import with_options
+from .options import given_on_command_line, with_options
 
 if TYPE_CHECKING:
     from gtool.plan.model.planner import PlanRequest
@@ -47,11 +47,12 @@ def auto_grid(
 @reports_errors
 @with_options(ModelConfig, OptimizerConfig, RuntimeConfig, MiniBatchConfig, Topology)
 def train(
+    context: typer.Context,
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
     grid: str = typer.Option(
         "1x1x1",
         help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
-        "(with --batch-size, the replicas too).",
+        "(with --batch-size, the replicas too, unless --data-parallel is given).",
     ),
     ranks: int = typer.Option(
         None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
@@ -76,12 +77,18 @@ def train(
             if config.topology.placement is not None:
                 raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
             topology, batch = config.topology, config.minibatch.batch_size
+            given = given_on_command_line(context, "data_parallel")
+            chosen = config.minibatch.data_parallel if given else None
             replicas, dims, placement = auto_grid(
                 opened,
                 ranks,
                 plan_profile,
                 lambda p: PlanRequest(
-                    p, config.model, ranks_per_node=topology.ranks_per_node(p), batch_size=batch
+                    p,
+                    config.model,
+                    ranks_per_node=topology.ranks_per_node(p),
+                    batch_size=batch,
+                    replicas=chosen,
                 ),
             )
             config = config.replace(placement=placement)

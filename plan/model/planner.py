@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.model import ModelConfig
 from gtool.plan.model.bandnnz import ShardNnzTable, grid_band_counts
@@ -46,6 +47,8 @@ class PlanRequest:
     side, and groups of ranks on several nodes communicate across nodes."""
     batch_size: int | None = None
     """Mini-batch samples of this many nodes (None: full-graph epochs); then D x grid layouts are planned."""
+    replicas: int | None = None
+    """Only layouts of this many replicas (`--data-parallel D` given with `--grid auto`); None: any D."""
 
     @property
     def node_ranks(self) -> int:
@@ -239,8 +242,11 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
 
 def layouts(request: PlanRequest) -> list[tuple[int, ProcessGrid]]:
     """(replicas, grid) of every layout of the ranks: the grids of P ranks, and for a mini-batch run
-    D replicas of every grid of P / D ranks for every D dividing P."""
-    replicas = [1] if request.batch_size is None else [d for d in range(1, request.ranks + 1)]
+    D replicas of every grid of P / D ranks for every D dividing P (only `request.replicas` when set)."""
+    if request.replicas is not None:
+        replicas = [request.replicas]
+    else:
+        replicas = [1] if request.batch_size is None else list(range(1, request.ranks + 1))
     return [(d, g) for d in replicas if request.ranks % d == 0 for g in factorizations(request.ranks // d)]
 
 
@@ -250,6 +256,8 @@ def make_plan(
     """Predict every layout of `request.ranks` on `store` and pick the best."""
     widths = request.model.widths(store.num_features, store.num_classes)
     candidates = layouts(request)
+    if not candidates:
+        raise GtoolError(f"--data-parallel {request.replicas} does not divide the {request.ranks} ranks")
     grids = [grid for _, grid in candidates]
     table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [

@@ -96,3 +96,6 @@ def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) 
     assert "--ranks goes with --grid auto" in gtool("train", store, "--grid", "2x1x1", "--ranks", "2").stderr
     fixed = CliRunner().invoke(app, ["train", store, "--grid", "auto", "--ranks", "2", "--placement", "yxz"])
     assert fixed.exit_code == 2 and "--placement goes with an explicit --grid" in fixed.output
+    given = ["train", store, "--grid", "auto", "--ranks", "4", "--batch-size", "64", "--data-parallel", "3"]
+    odd = CliRunner().invoke(app, given)
+    assert odd.exit_code == 2 and "--data-parallel 3 does not divide the 4 ranks" in odd.output

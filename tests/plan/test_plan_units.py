@@ -10,6 +10,7 @@ import pytest
 
 from gtool.plan.calibration.microbench import calibrate
 from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
+from gtool.plan.model.planner import PlanRequest, layouts
 from gtool.plan.model.profile import ProfileError, load_profile, save_profile
 from gtool.plan.model.shapes import factorizations
 from gtool.store.reader import open_store
@@ -24,6 +25,13 @@ def test_factorizations_are_every_grid_of_p_ranks(ranks: int, count: int) -> Non
     grids = factorizations(ranks)
     assert len(grids) == count == len({g.dims for g in grids})
     assert all(g.size == ranks for g in grids)
+
+
+def test_layouts_of_a_minibatch_run_keep_given_replicas() -> None:
+    free = {d for d, _ in layouts(PlanRequest(8, batch_size=64))}
+    assert free == {1, 2, 4, 8} and {d for d, _ in layouts(PlanRequest(8))} == {1}
+    fixed = layouts(PlanRequest(8, batch_size=64, replicas=2))
+    assert {d for d, _ in fixed} == {2} and {g.size for _, g in fixed} == {4} and len(fixed) == 6
 
 
 @pytest.fixture(scope="module")
