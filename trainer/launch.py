@@ -87,12 +87,25 @@ def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
 
 
 def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
-    """Join this process to the run's default process group (rank 0 listens at env's address; only on
-    the loopback address for a local launch)."""
+    """Join this process to the run's default process group (rank 0 listens at env's address; a local
+    launch listens, and gloo connects its ranks, on the loopback interface only)."""
     where: dict[str, Any] = {"init_method": f"tcp://{env.master_addr}:{env.master_port}"}
     if env.launcher == "local":
         where = {"store": loopback_store(env, timeout)}
+        interface = loopback_interface()
+        if interface is not None:
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
     dist.init_process_group(backend, rank=env.rank, world_size=env.world_size, timeout=timeout, **where)
+
+
+def loopback_interface() -> str | None:
+    """The network interface holding the loopback address (lo on Linux), if the machine has one. Without
+    GLOO_SOCKET_IFNAME, gloo's ranks listen and connect on the address the host name resolves to, which
+    may be an interface other machines reach."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(address.address == LOOPBACK for address in addresses):
+            return name
+    return None
 
 
 def loopback_store(env: RankEnv, timeout: timedelta) -> dist.TCPStore:
