@@ -65,11 +65,13 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch import RankFailed
+    from gtool.trainer.launch import RankFailed, environment_rank
     from gtool.trainer.run import train as run_training
 
     opened = open_store(store)
-    opened.check_every_chunk()
+    launched = environment_rank()
+    if launched is None or launched.rank == 0:  # one listing per run; every rank checks what it reads
+        opened.check_every_chunk()
     try:
         config = TrainConfig.of(store, **options)
         replicas, dims = config.minibatch.data_parallel, grid

@@ -253,6 +253,21 @@ def test_gtool_verify_and_train_refuse_a_store_missing_a_label_chunk(store: Path
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.parametrize("rank, lists", [("0", True), ("1", False)])
+def test_under_torchrun_only_rank_0_lists_the_store_before_training(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rank: str, lists: bool
+) -> None:
+    copy = without_chunk(store, tmp_path / "m.zarr", store / layout.LABELS["c"] / "c.0")
+    launched = {"RANK": rank, "WORLD_SIZE": "2", "LOCAL_RANK": rank, "MASTER_ADDR": "127.0.0.1"}
+    for name, value in launched.items():
+        monkeypatch.setenv(name, value)
+    started = []
+    monkeypatch.setattr("gtool.trainer.run.train", started.append)
+    run = CliRunner().invoke(app, ["train", str(copy), "--grid", "2x1x1", "--epochs", "1"])
+    assert (run.exit_code == 2 and "chunk 0: missing" in run.output) if lists else (run.exit_code == 0)
+    assert len(started) == (0 if lists else 1)
+
+
 def test_a_store_written_before_every_chunk_was_stored_opens_with_a_notice(
     store: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
