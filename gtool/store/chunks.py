@@ -110,6 +110,15 @@ def absent_chunks(array: zarr.Array, keys: set[str]) -> tuple[list[tuple[int, ..
     return first, missing
 
 
+def stored_chunk_rows(array: zarr.Array, keys: set[str]) -> np.ndarray:
+    """Sorted indices, along the first axis, of the chunk rows holding at least one chunk file in `keys` (a
+    `stored_keys` listing)."""
+    prefix = f"{array.store_path.path}/c{array.metadata.chunk_key_encoding.separator}"
+    separator = array.metadata.chunk_key_encoding.separator
+    rows = {int(key[len(prefix) :].split(separator, 1)[0]) for key in keys if key.startswith(prefix)}
+    return np.array(sorted(rows), dtype=np.int64)
+
+
 def missing_chunks_text(array: zarr.Array, absent: list[tuple[int, ...]], total: int | None = None) -> str:
     """'array P, chunk 3: missing ...' naming up to NAMED_CHUNKS of the absent chunks."""
     names = ", ".join(chunk_name(c) for c in absent[:NAMED_CHUNKS])

@@ -4,8 +4,10 @@ Memory stays at a few tiles, one block of node rows and O(N) bits for the permut
 large the store: tiles are read one pair at a time (tile (i, j) of A0 with tile (j, i) of A1, which must
 be its transpose when the graph is symmetrized), node arrays in blocks of whole chunks. Before reading,
 the store's keys are listed once: an array missing chunk files is one problem and is not read (so
-metadata claiming more rows than were ever stored costs a listing, not a read per claimed chunk), and the
-permutation check is skipped with a problem when its O(N) marks would exceed the memory budget.
+metadata claiming more rows than were ever stored costs a listing, not a read per claimed chunk; in a store
+written before every chunk was stored, node arrays are read only where chunk files exist, the rest being
+the fill value), and the permutation check is skipped with a problem when its O(N) marks would exceed the
+memory budget.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ import zarr
 
 from gtool.errors import DamagedChunkError
 from gtool.store import layout
-from gtool.store.chunks import Selection, block_rows, has_checksums, missing_chunks_text, read_checked
+from gtool.store.chunks import (
+    Selection,
+    block_rows,
+    has_checksums,
+    missing_chunks_text,
+    read_checked,
+    stored_chunk_rows,
+    stored_keys,
+)
 from gtool.store.reader import Store, TileData, store_arrays, tile_problem
 from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
@@ -88,6 +98,8 @@ class Verifier:
         self.report = VerifyReport(store.location)
         self.done: set[str] = set()
         self.incomplete: set[str] = set()
+        self.keys = None if store.meta.every_chunk else stored_keys(store.group)
+        """A store written before every chunk was stored: its keys, to step over chunks never written."""
 
     def run(self) -> VerifyReport:
         if self.store.meta.every_chunk:
@@ -126,10 +138,7 @@ class Verifier:
         array = self.array(path)
         if array is None:
             return None
-        if path not in self.done:
-            self.done.add(path)
-            self.report.arrays += 1
-            self.report.unchecksummed_arrays += not has_checksums(array)
+        self.count(path, array)
         try:  # chunks present: checked by check_chunks_present (stores that store every chunk)
             return read_checked(array, selection, every_chunk=False)
         except DamagedChunkError as exc:
@@ -141,19 +150,38 @@ class Verifier:
             if self.progress is not None:
                 self.progress(chunks)
 
-    def blocks(self, path: str, step: int | None = None) -> Iterator[tuple[slice, np.ndarray | None]]:
+    def count(self, path: str, array: zarr.Array) -> None:
+        """Count the array as checked, once."""
+        if path not in self.done:
+            self.done.add(path)
+            self.report.arrays += 1
+            self.report.unchecksummed_arrays += not has_checksums(array)
+
+    def blocks(
+        self, path: str, step: int | None = None, written_only: bool = True
+    ) -> Iterator[tuple[slice, np.ndarray | None]]:
         """(rows, data) of an array in blocks of `step` rows (default: whole chunks of rows of about
-        BLOCK_BYTES); data None where damaged."""
+        BLOCK_BYTES); data None where damaged. In a store written before every chunk was stored, with
+        `written_only`, a run of chunk rows never written is one block of one row of the fill value (what
+        they read as), so that metadata claiming more rows than were written costs no read per chunk."""
         array = self.array(path)
         if array is None:
             return
         if array.ndim == 0 or array.shape[0] == 0:
             self.read(path)
             return
-        step = step or block_rows(array)
-        for start in range(0, array.shape[0], step):
-            rows = slice(start, min(start + step, array.shape[0]))
-            yield rows, self.read(path, (rows,))
+        written = stored_chunk_rows(array, self.keys) if self.keys is not None and written_only else None
+        for rows, stored in row_spans(array, written, step or block_rows(array)):
+            yield (rows, self.read(path, (rows,))) if stored else self.unwritten(path, array, rows)
+
+    def unwritten(self, path: str, array: zarr.Array, rows: slice) -> tuple[slice, np.ndarray]:
+        """`rows` of chunks never written, as one row of the fill value, counted as checked."""
+        self.count(path, array)
+        chunks = chunks_in(array, (rows,))
+        self.report.chunks += chunks
+        if self.progress is not None:
+            self.progress(chunks)
+        return rows, np.full((1, *array.shape[1:]), array.fill_value, dtype=array.dtype)
 
     # adjacency
 
@@ -251,7 +279,8 @@ class Verifier:
         seen = {path: np.zeros(n, dtype=bool) for path in (layout.PERM_ROWS, layout.PERM_COLS)}
         differ, readable = False, True
         step = block_rows(self.store.array(layout.PERM_ROWS))
-        pairs = zip(self.blocks(layout.PERM_ROWS, step), self.blocks(layout.PERM_COLS, step), strict=True)
+        blocks = (self.blocks(path, step, written_only=False) for path in paths)
+        pairs = zip(*blocks, strict=True)
         for (rows, pr), (_, pc) in pairs:
             for path, block in ((layout.PERM_ROWS, pr), (layout.PERM_COLS, pc)):
                 if block is not None:
@@ -306,6 +335,27 @@ class Verifier:
                     problem = None if values is None else check(values)
                     if problem:
                         self.problem(f"array {path}: {problem} in rows {rows.start}-{rows.stop - 1}", path)
+
+
+def row_spans(array: zarr.Array, written: np.ndarray | None, step: int) -> Iterator[tuple[slice, bool]]:
+    """The array's rows in blocks of at most `step` rows, as (rows, written). With `written` (sorted indices
+    of the chunk rows that hold chunk files) a run of chunk rows never written is one span, written False,
+    and no block reaches from written chunk rows into unwritten ones."""
+    rows_per_chunk, start, end = array.chunks[0], 0, array.shape[0]
+    if written is None:
+        yield from ((slice(first, min(first + step, end)), True) for first in range(0, end, step))
+        return
+    last_of_run = np.append(np.flatnonzero(np.diff(written) != 1), written.size - 1)
+    while start < end:
+        following = int(np.searchsorted(written, start // rows_per_chunk))
+        next_written = int(written[following]) * rows_per_chunk if following < written.size else end
+        if next_written > start:
+            stop, stored = min(end, next_written), False
+        else:
+            run_end = int(written[last_of_run[np.searchsorted(last_of_run, following)]]) + 1
+            stop, stored = min(start + step, end, run_end * rows_per_chunk), True
+        yield slice(start, stop), stored
+        start = stop
 
 
 def chunks_in(array: zarr.Array, selection: Selection) -> int:
