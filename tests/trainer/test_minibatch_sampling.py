@@ -15,7 +15,7 @@ from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_roles
 from gtool.loader import load_rank
 from gtool.trainer.minibatch.batch import RankSampler
-from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch
+from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch, transposed_torch
 from gtool.trainer.minibatch.schedule import Schedule
 from tests.support.operators import OperatorLog
 from tests.support.reference import rescaled_subgraph
@@ -91,8 +91,8 @@ def _check_cuts(
 
 
 def test_the_cpu_cut_equals_its_torch_specification(stores: StoreFactory) -> None:
-    """The numba pass (CPU) cuts the same entries, places and weights, bit for bit, as the torch operations
-    (what CUDA runs), and leaves the column slots unmarked."""
+    """The numba passes (CPU) cut the same entries, places and weights, bit for bit, as the torch operations
+    (what CUDA runs), and transpose them alike; the column slots are left unmarked."""
     store = stores(GRAPH, **SHAPE)
     schedule = Schedule(77, BATCH, replicas=1)
     for rank in (0, 5):
@@ -108,6 +108,10 @@ def test_the_cpu_cut_equals_its_torch_specification(stores: StoreFactory) -> Non
                 for name in ("rows", "cols", "values"):
                     assert torch.equal(getattr(got, name), getattr(want, name)), name
                 assert (slots == -1).all()
+                transpose = got.transpose_csr()
+                parts = (transpose.crow_indices(), transpose.col_indices(), transpose.values())
+                wanted = transposed_torch(want.rows, want.cols, want.values, want.shape[1])
+                assert all(torch.equal(a, b) for a, b in zip(parts, wanted, strict=True))
 
 
 def _mean_aggregations(
