@@ -10,8 +10,9 @@ round for A1): its weight stays as stored.
 On the CPU one numba pass (`_cut_entries`, which releases the GIL: it runs beside the training step)
 finds an entry's column among the members by a lookup in the band's `column_slots`, an array over the
 band's positions kept for the run: the pass marks the member columns' places in it first and unmarks
-them last, work in B. Elsewhere (CUDA) whole-array torch operations do the same with one binary search
-per entry: `cut_shard_torch`, the specification the CPU pass is tested against.
+them last, work in B; another pass transposes the block by a counting sort. Elsewhere (CUDA) whole-array
+torch operations do the same with one binary search per entry and an argsort (`cut_shard_torch`,
+`transposed_torch`): the specification the CPU passes are tested against.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def _cut_entries(
                 kept += 1
     for position in column_positions:
         slots[position] = -1
-    return block_rows[:kept], block_cols[:kept], block_values[:kept]
+    return block_rows[:kept].copy(), block_cols[:kept].copy(), block_values[:kept].copy()  # not the buffers
 
 
 def cut_shard_torch(
