@@ -22,8 +22,9 @@ after the first (warm-up): robust to a busy machine's hiccups.
 `--batch-size B` adds mini-batch rows ("gtool mb LAYOUT", `gtool train --batch-size B`, layouts from
 `--minibatch-layouts`, D replicas written Dx(GRID)) in a second table: the epoch time, the step time (an
 epoch's time over its rounds of steps), the sampling share (the time steps waited for their cut, over
-the epoch's time; cuts are prepared while the previous step trains) and the epoch time against the
-full-graph epoch of the same grid.
+the epoch's time; cuts are prepared while the previous step trains), the cut share (the time the cuts
+took, over the epoch's time: work beside the steps on the same cores, hidden or not) and the epoch time
+against the full-graph epoch of the same grid.
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ def run_gtool(args: argparse.Namespace, store: str, layout: str, batch_size: int
     if batch_size is not None:
         result["step_seconds"] = steady_median([e["seconds"] / len(e["step_losses"][0]) for e in epochs])
         result["sampling_share"] = steady_median([e["sample_wait"] / e["seconds"] for e in epochs])
+        result["cut_share"] = steady_median([e["sample_cut"] / e["seconds"] for e in epochs])
     return result
 
 
@@ -145,8 +147,8 @@ def print_minibatch_table(rows: list[dict], args: argparse.Namespace) -> None:
         row["grid"]: row for row in rows if row["mode"].startswith("gtool ") and "step_seconds" not in row
     }
     print(f"\nmini-batch, --batch-size {args.batch_size}; median epoch after the first")
-    header = ("mode", "epoch s", "step s", "sampling", "vs full", "peak MB")
-    print("{:20s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s}".format(*header))
+    header = ("mode", "epoch s", "step s", "sampling", "cuts", "vs full", "peak MB")
+    print("{:20s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s} {:>9s}".format(*header))
     for row in rows:
         if "step_seconds" not in row:
             continue
@@ -155,7 +157,7 @@ def print_minibatch_table(rows: list[dict], args: argparse.Namespace) -> None:
         )
         print(
             f"{row['mode']:20s} {row['seconds']:9.3f} {row['step_seconds']:9.3f} "
-            f"{row['sampling_share']:9.1%} {versus} {row['peak_rss_mb']:9.0f}"
+            f"{row['sampling_share']:9.1%} {row['cut_share']:9.1%} {versus} {row['peak_rss_mb']:9.0f}"
         )
 
 

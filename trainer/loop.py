@@ -113,9 +113,9 @@ class Trainer:
         steps = [self.schedule.step_of(r, self.comm.replica) for r in range(self.schedule.rounds)]
         return [None if step is None else (epoch, step) for step in steps]
 
-    def minibatch_epoch(self, epoch: int) -> tuple[torch.Tensor, float]:
-        """Every round of `epoch`: this replica's step losses (NaN where it had none) and the seconds spent
-        waiting for cuts."""
+    def minibatch_epoch(self, epoch: int) -> tuple[torch.Tensor, float, float]:
+        """Every round of `epoch`: this replica's step losses (NaN where it had none), the seconds spent
+        waiting for cuts and the seconds the cuts took."""
         assert self.schedule is not None and self.batches is not None
         steps = self.replica_steps(epoch)
         following = self.replica_steps(epoch + 1)[0] if epoch < self.config.runtime.epochs else None
@@ -127,7 +127,7 @@ class Trainer:
             loss = self.batch_step(epoch, batch, self.schedule.active(round_index))
             if loss is not None:
                 losses[round_index] = loss
-        return losses, self.batches.waited
+        return losses, self.batches.waited, self.batches.cut_seconds
 
     def replica_losses(self, losses: torch.Tensor) -> list[list[float | None]]:
         """Every replica's step losses (None where it had no step), from each replica's `losses`."""
@@ -145,7 +145,7 @@ class Trainer:
         if self.schedule is None:
             loss = self.step(epoch)
         else:
-            loss, waited = self.minibatch_epoch(epoch)
+            loss, waited, cut = self.minibatch_epoch(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
         record = EpochRecord(
@@ -160,7 +160,7 @@ class Trainer:
         if self.schedule is None:
             record.loss = float(loss)
         else:
-            record.step_losses, record.sample_wait = self.replica_losses(loss), waited
+            record.step_losses, record.sample_wait, record.sample_cut = self.replica_losses(loss), waited, cut
             record.loss = statistics.fmean(v for row in record.step_losses for v in row if v is not None)
         return record
 

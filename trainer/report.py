@@ -32,6 +32,8 @@ class EpochRecord:
     """Mini-batch: per replica, the loss of its step in each round (None: no step in that round)."""
     sample_wait: float = 0.0
     """Mini-batch: seconds the steps waited for their sample's cut (the rest was hidden behind steps)."""
+    sample_cut: float = 0.0
+    """Mini-batch: seconds the cuts took, mostly in the background beside the steps (on the same cores)."""
 
     def line(self) -> str:
         text = f"epoch {self.epoch:4d}  loss {self.loss:.4f}"
@@ -39,7 +41,7 @@ class EpochRecord:
             text += "".join(f"  {name} {value:.4f}" for name, value in self.accuracy.items())
         split = ", ".join(f"{name} {getattr(self, name):.3f}" for name in PHASES)
         if self.step_losses is not None:
-            split += f", sampling {self.sample_wait:.3f}"
+            split += f", sampling {self.sample_wait:.3f} (cuts {self.sample_cut:.3f})"
         return text + f"  time {self.seconds:.3f}s ({split})"
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtool.geometry.bands import ceil_div
+from gtool.geometry.epochs import epoch_rounds
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_geometry, order_of_layer_output
 from gtool.model import ModelConfig
@@ -94,7 +95,7 @@ class MiniBatchRun:
     @property
     def rounds(self) -> int:
         """Rounds of steps per epoch (one step per replica a round)."""
-        return ceil_div(ceil_div(self.num_nodes, self.batch_size), self.replicas)
+        return epoch_rounds(self.num_nodes, self.batch_size, self.replicas)
 
     def epoch(
         self,

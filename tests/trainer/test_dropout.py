@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gtool.trainer.dropout import NO_DROPOUT, MaskSpec, dropout, keep_mask, kernels, relu_dropout
+from gtool.trainer.dropout import NO_DROPOUT, MaskSpec, RowsBlock, dropout, keep_mask, kernels, relu_dropout
 
 CPU = torch.device("cpu")
 WIDTH = 13
@@ -39,6 +39,18 @@ def test_cpu_kernels_draw_the_specified_masks(dtype: torch.dtype) -> None:
     assert torch.equal(kernels.scale_flagged(x, flag, 2.5), torch.where(flag, x * 2.5, 0.0))
     relu, positive = kernels.relu_scale(x, NO_DROPOUT, block)
     assert torch.equal(relu, torch.relu(x)) and torch.equal(positive, x > 0)
+
+
+def test_cpu_kernels_draw_the_specified_masks_of_any_rows() -> None:
+    """A mini-batch's rows (places in the sample, not contiguous) get the specification's decisions."""
+    spec = MaskSpec.of(3, 2, 9, 0.4, WIDTH, step=5)
+    block = RowsBlock(torch.tensor([0, 3, 4, 70, 1 << 20, (1 << 32) - 1]), 4, 11)
+    x = torch.randn(6, 11, dtype=torch.float32, generator=torch.Generator().manual_seed(0))
+    keep = keep_mask(spec, block, CPU)
+    assert torch.equal(kernels.scale(x, spec, block), torch.where(keep, x * spec.keep_value, 0.0))
+    out, flag = kernels.relu_scale(x, spec, block)
+    assert torch.equal(flag, (x > 0) & keep)
+    assert torch.equal(out, torch.where(flag, x * spec.keep_value, 0.0))
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.5, 0.8])

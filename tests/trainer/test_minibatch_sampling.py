@@ -15,6 +15,7 @@ from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_roles
 from gtool.loader import load_rank
 from gtool.trainer.minibatch.batch import RankSampler
+from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch, transposed_torch
 from gtool.trainer.minibatch.schedule import Schedule
 from tests.support.operators import OperatorLog
 from tests.support.reference import rescaled_subgraph
@@ -87,6 +88,30 @@ def _check_cuts(
                 np.testing.assert_allclose(total, want[rows], atol=1e-5)
             covered = np.sort(np.concatenate([rows for rows, _ in sums.values()]))
             assert np.array_equal(np.unique(covered), np.arange(sample.shape[0]))
+
+
+def test_the_cpu_cut_equals_its_torch_specification(stores: StoreFactory) -> None:
+    """The numba passes (CPU) cut the same entries, places and weights, bit for bit, as the torch operations
+    (what CUDA runs), and transpose them alike; the column slots are left unmarked."""
+    store = stores(GRAPH, **SHAPE)
+    schedule = Schedule(77, BATCH, replicas=1)
+    for rank in (0, 5):
+        sampler = RankSampler(load_rank(store, (2, 2, 2), rank, LAYERS), store, schedule, torch.device("cpu"))
+        for step in (0, schedule.steps - 1):
+            sample = schedule.sample(schedule.order(3, 1), step)
+            for layer, bands in enumerate(sampler.layers):
+                shard = sampler.data.shard(layer).matrix
+                rows, cols = (sampler.nodes[key].members(sample) for key in (bands.rows, bands.inputs))
+                slots = sampler.nodes[bands.inputs].column_slots
+                got = cut_shard(shard, rows, cols, schedule.rescaling(BATCH), slots)
+                want = cut_shard_torch(shard, rows, cols, schedule.rescaling(BATCH))
+                for name in ("rows", "cols", "values"):
+                    assert torch.equal(getattr(got, name), getattr(want, name)), name
+                assert (slots == -1).all()
+                transpose = got.transpose_csr()
+                parts = (transpose.crow_indices(), transpose.col_indices(), transpose.values())
+                wanted = transposed_torch(want.rows, want.cols, want.values, want.shape[1])
+                assert all(torch.equal(a, b) for a, b in zip(parts, wanted, strict=True))
 
 
 def _mean_aggregations(

@@ -4,8 +4,8 @@
 ReLU of a hidden layer fused with the dropout of the next layer's input, saves one byte per element:
 whether the element is positive and kept (the ReLU's own output, four bytes, is not kept). Each pass is
 one kernel of the implementation `backends` picks for the tensor (numba on the CPU, Triton on CUDA);
-where there is none, and for a mini-batch's rows (`RowsBlock`), the same decisions come from
-`masks.keep_mask` in plain torch operations.
+where there is none, and for a mini-batch's rows (`RowsBlock`) on CUDA (the Triton kernels take a
+block's first row), the same decisions come from `masks.keep_mask` in plain torch operations.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from gtool.trainer.dropout import backends
+from gtool.trainer.dropout import backends, kernels
 from gtool.trainer.dropout.masks import Block, MaskSpec, RowsBlock, keep_mask
 
 NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, width=1 << 32)
@@ -22,8 +22,9 @@ NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, widt
 
 
 def _passes(source: torch.Tensor, block: Block | RowsBlock) -> ModuleType | None:
-    """The fused kernels for `source`, for a block of contiguous rows."""
-    return None if isinstance(block, RowsBlock) else backends.passes_for(source)
+    """The fused kernels for `source` that take `block` (any rows: numba's; contiguous rows: Triton's too)."""
+    passes = backends.passes_for(source)
+    return None if isinstance(block, RowsBlock) and passes is not kernels else passes
 
 
 def _scaled(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:

@@ -1,7 +1,9 @@
 """The CPU side of dropout: the keep decisions of `masks` computed inside the passes that use them.
 
 Each kernel is one parallel pass over a block (rows split over threads), so a layer's dropout costs
-about what the ReLU it is fused with costs, and no mask is ever materialized. The integer arithmetic is
+about what the ReLU it is fused with costs, and no mask is ever materialized. A block's rows are given
+by their global ids: consecutive for a `Block`, a mini-batch's members' places in the sample for a
+`RowsBlock`. The integer arithmetic is
 unsigned 64-bit on values below 2^32, exactly that of `masks.mix32`: the decisions are the same bits.
 """
 
@@ -12,7 +14,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from gtool.trainer.dropout.masks import MASK32, MIX_MULTIPLIERS, Block, MaskSpec, check_block
+from gtool.trainer.dropout.masks import MASK32, MIX_MULTIPLIERS, Block, MaskSpec, RowsBlock, check_block
 
 _LOW = np.uint64(MASK32)
 _M0, _M1 = (np.uint64(m) for m in MIX_MULTIPLIERS)
@@ -33,10 +35,10 @@ def _kept(row_hash, column, column_key, threshold):
 
 
 @njit(parallel=True, cache=True)
-def _scale(source, out, row0, col0, width, row_key, column_key, threshold, keep_value):
+def _scale(source, out, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
-        row_hash = _mix32(np.uint64(row0 + i) ^ row_key)
+        row_hash = _mix32(np.uint64(row_ids[i]) ^ row_key)
         for j in range(cols):
             column = col0 + j
             kept = column < width and _kept(row_hash, column, column_key, threshold)
@@ -44,10 +46,10 @@ def _scale(source, out, row0, col0, width, row_key, column_key, threshold, keep_
 
 
 @njit(parallel=True, cache=True)
-def _relu_scale(source, out, flag, row0, col0, width, row_key, column_key, threshold, keep_value):
+def _relu_scale(source, out, flag, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
-        row_hash = _mix32(np.uint64(row0 + i) ^ row_key)
+        row_hash = _mix32(np.uint64(row_ids[i]) ^ row_key)
         for j in range(cols):
             column = col0 + j
             value = source[i, j]
@@ -70,14 +72,20 @@ def _threads() -> None:
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
 
 
-def _arguments(spec: MaskSpec, block: Block) -> tuple:
-    check_block(block)
-    row0, _, col0, _ = block
+def _arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
+    """(row ids, first column, width, keys): the coordinates and mask of a block's elements."""
+    if isinstance(block, RowsBlock):
+        row_ids, col0 = block.rows.to(torch.int64).contiguous().numpy(), block.first_column
+        check_block((0, 0, col0, block.columns))
+    else:
+        check_block(block)
+        row0, rows, col0, _ = block
+        row_ids = np.arange(row0, row0 + rows, dtype=np.int64)
     keys = (np.uint64(spec.row_key), np.uint64(spec.column_key), np.uint64(spec.threshold))
-    return (row0, col0, spec.width, *keys)
+    return (row_ids, col0, spec.width, *keys)
 
 
-def scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
+def scale(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
     """source * (keep_value where kept, else 0) for a CPU block."""
     _threads()
     source = source.contiguous()
@@ -87,7 +95,9 @@ def scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
     return out
 
 
-def relu_scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> tuple[torch.Tensor, torch.Tensor]:
+def relu_scale(
+    source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock
+) -> tuple[torch.Tensor, torch.Tensor]:
     """relu(source) dropped and scaled, and the flag of the elements that passed (positive and kept)."""
     _threads()
     source = source.contiguous()

@@ -101,7 +101,7 @@ class RankSampler:
     def _band_nodes(self, opened: Store, key: BandKey, device: torch.device) -> BandNodes:
         order, band = key
         ids, _ = read_band(opened.array(layout.PERMS[order]), band, None, -1)
-        return BandNodes(ids[: band.real], self.schedule.num_nodes, device)
+        return BandNodes(ids[: band.real], self.schedule.num_nodes, band.size, device)
 
     def epoch_order(self, seed: int, epoch: int) -> torch.Tensor:
         """The node order of `epoch`, drawn once per epoch."""
@@ -121,8 +121,8 @@ class RankSampler:
         for layer, bands in enumerate(self.layers):
             key = self.data.layer_keys[layer]
             if key not in cut:
-                shard = self.data.shards[key].matrix
-                cut[key] = cut_shard(shard, members[bands.rows], members[bands.inputs], rescaling)
+                shard, slots = self.data.shards[key].matrix, self.nodes[bands.inputs].column_slots
+                cut[key] = cut_shard(shard, members[bands.rows], members[bands.inputs], rescaling, slots)
             blocks.append(cut[key])
         return StepBatch(
             epoch=epoch,

@@ -3,9 +3,16 @@
 A band's members are the sample's nodes whose stored position (in the band's node order) lies in the band,
 in position order; `BandNodes` finds them by one binary search of the sorted sample into the band's node
 ids, sorted once per run. A shard's sampled block keeps the entries of its member rows whose column is a
-member column (one binary search per entry of the member rows), with the off-diagonal weights rescaled
-by 1/p. An entry is a self-loop when its row and column are the same node, i.e. the same sample member
-(perm/r[row] == perm/c[col] of A0, the other way round for A1): its weight stays as stored.
+member column, with the off-diagonal weights rescaled by 1/p. An entry is a self-loop when its row and
+column are the same node, i.e. the same sample member (perm/r[row] == perm/c[col] of A0, the other way
+round for A1): its weight stays as stored.
+
+On the CPU one numba pass (`_cut_entries`, which releases the GIL: it runs beside the training step)
+finds an entry's column among the members by a lookup in the band's `column_slots`, an array over the
+band's positions kept for the run: the pass marks the member columns' places in it first and unmarks
+them last, work in B; another pass transposes the block by a counting sort. Elsewhere (CUDA) whole-array
+torch operations do the same with one binary search per entry and an argsort (`cut_shard_torch`,
+`transposed_torch`): the specification the CPU passes are tested against.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numba import njit
 
 from gtool.loader.csr import csr_tensor
 
@@ -31,10 +39,12 @@ class BandMembers:
 
 
 class BandNodes:
-    """The node ids at a band's real positions, sorted once, for finding a sample's members in the band."""
+    """The node ids at a band's real positions, sorted once, for finding a sample's members in the band;
+    on the CPU also the band's `column_slots` over its `band_size` positions (all -1 between cuts)."""
 
-    def __init__(self, node_ids: np.ndarray, num_nodes: int, device: torch.device):
+    def __init__(self, node_ids: np.ndarray, num_nodes: int, band_size: int, device: torch.device):
         ids = torch.from_numpy(np.asarray(node_ids, dtype=np.int64)).to(device)
+        self.column_slots = np.full(band_size, -1, dtype=np.int32) if device.type == "cpu" else None
         self.sorted_ids, order = torch.sort(ids)
         sentinel = torch.tensor([num_nodes], dtype=torch.int64, device=device)  # past every node id
         self.sorted_ids = torch.cat([self.sorted_ids, sentinel])
@@ -62,10 +72,41 @@ class SampledBlock:
         return csr_tensor(_row_pointers(self.rows, self.shape[0]), self.cols, self.values, self.shape)
 
     def transpose_csr(self) -> torch.Tensor:
-        """The transpose as CSR: entries stably sorted by column (rows stay ascending within a column)."""
-        order = torch.argsort(self.cols, stable=True)
-        pointers = _row_pointers(self.cols, self.shape[1])
-        return csr_tensor(pointers, self.rows[order], self.values[order], (self.shape[1], self.shape[0]))
+        """The transpose as CSR: entries stably sorted by column (rows stay ascending within a column); on
+        the CPU by a counting sort in one numba pass."""
+        if self.cols.device.type == "cpu":
+            arrays = _transposed(self.rows.numpy(), self.cols.numpy(), self.values.numpy(), self.shape[1])
+            pointers, rows, values = (torch.from_numpy(array) for array in arrays)
+        else:
+            pointers, rows, values = transposed_torch(self.rows, self.cols, self.values, self.shape[1])
+        return csr_tensor(pointers, rows, values, (self.shape[1], self.shape[0]))
+
+
+def transposed_torch(
+    rows: torch.Tensor, cols: torch.Tensor, values: torch.Tensor, count: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(pointers, rows, values) of COO entries in column order, stable, in torch operations (any device)."""
+    order = torch.argsort(cols, stable=True)
+    return _row_pointers(cols, count), rows[order], values[order]
+
+
+@njit(nogil=True, cache=True)
+def _transposed(rows, cols, values, count):
+    """(pointers, rows, values) of the COO entries (rows, cols, values) in column order, stable."""
+    pointers = np.zeros(count + 1, dtype=np.int64)
+    for column in cols:
+        pointers[column + 1] += 1
+    for column in range(count):
+        pointers[column + 1] += pointers[column]
+    placed = pointers[:-1].copy()
+    out_rows = np.empty_like(rows)
+    out_values = np.empty_like(values)
+    for entry in range(cols.shape[0]):
+        at = placed[cols[entry]]
+        out_rows[at] = rows[entry]
+        out_values[at] = values[entry]
+        placed[cols[entry]] = at + 1
+    return pointers, out_rows, out_values
 
 
 def _row_pointers(rows: torch.Tensor, count: int) -> torch.Tensor:
@@ -74,9 +115,70 @@ def _row_pointers(rows: torch.Tensor, count: int) -> torch.Tensor:
     return pointers
 
 
-def cut_shard(shard: torch.Tensor, rows: BandMembers, cols: BandMembers, rescaling: float) -> SampledBlock:
+def cut_shard(
+    shard: torch.Tensor,
+    rows: BandMembers,
+    cols: BandMembers,
+    rescaling: float,
+    column_slots: np.ndarray | None,
+) -> SampledBlock:
     """The entries of `shard` (a band-local CSR tensor) in member rows x member columns, off-diagonal weights
-    times `rescaling` (1/p); the block's rows and columns are the members' places in `rows` and `cols`."""
+    times `rescaling` (1/p); the block's rows and columns are the members' places in `rows` and `cols`.
+    With the column band's `column_slots` (a CPU shard), in one numba pass; else `cut_shard_torch`."""
+    if column_slots is None:
+        return cut_shard_torch(shard, rows, cols, rescaling)
+    if shard.shape[1] > column_slots.shape[0]:
+        raise ValueError(f"a shard of {shard.shape[1]} columns, slots for {column_slots.shape[0]}")
+    values = shard.values()
+    block_rows, block_cols, block_values = _cut_entries(
+        shard.crow_indices().numpy(),
+        shard.col_indices().numpy(),
+        values.numpy(),
+        rows.positions.numpy(),
+        rows.indices.numpy(),
+        cols.positions.numpy(),
+        cols.indices.numpy(),
+        column_slots,
+        values.new_tensor(rescaling).numpy()[()],
+    )
+    entries = (torch.from_numpy(block_rows), torch.from_numpy(block_cols), torch.from_numpy(block_values))
+    return SampledBlock(*entries, (rows.count, cols.count))
+
+
+@njit(nogil=True, cache=True)
+def _cut_entries(
+    indptr, indices, values, row_positions, row_places, column_positions, column_places, slots, rescaling
+):
+    """(block rows, block columns, values) of the member rows' entries in member columns, in entry order;
+    `slots` (all -1) is set to the member columns' places for the pass and reset after it."""
+    for place in range(column_positions.shape[0]):
+        slots[column_positions[place]] = place
+    total = 0
+    for position in row_positions:
+        total += indptr[position + 1] - indptr[position]
+    block_rows = np.empty(total, dtype=np.int64)
+    block_cols = np.empty(total, dtype=np.int64)
+    block_values = np.empty(total, dtype=values.dtype)
+    kept = 0
+    for row in range(row_positions.shape[0]):
+        position = row_positions[row]
+        for entry in range(indptr[position], indptr[position + 1]):
+            column = slots[indices[entry]]
+            if column >= 0:
+                value = values[entry]
+                block_rows[kept] = row
+                block_cols[kept] = column
+                block_values[kept] = value if row_places[row] == column_places[column] else value * rescaling
+                kept += 1
+    for position in column_positions:
+        slots[position] = -1
+    return block_rows[:kept].copy(), block_cols[:kept].copy(), block_values[:kept].copy()  # not the buffers
+
+
+def cut_shard_torch(
+    shard: torch.Tensor, rows: BandMembers, cols: BandMembers, rescaling: float
+) -> SampledBlock:
+    """`cut_shard` in whole-array torch operations on any device: one binary search per member row entry."""
     indptr, indices, device = shard.crow_indices(), shard.col_indices(), shard.device
     starts = indptr[rows.positions]
     counts = indptr[rows.positions + 1] - starts

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gtool.geometry.bands import ceil_div
+from gtool.geometry.epochs import epoch_rounds, epoch_steps
 from gtool.trainer.randomness import derive_seed
 
 SAMPLE_STREAM = 4
@@ -34,12 +34,12 @@ class Schedule:
     @property
     def steps(self) -> int:
         """Steps per epoch over all replicas (the last one holds the remainder of N / B)."""
-        return ceil_div(self.num_nodes, self.batch_size)
+        return epoch_steps(self.num_nodes, self.batch_size)
 
     @property
     def rounds(self) -> int:
         """Rounds per epoch: in round k replica d takes step k * D + d, when there is one."""
-        return ceil_div(self.steps, self.replicas)
+        return epoch_rounds(self.num_nodes, self.batch_size, self.replicas)
 
     def step_of(self, round_index: int, replica: int) -> int | None:
         """The global step replica `replica` takes in round `round_index`, or None (a short last round)."""
