@@ -1,4 +1,4 @@
-"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H --layer-order O] [--compare] [--plot F] [--json]`."""
+"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H --layer-order O] [--compare] [--plot F]`."""
 
 from __future__ import annotations
 
