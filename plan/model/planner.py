@@ -142,6 +142,8 @@ class Plan:
             "layers": r.model.layers,
             "hidden": r.model.hidden,
             "widths": self.widths,
+            "layer_order": r.model.layer_order,
+            "transform_first": list(r.model.orders(self.widths[0], self.widths[-1])),
             "itemsize": r.model.itemsize,
             "comm_dtype": r.model.comm_dtype,
             "dropout": r.model.dropout,
