@@ -100,30 +100,26 @@ def expected_wire_bytes(
             count += 1
 
     for layer, ((a, b, c), transform_first) in enumerate(zip(layer_axes(orders), orders, strict=True)):
-        rows_b = band_range(0, dims[b], n).size
+        owners, out = (b, a) if transform_first else (a, b)  # the weight's replicas; its column band
+        rows_b, rows = (
+            band_range(0, dims[b], n).size,
+            band_range(0, dims[c if transform_first else a], n).size,
+        )
+        d_in, d_out = -(-widths[layer] // dims[c]), -(-widths[layer + 1] // dims[out])
+        weight = dims[owners] * -(-d_in * d_out // dims[owners])
+        add(owners, weight, reduce=False)
         if transform_first:
-            rows_c = band_range(0, dims[c], n).size
-            d_in, d_out = -(-widths[layer] // dims[c]), -(-widths[layer + 1] // dims[a])
-            weight = dims[b] * -(-d_in * d_out // dims[b])
-            add(b, weight, reduce=False)
             add(c, rows_b * d_out)
-            add(b, rows_c * d_out)
+            add(b, rows * d_out)
             add(c, rows_b * d_out)
+        else:
+            add(b, rows * d_in)
+            add(c, rows * d_out)
             if layer > 0:
-                add(a, rows_b * d_in)
-            add(b, weight, reduce=False)
-            continue
-        rows_a = band_range(0, dims[a], n).size
-        d_in, d_out = -(-widths[layer] // dims[c]), -(-widths[layer + 1] // dims[b])
-        weight = dims[a] * -(-d_in * d_out // dims[a])
-        add(a, weight, reduce=False)
-        add(b, rows_a * d_in)
-        add(c, rows_a * d_out)
-        if layer > 0:
-            add(b, rows_a * d_in)
-        add(a, weight, reduce=False)
+                add(b, rows * d_in)
         if layer > 0:
             add(a, rows_b * d_in)
+        add(owners, weight, reduce=False)
     (a, b, _), rows = layer_axes(orders)[-1], row_axes(orders)[-1]
     classes = a if orders[-1] else b
     for _ in range(3):
