@@ -6,6 +6,7 @@
     python -m bench.bench_train --device cuda --scale 22 --edge-factor 16     # one GPU: 1x1x1 NCCL
     python -m bench.bench_train --pyg             # adds a PyG GCNConv row (when torch_geometric imports)
     python -m bench.bench_train --batch-size 131072   # adds mini-batch rows: 1x1x1, 2x1x1, 2x(1x1x1)
+    python -m bench.bench_train --layer-order aggregate-first   # gtool's (A F) W in every layer
 
 The store (16x16 tiles, 128 features, 32 classes) is built once with gtool shard into
 bench/results/train/. Every measurement runs in its own process under ../shared/tools/peakmem (peak RSS
@@ -123,6 +124,7 @@ def run_gtool(args: argparse.Namespace, store: str, layout: str, batch_size: int
         log = Path(scratch) / "log.jsonl"
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", grid, *model_flags(args)]
         command += ["--backend", backend, "--eval-every", str(args.epochs), "--log", str(log)]
+        command += ["--layer-order", args.layer_order]
         if batch_size is not None:
             command += ["--batch-size", str(batch_size), "--data-parallel", str(replicas)]
         peak, _ = measured(command)
@@ -203,6 +205,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--minibatch-layouts",
         default="1x1x1,2x1x1,2x(1x1x1)",
         help="comma-separated layouts of the mini-batch rows: GRID or Dx(GRID) for D replicas",
+    )
+    parser.add_argument(
+        "--layer-order",
+        default="auto",
+        choices=("auto", "aggregate-first", "transform-first"),
+        help="gtool's --layer-order (the reference always aggregates first, as a plain GCN does)",
     )
     parser.add_argument("--no-reference", action="store_true", help="leave out the reference row")
     parser.add_argument("--reference-child", metavar="STORE", help=argparse.SUPPRESS)

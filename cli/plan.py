@@ -58,7 +58,16 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int) ->
     )
 
 
-PLANNED = ("layers", "hidden", "dtype", "comm_dtype", "dropout", "learnable_features", "agg_blocks")
+PLANNED = (
+    "layers",
+    "hidden",
+    "dtype",
+    "comm_dtype",
+    "dropout",
+    "learnable_features",
+    "agg_blocks",
+    "layer_order",
+)
 """The model options a plan depends on (gtool train's flags of the same names)."""
 
 

@@ -1,4 +1,4 @@
-"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H] [--compare] [--plot FILE.png] [--json]`."""
+"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H --layer-order O] [--compare] [--plot F]`."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 
 
 @reports_errors
-@with_options((ModelConfig, ("layers", "hidden")))
+@with_options((ModelConfig, ("layers", "hidden", "layer_order")))
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(

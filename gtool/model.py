@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gtool.geometry.layers import layer_widths
+from gtool.geometry.layers import (
+    AGGREGATE_FIRST,
+    TRANSFORM_FIRST,
+    LayerOrders,
+    layer_widths,
+    narrowing_layers,
+)
 from gtool.options import Options, option
 
 DTYPE_BYTES = {"float32": 4, "float64": 8}
 FEATURE_NORMALIZATIONS = ("none", "row")
 COMM_DTYPE_BYTES = {"same": None, "bf16": 2}
 """What the 3D all-reduces may carry, and its bytes per element (None: the training dtype's)."""
+LAYER_ORDER_POLICIES = ("auto", AGGREGATE_FIRST, TRANSFORM_FIRST)
+"""auto: A (F W) in the layers whose output is narrower than their input, (A F) W in the others; or one
+order in every layer."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,13 @@ class ModelConfig(Options):
         "What the all-reduces of H, Q, dH and dF carry: same (the training dtype) or bf16.",
         choices=tuple(COMM_DTYPE_BYTES),
     )
+    layer_order: str = option(
+        "auto",
+        "auto: a layer whose output is narrower than its input multiplies by its weight first, A (F W), so "
+        "that its SpMMs run at the narrower width; aggregate-first: (A F) W in every layer; "
+        "transform-first: A (F W) in every layer.",
+        choices=LAYER_ORDER_POLICIES,
+    )
 
     @property
     def itemsize(self) -> int:
@@ -45,3 +61,9 @@ class ModelConfig(Options):
     def widths(self, num_features: int, num_classes: int) -> list[int]:
         """D_0 .. D_L: input features, `hidden` between layers, classes."""
         return layer_widths(num_features, self.hidden, num_classes, self.layers)
+
+    def orders(self, num_features: int, num_classes: int) -> LayerOrders:
+        """Per layer, whether it multiplies by its weight first (transform-first), under --layer-order."""
+        if self.layer_order == "auto":
+            return narrowing_layers(self.widths(num_features, num_classes))
+        return (self.layer_order == TRANSFORM_FIRST,) * self.layers

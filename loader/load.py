@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -31,14 +31,16 @@ def load_rank(
     store: str | Store,
     grid: ProcessGrid | tuple[int, int, int],
     rank: int,
-    layers: int,
+    layers: int | Sequence[bool],
     device: torch.device | str = "cpu",
     *,
     storage_options: dict[str, Any] | None = None,
     workers: int = DEFAULT_WORKERS,
     read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
 ) -> RankData:
-    """Load rank `rank` of a Gx x Gy x Gz grid for a `layers`-layer GCN from a store (path, URL or Store).
+    """Load rank `rank` of a Gx x Gy x Gz grid for a GCN from a store (path, URL or Store); `layers`: the
+    layers' orders (True: transform-first, gtool.model.ModelConfig.orders), or their number (each
+    aggregate-first).
 
     Reads only the tiles its distinct adjacency shards overlap, `workers` at a time and at most about
     `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
@@ -70,7 +72,7 @@ def load_rank(
     return RankData(
         grid=grid,
         rank=rank,
-        layers=layers,
+        orders=tuple(shard.transform_first for shard in geometry.layers),
         meta=opened.meta,
         shards=shards,
         layer_keys=[shard.key for shard in geometry.layers],

@@ -8,7 +8,7 @@ import torch
 
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import ShardKey
+from gtool.geometry.layers import LayerOrders, ShardKey
 from gtool.store.metadata import StoreMeta
 
 
@@ -56,7 +56,8 @@ class ReadStats:
 
 @dataclass
 class RankData:
-    """Everything rank `rank` of `grid` needs to train `layers` GCN layers.
+    """Everything rank `rank` of `grid` needs to train a GCN whose layers have `orders` (True:
+    transform-first).
 
     - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.geometry.layers.ShardKey);
       layer_keys[l] names layer l's.
@@ -67,7 +68,7 @@ class RankData:
 
     grid: ProcessGrid
     rank: int
-    layers: int
+    orders: LayerOrders
     meta: StoreMeta
     shards: dict[ShardKey, AdjacencyShard]
     layer_keys: list[ShardKey]
@@ -78,6 +79,10 @@ class RankData:
     split: torch.Tensor
     label_rows: Band
     read: ReadStats = field(default_factory=ReadStats)
+
+    @property
+    def layers(self) -> int:
+        return len(self.orders)
 
     @property
     def two_matrices(self) -> bool:

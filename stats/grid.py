@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import rank_geometry, rank_layers
+from gtool.geometry.layers import LayerOrders, rank_geometry, rank_layers
 from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
 from gtool.store import layout
 from gtool.store.metadata import spread
@@ -44,14 +44,17 @@ class LayerBalance:
         }
 
 
-def layer_balance(grid: ProcessGrid, layers: int, store: Store, cells: CellCounts) -> list[LayerBalance]:
-    """Per layer, each rank's shard nonzeros (from the grid's cells, `grid_cells`, after their scan)."""
+def layer_balance(
+    grid: ProcessGrid, layers: LayerOrders, store: Store, cells: CellCounts
+) -> list[LayerBalance]:
+    """Per layer (`layers`: their orders), each rank's shard nonzeros (from the grid's cells, `grid_cells`,
+    after their scan)."""
     shards = ShardNnzTable(cells).rank_shards(grid, layers)
     balance = []
     for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices)):
-        a, b, _ = first.roles
+        bands = (grid.dims[first.row_axis], grid.dims[first.roles[1]])
         rank_nnz = np.array([per_rank[layer].nnz for per_rank in shards], dtype=np.int64)
-        balance.append(LayerBalance(layer, first.matrix, (grid.dims[a], grid.dims[b]), rank_nnz))
+        balance.append(LayerBalance(layer, first.matrix, bands, rank_nnz))
     return balance
 
 
@@ -88,8 +91,9 @@ def row_bytes(store: Store, path: str) -> int:
     return array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
 
 
-def rank_reads(grid: ProcessGrid, layers: int, store: Store) -> list[RankRead]:
-    """Per rank, the tiles it reads (every tile its shards overlap, whole) and the bytes of its reads."""
+def rank_reads(grid: ProcessGrid, layers: LayerOrders, store: Store) -> list[RankRead]:
+    """Per rank (`layers`: the layers' orders), the tiles it reads (every tile its shards overlap, whole)
+    and the bytes of its reads."""
     n, t = store.num_nodes, store.tiles
     tile_nnz = {m: store.tile_nnz(m) for m in store.matrices}
     feature_value = store.array(layout.FEATURES).dtype.itemsize

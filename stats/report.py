@@ -79,15 +79,17 @@ def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, An
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
     them, gtool.plan.model.collectives) for a grid."""
     widths = plan.model.widths(store.num_features, store.num_classes)
-    shapes = layer_shapes(plan.grid, store.num_nodes, widths)
+    orders = plan.model.orders(store.num_features, store.num_classes)
+    shapes = layer_shapes(plan.grid, store.num_nodes, widths, orders)
     collectives = epoch_collectives(shapes, learnable_features=False)
     return {
         "dims": list(plan.grid.dims),
         "layers": plan.model.layers,
         "hidden": plan.model.hidden,
         "widths": widths,
-        "layer_balance": [b.summary() for b in layer_balance(plan.grid, plan.model.layers, store, cells)],
-        "ranks": [r.summary() for r in rank_reads(plan.grid, plan.model.layers, store)],
+        "orders": [shape.geometry.order for shape in shapes],
+        "layer_balance": [b.summary() for b in layer_balance(plan.grid, orders, store, cells)],
+        "ranks": [r.summary() for r in rank_reads(plan.grid, orders, store)],
         "collectives": {
             "list": [c.summary(VALUE_BYTES) for c in collectives],
             "wire_bytes_by_group": wire_bytes_by_group(collectives, VALUE_BYTES),

@@ -25,12 +25,16 @@ from gtool.trainer.distributed import GridComm
 
 LATEST = "latest.json"
 MANIFEST = "manifest.json"
-SHAPE_DEFAULTS = {"placement": DEFAULT_PLACEMENT}
-"""What checkpoints written before a part of the run's shape was recorded had (z innermost)."""
 
 
 class CheckpointError(GtoolError):
     """A checkpoint that cannot be resumed from: missing pieces or written by a different run shape."""
+
+
+def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
+    """A manifest's run shape, with what checkpoints written before a part of it was recorded had: z
+    innermost, and every layer aggregate-first ("transform_first": each layer's order)."""
+    return {"placement": DEFAULT_PLACEMENT, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
 def _write_atomically(path: Path, write: Any) -> None:
@@ -122,7 +126,7 @@ class Checkpoints:
         if manifest is None:
             return None
         where = manifest["path"]
-        written = {**SHAPE_DEFAULTS, **manifest["shape"]}
+        written = recorded_shape(manifest["shape"])
         if any(written.get(key) != value for key, value in self.shape.items()):
             details = ", ".join(
                 f"{key}: checkpoint {written.get(key)} vs run {value}"

@@ -1,11 +1,15 @@
 """The two halves of a 3D-parallel GCN layer as autograd functions (docs/3d-gcn.md).
 
-With the layer's roles (a, b, c): `aggregate` computes H = sum over the b-group of A[a, b] @ F[b, c]
-and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over the c-group of
-H @ W[c, b] and, backward, dH = sum over the b-group of dQ W^T and the partial dW = H^T dQ (summed by
-the weight's `ShardedBlock`). The SpMM runs in row blocks, each reduced asynchronously as soon as it is
-done so that its communication overlaps the next block's computation. The all-reduces of H, Q, dH and
-dF name a cast slot: with `--comm-dtype bf16` they carry bfloat16 (gtool.trainer.distributed.CastBuffers).
+With the layer's roles (a, b, c), aggregate-first: `aggregate` computes H = sum over the b-group of
+A[a, b] @ F[b, c] and, backward, dF = sum over the a-group of A^T dH; `transform` computes Q = sum over
+the c-group of H @ W[c, b] and, backward, dH = sum over the b-group of dQ W^T and the partial dW = H^T dQ
+(summed by the weight's `ShardedBlock`). Transform-first, the same two functions in the other order:
+`transform` computes Z = sum over the c-group of F[b, c] @ W[c, a] (backward dF = dZ W^T over the a-group),
+then `aggregate` Y = sum over the b-group of A[c, b] @ Z[b, a] (backward dZ = A^T dY over the c-group).
+The SpMM runs in row blocks, each reduced asynchronously as soon as it is done so that its communication
+overlaps the next block's computation. The all-reduces of the SpMMs' and the dense products' outputs and
+gradients name a cast slot (H, Q, dH, dF after the aggregate-first names): with `--comm-dtype bf16` they
+carry bfloat16 (gtool.trainer.distributed.CastBuffers).
 """
 
 from __future__ import annotations
@@ -125,7 +129,8 @@ class _Transform(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             with ctx.timer.phase("dense"):
                 grad_hidden = grad @ weight.T
-            pending = ctx.input_group.all_reduce_async(grad_hidden, slot="dH")
+            if ctx.input_group is not None:
+                pending = ctx.input_group.all_reduce_async(grad_hidden, slot="dH")
         if ctx.needs_input_grad[1]:
             with ctx.timer.phase("dense"):
                 grad_weight = hidden.T @ grad
@@ -137,9 +142,11 @@ class _Transform(torch.autograd.Function):
 def transform(
     hidden: torch.Tensor,
     weight: torch.Tensor,
-    input_group: AxisGroup,
+    input_group: AxisGroup | None,
     output_group: AxisGroup,
     timer: PhaseTimer,
 ) -> torch.Tensor:
-    """Q = sum over `output_group` of H @ W; backward dH summed over `input_group`, dW left partial."""
+    """Q = sum over `output_group` of H @ W; backward dH summed over `input_group`, dW left partial.
+
+    `input_group` None leaves dH a partial sum, for an input whose owner reduces it (a `ShardedBlock`)."""
     return _Transform.apply(hidden, weight, input_group, output_group, timer)

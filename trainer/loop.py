@@ -10,7 +10,10 @@ from dataclasses import asdict
 
 import torch
 
+from gtool.geometry.grid import ProcessGrid
+from gtool.loader import load_rank
 from gtool.loader.rank_data import RankData
+from gtool.store.reader import open_store
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import CommBytes, GridComm
@@ -23,6 +26,15 @@ from gtool.trainer.optim import build_optimizer
 from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 
 
+def load_model_rank(
+    config: TrainConfig, grid: ProcessGrid, rank: int, device: torch.device | str = "cpu"
+) -> RankData:
+    """What rank `rank` of `grid` needs for `config`'s model: its layers' orders follow --layer-order."""
+    store = open_store(config.store)
+    orders = config.model.orders(store.num_features, store.num_classes)
+    return load_rank(store, grid=grid, rank=rank, layers=orders, device=device)
+
+
 def logit_targets(
     data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
 ) -> Targets:
@@ -33,11 +45,10 @@ def logit_targets(
     class_band = last.out_cols(num_classes)
     classes = class_band.index * class_band.size
     real_classes = max(0, min(class_band.size, num_classes - classes))
-    a, b, _ = last.roles
     labels, split = data.labels.to(device), data.split.to(device)
     if rows is not None:
         labels, split = labels[rows], split[rows]
-    groups = (comm.axes[a], comm.axes[b])
+    groups = (comm.axes[last.row_axis], comm.axes[last.out_col_axis])
     return Targets(labels, split, classes, real_classes, *groups, require_train=rows is None)
 
 
@@ -199,6 +210,7 @@ def checkpoint_shape(trainer: Trainer) -> dict:
     return {
         "grid": list(trainer.comm.grid.dims),
         "placement": trainer.comm.grid.placement,
+        "transform_first": [layer.transform_first for layer in trainer.model.layers],
         "dims": trainer.model.dims,
         "num_nodes": trainer.model.num_nodes,
         "dtype": config.model.dtype,

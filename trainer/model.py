@@ -16,7 +16,8 @@ from gtool.trainer.sharding import ShardedBlock
 
 
 def block_of_weight(geometry: LayerGeometry, full: torch.Tensor) -> torch.Tensor:
-    """This rank's zero-padded block W[in band c, out band b] of the full weight `full` (D_l x D_l+1)."""
+    """This rank's zero-padded block W[in band c, out band b (a transform-first)] of the full weight `full`
+    (D_l x D_l+1)."""
     in_cols, out_cols = geometry.in_cols(full.shape[0]), geometry.out_cols(full.shape[1])
     block = full.new_zeros(in_cols.size, out_cols.size)
     real = full[padded_slice(in_cols), padded_slice(out_cols)]
@@ -25,7 +26,7 @@ def block_of_weight(geometry: LayerGeometry, full: torch.Tensor) -> torch.Tensor
 
 
 def weight_block(geometry: LayerGeometry, dims: list[int], seed: int, dtype: torch.dtype) -> torch.Tensor:
-    """This rank's block W[in band c, out band b] of the layer's full (zero-padded) initial weight."""
+    """This rank's block W[in_cols, out_cols] of the layer's full (zero-padded) initial weight."""
     layer = geometry.layer
     return block_of_weight(geometry, initial_weight(seed, layer, dims[layer], dims[layer + 1], dtype))
 
@@ -49,7 +50,8 @@ class ParallelGCN:
     """A GCN of `config.model.layers` layers (no bias; ReLU between layers, none after the last).
 
     Weights and, with learnable features, the input features are `ShardedBlock`s over the group that
-    replicates them (the layer's a-axis).
+    replicates them (the layer's weight axis; layer 0's a-axis). Each layer multiplies in its order
+    (`config.model.layer_order`).
     """
 
     def __init__(self, data: RankData, comm: GridComm, config: TrainConfig, device: torch.device):
@@ -59,13 +61,17 @@ class ParallelGCN:
         self.config = config
         self.num_nodes = meta.num_nodes
         self.dims = config.model.widths(meta.num_features, meta.num_classes)
-        self.layers = rank_layers(
-            comm.grid, comm.rank, config.model.layers, self.num_nodes, data.two_matrices
-        )
+        orders = config.model.orders(meta.num_features, meta.num_classes)
+        if data.orders != orders:
+            raise ValueError(
+                f"rank data was loaded for layer orders {data.orders}, the run's are {orders} "
+                f"(--layer-order {config.model.layer_order}; True: transform-first)"
+            )
+        self.layers = rank_layers(comm.grid, comm.rank, orders, self.num_nodes, data.two_matrices)
         self.adjacency = blocked_shards(data, config.model.agg_blocks, dtype)
         self.weights = [
             ShardedBlock(
-                weight_block(g, self.dims, config.runtime.seed, dtype).to(device), comm.axes[g.roles[0]]
+                weight_block(g, self.dims, config.runtime.seed, dtype).to(device), comm.axes[g.weight_axis]
             )
             for g in self.layers
         ]
@@ -137,12 +143,14 @@ class ParallelGCN:
         return MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, self.dims[layer], step)
 
     def forward(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
-        """Logits block [rows band a, class band b] of the last layer (dropout only when `training`); with
-        `batch`, of the mini-batch: its members' rows of every block, multiplied by its sampled blocks.
+        """Logits block [rows, class band] of the last layer (dropout only when `training`); with `batch`,
+        of the mini-batch: its members' rows of every block, multiplied by its sampled blocks.
 
-        What each layer keeps for backward: the aggregate H (for dW) and, after every layer but the last,
-        one byte per element of the next input (positive and kept); masks are recomputed, never stored.
-        A layer's input is released once aggregated, its aggregate once transformed (unless saved).
+        What each layer keeps for backward: what multiplies its weight (for dW: the aggregate H, or the
+        input F transform-first) and, after every layer but the last, one byte per element of the next
+        input (positive and kept); masks are recomputed, never stored. Aggregate-first, a layer's input is
+        released once aggregated, its aggregate once transformed (unless saved); transform-first, the
+        product F W once aggregated.
         """
         return self.propagate(range(len(self.layers)), epoch, training, batch=batch)
 
@@ -178,10 +186,16 @@ class ParallelGCN:
             layer, adjacency, weight = self.layers[index], adjacencies[index], self.weights[index]
             a, b, c = layer.roles
             owns_input_grad = layer.layer == 0 and self.learned_features is not None
-            hidden = aggregate(x, adjacency, axes[b], None if owns_input_grad else axes[a], timer)
-            del x
-            x = transform(hidden, weight.full(), axes[b], axes[c], timer)
-            del hidden
+            input_grad = None if owns_input_grad else axes[a]
+            if layer.transform_first:
+                product = transform(x, weight.full(), input_grad, axes[c], timer)
+                del x
+                x = aggregate(product, adjacency, axes[b], axes[c], timer)
+            else:
+                product = aggregate(x, adjacency, axes[b], input_grad, timer)
+                del x
+                x = transform(product, weight.full(), axes[b], axes[c], timer)
+            del product
             if layer.layer == last:
                 break
             following = layer.layer + 1

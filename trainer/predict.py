@@ -24,8 +24,7 @@ import zarr
 
 from gtool.errors import GtoolError
 from gtool.geometry.bands import Band
-from gtool.geometry.layers import layer_geometry, order_of_layer_output
-from gtool.loader import load_rank
+from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
 from gtool.preprocess.chunk_writer import ChunkSink
 from gtool.preprocess.staging import StagedOutput, staging_path
@@ -34,7 +33,7 @@ from gtool.trainer.checkpoint import CheckpointError, latest_manifest
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 from gtool.trainer.distributed import GridComm
 from gtool.trainer.launch import RankEnv
-from gtool.trainer.loop import logit_targets
+from gtool.trainer.loop import load_model_rank, logit_targets
 from gtool.trainer.loss import accuracies
 from gtool.trainer.model import ParallelGCN
 from gtool.trainer.node_output import HeldBlock, write_node_rows
@@ -100,15 +99,17 @@ def _held(
     band of every rank's block of it (bands do not depend on the layer's matrix) and the array's width."""
     last = len(model.layers) - 1
     geometry = model.layers[last]
-    everyone = [layer_geometry(comm.grid, r, last, model.num_nodes, False) for r in range(comm.grid.size)]
-    a, _, c = geometry.roles
+    orders = [g.transform_first for g in model.layers]
+    everyone = [
+        rank_layers(comm.grid, r, orders, model.num_nodes, False)[last] for r in range(comm.grid.size)
+    ]
     if which == "logits":
         width, order = model.dims[last + 1], order_of_layer_output(last)
-        rows, writes = geometry.rows, comm.coords[c] == 0
+        rows, writes = geometry.rows, comm.coords[geometry.replica_axis] == 0
         columns = [g.out_cols(width) for g in everyone]
     else:
         width, order = model.dims[last], order_of_layer_output(last - 1)
-        rows, writes = geometry.inputs, comm.coords[a] == 0
+        rows, writes = geometry.inputs, comm.coords[geometry.roles[0]] == 0
         columns = [g.in_cols(width) for g in everyone]
     return HeldBlock(values, rows, order, columns[comm.rank], writes), columns, width
 
@@ -145,7 +146,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     when it fails)."""
     config = job.config
     started = time.perf_counter()
-    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers, device=device)
+    data = load_model_rank(config, comm.grid, comm.rank, device)
     model = ParallelGCN(data, comm, config, device)
     TrainedParameters(job.manifest).load_into(model)
     outputs = _outputs(model, job.embeddings)

@@ -1,10 +1,10 @@
 """A checkpoint's parameters on any grid: each rank assembles the blocks it needs from the training parts.
 
-A training rank's file holds, per layer, its flat 1/G_a part of the weight block W_l[in band c, out band
-b] of the training grid ("weight.L") and, with --learnable-features, its part of layer 0's input block
-F_0[band b, feature band c] ("features"). A rank of another grid rebuilds each full weight (D_l x D_l+1:
-small) and only the rows of the learned features its own input block covers, from the rank files
-memory-mapped, so that it reads only the parts it uses.
+A training rank's file holds, per layer, its flat part of the weight block W_l[in_cols, out_cols] of the
+training grid, split over the layer's weight axis ("weight.L") and, with --learnable-features, its part
+of layer 0's input block F_0[band b, feature band c] ("features"). A rank of another grid rebuilds each
+full weight (D_l x D_l+1: small) and only the rows of the learned features its own input block covers,
+from the rank files memory-mapped, so that it reads only the parts it uses.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from typing import Any
 import torch
 
 from gtool.geometry.bands import Band
-from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid
+from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import LayerGeometry, rank_layers
-from gtool.trainer.checkpoint import CheckpointError, rank_file
+from gtool.trainer.checkpoint import CheckpointError, rank_file, recorded_shape
 from gtool.trainer.model import ParallelGCN, block_of_weight
 from gtool.trainer.sharding import flat_part, from_parts
 
-BlockBands = Callable[[LayerGeometry], tuple[Band, Band]]
-"""The (row band, column band) of the block a training rank holds a part of."""
+BlockBands = Callable[[LayerGeometry], tuple[Band, Band, int]]
+"""The (row band, column band) of the block a training rank holds a part of, and the axis whose group
+splits the block into parts."""
 
 
 def _overlap(band: Band, wanted: range) -> range:
@@ -34,13 +35,13 @@ class TrainedParameters:
     """The parameters of the checkpoint `manifest` describes (see gtool.trainer.checkpoint)."""
 
     def __init__(self, manifest: dict[str, Any]):
-        shape = manifest["shape"]
+        shape = recorded_shape(manifest["shape"])
         self.folder = manifest["path"]
         gx, gy, gz = shape["grid"]
-        self.grid = ProcessGrid(gx, gy, gz, shape.get("placement", DEFAULT_PLACEMENT))
+        self.grid = ProcessGrid(gx, gy, gz, shape["placement"])
         self.dims: list[int] = shape["dims"]
-        layers, nodes = len(self.dims) - 1, shape["num_nodes"]
-        self.geometry = [rank_layers(self.grid, rank, layers, nodes, False) for rank in range(self.grid.size)]
+        orders, nodes = shape["transform_first"], shape["num_nodes"]
+        self.geometry = [rank_layers(self.grid, rank, orders, nodes, False) for rank in range(self.grid.size)]
         self.states: dict[int, dict[str, torch.Tensor]] = {}
 
     def _parts(self, rank: int) -> dict[str, torch.Tensor]:
@@ -54,13 +55,13 @@ class TrainedParameters:
 
     def _region(self, name: str, layer: int, bands: BlockBands, rows: range, cols: range) -> torch.Tensor:
         """Rows `rows` x columns `cols` (real indices) of the matrix whose blocks the training ranks hold
-        as flat parts named `name`, each block split over the a-group of `layer`."""
+        as flat parts named `name`, each block split over a group of `layer` (`bands`)."""
         owners: dict[tuple[Band, Band], list[tuple[int, int]]] = {}
         for rank, layers in enumerate(self.geometry):
             geometry = layers[layer]
-            row_band, col_band = bands(geometry)
+            row_band, col_band, axis = bands(geometry)
             if _overlap(row_band, rows) and _overlap(col_band, cols):
-                part = geometry.coords[geometry.roles[0]]
+                part = geometry.coords[axis]
                 owners.setdefault((row_band, col_band), []).append((part, rank))
         out: torch.Tensor | None = None
         for (row_band, col_band), held in owners.items():
@@ -83,16 +84,16 @@ class TrainedParameters:
         """Layer `layer`'s whole weight, D_l x D_l+1."""
         d_in, d_out = self.dims[layer], self.dims[layer + 1]
 
-        def bands(g: LayerGeometry) -> tuple[Band, Band]:
-            return g.in_cols(d_in), g.out_cols(d_out)
+        def bands(g: LayerGeometry) -> tuple[Band, Band, int]:
+            return g.in_cols(d_in), g.out_cols(d_out), g.weight_axis
 
         return self._region(f"weight.{layer}", layer, bands, range(d_in), range(d_out))
 
     def features(self, rows: Band, cols: Band) -> torch.Tensor:
         """The learned input features F_0[rows, cols] (bands of another grid), zero-padded."""
 
-        def bands(g: LayerGeometry) -> tuple[Band, Band]:
-            return g.inputs, g.in_cols(self.dims[0])
+        def bands(g: LayerGeometry) -> tuple[Band, Band, int]:
+            return g.inputs, g.in_cols(self.dims[0]), g.roles[0]
 
         real = self._region("features", 0, bands, range(rows.start, rows.stop), range(cols.start, cols.stop))
         block = real.new_zeros(rows.size, cols.size)

@@ -13,7 +13,6 @@ import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
-from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
@@ -27,7 +26,7 @@ from gtool.trainer.launch import (
     rank_device,
     rank_failure,
 )
-from gtool.trainer.loop import Trainer, fit
+from gtool.trainer.loop import Trainer, fit, load_model_rank
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
 
@@ -70,15 +69,17 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
-    data = load_rank(config.store, grid=grid, rank=comm.rank, layers=config.model.layers, device=device)
+    data = load_model_rank(config, grid, comm.rank, device)
     dist.all_reduce(torch.zeros(1, device=device))
     meta = data.meta
     placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
     batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
+    first = [str(layer) for layer, transform_first in enumerate(data.orders) if transform_first]
+    orders = f"; A (F W) in layer {', '.join(first)}" if first else ""
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}; "
-        f"loaded in {time.perf_counter() - started:.1f}s"
+        f"classes; grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
+        f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
     )
     trainer = Trainer(data, comm, config, device)
     try:

@@ -1,14 +1,17 @@
 """Each layer's place on the 3D process grid (docs/3d-gcn.md): the shard and blocks a rank holds.
 
-Layer l plays the axes in the roles
-(a, b, c) = (x, y, z) rotated l times by (x, y, z) -> (z, x, y): its adjacency shard is
-A_{l mod 2}[band a (of G_a), band b (of G_b)], it contracts over b (all-reduce among ranks sharing a and c),
-its input block is F_l[band b, feature band c] and its output block F_{l+1}[band a, feature band b].
+Layer 0 plays the axes (x, y, z) in the roles (a, b, c); its input block is F_0[band b, feature band c].
+An aggregate-first layer, (A F) W, holds A_{l mod 2}[band a, band b] and W_l[band c, band b]: H = A F
+is all-reduced over the b-group into [a, c], Q = H W over the c-group into its output block
+F_{l+1}[band a, feature band b]; the next layer's roles are (c, a, b). A transform-first layer, A (F W),
+holds W_l[band c, band a] and A_{l mod 2}[band c, band b]: Z = F W is all-reduced over the
+c-group into [b, a], Y = A Z over the b-group into its output block F_{l+1}[band c, feature band a]; the
+next layer's roles are (b, c, a). Either way the output block is the next layer's input block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gtool.geometry.bands import Band, band, band_size
@@ -19,12 +22,34 @@ ShardKey = tuple[int, Band, Band]
 """(matrix, row band, col band): equal keys are the same adjacency shard (one rectangle of one matrix)."""
 
 
-def layer_roles(layer: int) -> tuple[int, int, int]:
-    """Axis indices (a, b, c) playing (row, contraction, depth) in `layer` (0 -> (x, y, z))."""
-    a, b, c = 0, 1, 2
-    for _ in range(layer % 3):
-        a, b, c = c, a, b
-    return a, b, c
+Roles = tuple[int, int, int]
+LayerOrders = tuple[bool, ...]
+"""Per layer, whether it multiplies by its weight first (A (F W), transform-first) or last ((A F) W)."""
+AGGREGATE_FIRST, TRANSFORM_FIRST = "aggregate-first", "transform-first"
+
+
+def layer_orders(layers: int | Sequence[bool]) -> LayerOrders:
+    """Each layer's order: `layers` as a tuple, or that many aggregate-first layers when a count."""
+    orders = (False,) * layers if isinstance(layers, int) else tuple(bool(t) for t in layers)
+    if not orders:
+        raise ValueError(f"the number of layers must be >= 1, got {layers}")
+    return orders
+
+
+def narrowing_layers(widths: Sequence[int]) -> LayerOrders:
+    """Transform-first exactly in the layers whose output is narrower than their input (D_l+1 < D_l)."""
+    return tuple(after < before for before, after in zip(widths[:-1], widths[1:], strict=False))
+
+
+def layer_roles(orders: Sequence[bool]) -> list[Roles]:
+    """Axis indices (a, b, c) of every layer: (x, y, z) in layer 0; after an aggregate-first layer the next
+    plays (c, a, b), after a transform-first one (b, c, a) (its input is the previous output block)."""
+    roles, every = (0, 1, 2), []
+    for transform_first in orders:
+        every.append(roles)
+        a, b, c = roles
+        roles = (b, c, a) if transform_first else (c, a, b)
+    return every
 
 
 def order_of_layer_output(layer: int) -> str:
@@ -57,19 +82,51 @@ class LayerGeometry:
     """Layer `layer` as one rank of a grid holds it: the one definition every room uses.
 
     The axes play roles (a, b, c) in groups of `sizes` = (G_a, G_b, G_c) ranks; the rank sits at `coords`.
-    It multiplies its adjacency shard A_matrix[rows, inputs] (band a by band b of the N nodes) by its input
-    block F_l[inputs, in_cols(D_l)] and its weight block W_l[in_cols(D_l), out_cols(D_l+1)] into its output
-    block F_l+1[rows, out_cols(D_l+1)]. Node bands are fields; feature bands depend on the layer's widths.
-    Bands are padded to equal sizes, so every rank of a grid holds blocks of the same shapes.
+    Its input block is F_l[inputs (band b), in_cols(D_l) (band c)] in either order. Aggregate-first, it
+    multiplies its adjacency shard A_matrix[rows (band a), inputs] by it and then by its weight block
+    W_l[in_cols, out_cols(D_l+1) (band b)]; transform-first, by its weight block W_l[in_cols, out_cols (band
+    a)] and then its adjacency shard A_matrix[rows (band c), inputs]. Either way its output block is
+    F_l+1[rows, out_cols]. Node bands are fields; feature bands depend on the layer's widths. Bands are
+    padded to equal sizes, so every rank of a grid holds blocks of the same shapes.
     """
 
     layer: int
-    roles: tuple[int, int, int]
+    roles: Roles
     sizes: tuple[int, int, int]
     coords: tuple[int, int, int]
     matrix: int
     rows: Band
     inputs: Band
+    transform_first: bool = False
+
+    @property
+    def order(self) -> str:
+        return TRANSFORM_FIRST if self.transform_first else AGGREGATE_FIRST
+
+    @property
+    def row_axis(self) -> int:
+        """The axis whose band the adjacency rows and the output rows are: a, or c transform-first."""
+        return self.roles[2] if self.transform_first else self.roles[0]
+
+    @property
+    def out_col_axis(self) -> int:
+        """The axis whose band of D_l+1 the output and weight columns are: b, or a transform-first."""
+        return self.roles[0] if self.transform_first else self.roles[1]
+
+    @property
+    def weight_axis(self) -> int:
+        """The axis whose group replicates the weight block (and splits its parts): a, or b
+        transform-first. The output block is replicated over the remaining axis, `replica_axis`."""
+        return self.roles[1] if self.transform_first else self.roles[0]
+
+    @property
+    def replica_axis(self) -> int:
+        """The axis whose group holds copies of the output block: c, or b transform-first."""
+        return self.roles[1] if self.transform_first else self.roles[2]
+
+    def size(self, axis: int) -> int:
+        """The number of ranks along grid axis `axis`."""
+        return self.sizes[self.roles.index(axis)]
 
     @property
     def key(self) -> ShardKey:
@@ -88,8 +145,9 @@ class LayerGeometry:
         return band(self.coords[self.roles[2]], self.sizes[2], in_dim)
 
     def out_cols(self, out_dim: int) -> Band:
-        """Band b of the layer's output width D_l+1: the columns of its output and of its weight block."""
-        return band(self.coords[self.roles[1]], self.sizes[1], out_dim)
+        """The layer's band of its output width D_l+1: the columns of its output and of its weight block."""
+        axis = self.out_col_axis
+        return band(self.coords[axis], self.size(axis), out_dim)
 
     def input_block(self, in_dim: int) -> tuple[int, int, int, int]:
         """(first row, rows, first column, columns) of the input block in padded global coordinates."""
@@ -97,35 +155,35 @@ class LayerGeometry:
         return rows.start, self.inputs.size, cols.start, cols.stop - cols.start
 
     def weight_part(self, in_dim: int, out_dim: int) -> int:
-        """Elements of this rank's flat part of the weight block (split evenly over the a-group)."""
-        return band_size(self.in_cols(in_dim).size * self.out_cols(out_dim).size, self.sizes[0])
-
-
-def layer_geometry(
-    grid: ProcessGrid, rank: int, layer: int, num_nodes: int, two_matrices: bool
-) -> LayerGeometry:
-    """Layer `layer` as rank `rank` of `grid` holds it."""
-    coords = grid.coords(rank)
-    dims = grid.dims
-    a, b, c = layer_roles(layer)
-    return LayerGeometry(
-        layer=layer,
-        roles=(a, b, c),
-        sizes=(dims[a], dims[b], dims[c]),
-        coords=coords,
-        matrix=layer_matrix(layer) if two_matrices else 0,
-        rows=band(coords[a], dims[a], num_nodes),
-        inputs=band(coords[b], dims[b], num_nodes),
-    )
+        """Elements of this rank's flat part of the weight block (split evenly over its replicas' group)."""
+        return band_size(self.in_cols(in_dim).size * self.out_cols(out_dim).size, self.size(self.weight_axis))
 
 
 def rank_layers(
-    grid: ProcessGrid, rank: int, layers: int, num_nodes: int, two_matrices: bool
+    grid: ProcessGrid, rank: int, layers: int | Sequence[bool], num_nodes: int, two_matrices: bool
 ) -> tuple[LayerGeometry, ...]:
-    """Every layer 0..layers-1 as rank `rank` holds it."""
-    if layers < 1:
-        raise ValueError(f"the number of layers must be >= 1, got {layers}")
-    return tuple(layer_geometry(grid, rank, layer, num_nodes, two_matrices) for layer in range(layers))
+    """Every layer as rank `rank` holds it: `layers` the layers' orders (True: transform-first) or their
+    number (each aggregate-first)."""
+    orders = layer_orders(layers)
+    coords = grid.coords(rank)
+    dims = grid.dims
+    geometry = []
+    for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
+        a, b, c = roles
+        rows = c if transform_first else a
+        geometry.append(
+            LayerGeometry(
+                layer=layer,
+                roles=roles,
+                sizes=(dims[a], dims[b], dims[c]),
+                coords=coords,
+                matrix=layer_matrix(layer) if two_matrices else 0,
+                rows=band(coords[rows], dims[rows], num_nodes),
+                inputs=band(coords[b], dims[b], num_nodes),
+                transform_first=transform_first,
+            )
+        )
+    return tuple(geometry)
 
 
 def distinct_shards(layers: Iterable[LayerGeometry]) -> dict[ShardKey, LayerGeometry]:
@@ -175,7 +233,13 @@ class RankGeometry:
 
 
 def rank_geometry(
-    grid: ProcessGrid, rank: int, layers: int, num_nodes: int, num_features: int, two_matrices: bool
+    grid: ProcessGrid,
+    rank: int,
+    layers: int | Sequence[bool],
+    num_nodes: int,
+    num_features: int,
+    two_matrices: bool,
 ) -> RankGeometry:
-    """The shards, feature block and label rows of rank `rank` of `grid` for a `layers`-layer GCN."""
+    """The shards, feature block and label rows of rank `rank` of `grid` for a GCN of `layers` (the
+    layers' orders, or their number: see `rank_layers`)."""
     return RankGeometry(grid, rank, rank_layers(grid, rank, layers, num_nodes, two_matrices), num_features)

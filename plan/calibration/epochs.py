@@ -40,7 +40,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from gtool.loader import load_rank
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.planner import PlanRequest, estimate_grid
@@ -49,7 +48,7 @@ from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GroupCache, grid_comm
 from gtool.trainer.launch import RankEnv, join_world, rank_device, run_local
-from gtool.trainer.loop import Trainer
+from gtool.trainer.loop import Trainer, load_model_rank
 from gtool.trainer.timing import PhaseTimer
 
 EPOCH_SCALES = (14, 16)
@@ -75,7 +74,7 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
         grid = config.process_grid
         comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
         comm.cast_all_reduces(config.cast_dtype)
-        data = load_rank(config.store, grid=grid, rank=env.rank, layers=config.model.layers, device=device)
+        data = load_model_rank(config, grid, env.rank, device)
         trainer = Trainer(data, comm, config, device)
         del data
         records = [trainer.train_epoch(epoch) for epoch in range(1, config.runtime.epochs + 1)]

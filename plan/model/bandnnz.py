@@ -11,14 +11,14 @@ Memory: O(T^2 + cells^2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_geometry
+from gtool.geometry.layers import rank_layers
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store.reader import Store, TileData
 from gtool.store.scan import Progress
@@ -127,14 +127,14 @@ class ShardNnzTable:
         p = self.prefix[matrix]
         return round(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0])
 
-    def rank_shards(self, grid: ProcessGrid, layers: int) -> list[list[RankShard]]:
-        """[rank][layer]: each rank's adjacency shard of each layer on `grid`, with its nonzeros."""
+    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool]) -> list[list[RankShard]]:
+        """[rank][layer]: each rank's adjacency shard of each layer on `grid`, with its nonzeros; `layers`
+        the layers' orders or their number (gtool.geometry.layers.rank_layers)."""
         memo: dict[tuple, int] = {}
         shards = []
         for rank in range(grid.size):
             per_layer = []
-            for layer in range(layers):
-                shard = layer_geometry(grid, rank, layer, self.num_nodes, self.two_matrices)
+            for shard in rank_layers(grid, rank, layers, self.num_nodes, self.two_matrices):
                 rows, cols = shard.rows, shard.inputs
                 if shard.key not in memo:
                     memo[shard.key] = self.rect_nnz(

@@ -1,24 +1,39 @@
 """Every collective of one training step of `gtool train`, exactly as gtool.trainer issues them.
 
-Per layer l with roles (a, b, c) and the padded blocks of gtool.plan.model.shapes (B_a = rows, B_b = inputs,
-C_in = in_cols, C_out = out_cols), in a group of more than one rank:
+Per layer l with roles (a, b, c) and the padded blocks of gtool.plan.model.shapes (B_r = rows, B_b =
+inputs, C_in = in_cols, C_out = out_cols), in a group of more than one rank; aggregate-first, (A F) W:
 
     forward   all-gather  W part            a-group   G_a * ceil(C_in C_out / G_a)
               all-gather  F_0 part (*)      a-group   G_a * ceil(B_b C_in / G_a)      layer 0 only
-              all-reduce  H = A F           b-group   B_a x C_in
-              all-reduce  Q = H W           c-group   B_a x C_out
-    backward  all-reduce  dH = dQ W^T       b-group   B_a x C_in        (l > 0 or *)
+              all-reduce  H = A F           b-group   B_r x C_in
+              all-reduce  Q = H W           c-group   B_r x C_out
+    backward  all-reduce  dH = dQ W^T       b-group   B_r x C_in        (l > 0 or *)
               reduce-sc.  dW = H^T dQ       a-group   as the all-gather of W
               all-reduce  dF = A^T dH       a-group   B_b x C_in        (l > 0)
               reduce-sc.  dF_0 (*)          a-group   as the all-gather of F_0
-    loss      all-reduce  row max, sum of exponentials, target logit   b-group of the last layer, B_a each
-              all-reduce  loss              a-group of the last layer, 1 element
+
+transform-first, A (F W) (the weight replicated over the b-group):
+
+    forward   all-gather  W part            b-group   G_b * ceil(C_in C_out / G_b)
+              all-gather  F_0 part (*)      a-group   as above
+              all-reduce  Z = F W           c-group   B_b x C_out
+              all-reduce  Y = A Z           b-group   B_r x C_out
+    backward  all-reduce  dZ = A^T dY       c-group   B_b x C_out       (always: dW needs it)
+              all-reduce  dF = dZ W^T       a-group   B_b x C_in        (l > 0)
+              reduce-sc.  dW = F^T dZ       b-group   as the all-gather of W
+              reduce-sc.  dF_0 (*)          a-group   as the all-gather of F_0
+
+and after the last layer, whose output rows lie along its row axis and classes along its column axis:
+
+    loss      all-reduce  row max, sum of exponentials, target logit   column-axis group, B_r each
+              all-reduce  loss              row-axis group, 1 element
 
 (*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
 never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
 gtool.trainer.distributed.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
-rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of H, Q,
-dH and dF count 2 bytes per element (they carry bfloat16), every other collective the training dtype's.
+rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of the
+SpMMs' and dense products' outputs and gradients (H, Q, dH, dF; Z, Y, dZ, dF) count 2 bytes per element
+(they carry bfloat16), every other collective the training dtype's.
 """
 
 from __future__ import annotations
@@ -79,10 +94,12 @@ def _layer_collectives(shape: LayerShape, learnable_features: bool, wire: int | 
     a, b, c = shape.roles
     ga, gb, gc = shape.sizes
     layer = shape.layer
+    weight_axis = shape.geometry.weight_axis
+    gw = shape.geometry.size(weight_axis)
     learned_input = layer == 0 and learnable_features
-    weight = ga * shape.weight_part
+    weight = gw * shape.weight_part
     features = ga * -(-shape.inputs * shape.in_cols // ga)
-    hidden, output = shape.rows * shape.in_cols, shape.rows * shape.out_cols
+    input_block = shape.inputs * shape.in_cols
 
     def make(phase: str, operand: str, kind: str, axis: int, size: int, elements: int) -> Collective:
         return Collective(layer, phase, operand, kind, axis, size, elements)
@@ -90,39 +107,50 @@ def _layer_collectives(shape: LayerShape, learnable_features: bool, wire: int | 
     def cast(phase: str, operand: str, axis: int, size: int, elements: int) -> Collective:
         return Collective(layer, phase, operand, "all_reduce", axis, size, elements, wire)
 
-    items = [make("forward", "W", "all_gather", a, ga, weight)]
+    items = [make("forward", "W", "all_gather", weight_axis, gw, weight)]
     if learned_input:
         items.append(make("forward", "F0", "all_gather", a, ga, features))
-    items += [
-        cast("forward", "H = A F", b, gb, hidden),
-        cast("forward", "Q = H W", c, gc, output),
-    ]
-    if layer > 0 or learned_input:
-        items.append(cast("backward", "dH = dQ W^T", b, gb, hidden))
-    items.append(make("backward", "dW = H^T dQ", "reduce_scatter", a, ga, weight))
-    if layer > 0:
-        items.append(cast("backward", "dF = A^T dH", a, ga, shape.inputs * shape.in_cols))
-    elif learned_input:
+    if shape.transform_first:
+        product = shape.inputs * shape.out_cols
+        items += [
+            cast("forward", "Z = F W", c, gc, product),
+            cast("forward", "Y = A Z", b, gb, shape.rows * shape.out_cols),
+            cast("backward", "dZ = A^T dY", c, gc, product),
+        ]
+        if layer > 0:
+            items.append(cast("backward", "dF = dZ W^T", a, ga, input_block))
+        items.append(make("backward", "dW = F^T dZ", "reduce_scatter", weight_axis, gw, weight))
+    else:
+        hidden = shape.rows * shape.in_cols
+        items += [
+            cast("forward", "H = A F", b, gb, hidden),
+            cast("forward", "Q = H W", c, gc, shape.rows * shape.out_cols),
+        ]
+        if layer > 0 or learned_input:
+            items.append(cast("backward", "dH = dQ W^T", b, gb, hidden))
+        items.append(make("backward", "dW = H^T dQ", "reduce_scatter", weight_axis, gw, weight))
+        if layer > 0:
+            items.append(cast("backward", "dF = A^T dH", a, ga, input_block))
+    if learned_input:
         items.append(make("backward", "dF0", "reduce_scatter", a, ga, features))
     return items
 
 
 def _loss_collectives(last: LayerShape) -> list[Collective]:
-    a, b, _ = last.roles
-    ga, gb, _ = last.sizes
+    rows, columns = last.geometry.row_axis, last.geometry.out_col_axis
     layer = last.layer
     per_row = [
-        Collective(layer, "loss", what, "all_reduce", b, gb, last.rows)
+        Collective(layer, "loss", what, "all_reduce", columns, last.geometry.size(columns), last.rows)
         for what in ("row max", "sum exp", "target")
     ]
-    return [*per_row, Collective(layer, "loss", "loss", "all_reduce", a, ga, 1)]
+    return [*per_row, Collective(layer, "loss", "loss", "all_reduce", rows, last.geometry.size(rows), 1)]
 
 
 def epoch_collectives(
     shapes: list[LayerShape], learnable_features: bool, wire_itemsize: int | None = None
 ) -> list[Collective]:
     """Every collective of one training step (forward, loss, backward) in groups of more than one rank;
-    `wire_itemsize` (2 for bf16) the bytes per element of the all-reduces of H, Q, dH and dF when cast."""
+    `wire_itemsize` (2 for bf16) the bytes per element of the all-reduces that carry a cast (see above)."""
     items = [c for shape in shapes for c in _layer_collectives(shape, learnable_features, wire_itemsize)]
     items += _loss_collectives(shapes[-1])
     return [c for c in items if c.group_size > 1]

@@ -2,16 +2,18 @@
 
 Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonzeros):
 
-    SpMM    forward  A[B_a x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned)
-    dense   forward  H @ W (B_a x C_in x C_out), the ReLU fused with the next layer's dropout (one
-                     mask pass over B_a x C_out; layer 0's dropout one over B_b x C_in); backward
+    SpMM    forward  A[B_r x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned);
+            transform-first at width C_out: A @ Z[B_b x C_out], backward A^T @ dY (always)
+    dense   forward  H @ W (B_r x C_in x C_out), the ReLU fused with the next layer's dropout (one
+                     mask pass over B_r x C_out; layer 0's dropout one over B_b x C_in); backward
                      dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
                      gradient (an element-wise pass); the loss (about 12 passes over the logits block)
-                     and Adam (about 12 passes over the parameter parts)
+                     and Adam (about 12 passes over the parameter parts); transform-first the products
+                     are F W, dZ W^T and F^T dZ, with B_b rows
     alloc   every tensor the epoch creates (gtool.plan.model.memory's replay): the profile's page-fault cost
             of a fresh block of its size (large blocks come fresh from the operating system every
-            epoch), in their layer; the SpMM outputs' (H, dF) in SpMM, as the trainer's phase timer sees
-            them, the others in dense
+            epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the trainer's phase
+            timer sees them, the others in dense
     comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost,
             from the profile's inter-node rows when the groups along its axis span nodes (the grid's
             placement, gtool.plan.model.placement), else its intra-node rows
@@ -73,10 +75,13 @@ def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last
     item = m.itemsize
     gemm, passes, masks = profile.gemm, profile.elementwise, profile.dropout
     rows, cols_in, cols_out = shape.rows, shape.in_cols, shape.out_cols
+    multiplied = shape.inputs if shape.transform_first else rows  # rows of F transform-first, else of H
     needs_input = shape.layer > 0 or m.learnable_features
-    seconds = gemm.seconds(rows, cols_in, cols_out, item) + gemm.seconds(cols_in, rows, cols_out, item)
+    seconds = gemm.seconds(multiplied, cols_in, cols_out, item) + gemm.seconds(
+        cols_in, multiplied, cols_out, item
+    )
     if needs_input:
-        seconds += gemm.seconds(rows, cols_out, cols_in, item)
+        seconds += gemm.seconds(multiplied, cols_out, cols_in, item)
     if shape.layer == 0 and m.dropout > 0:
         input_elements = shape.inputs * cols_in
         seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
@@ -131,12 +136,11 @@ def epoch_time(
     dense = np.zeros(nnz.shape)
     for shape in shapes:
         layer = shape.layer
-        forward = profile.spmm.seconds(nnz[:, layer], shape.rows, shape.inputs, shape.in_cols, item)
+        width = shape.out_cols if shape.transform_first else shape.in_cols
+        forward = profile.spmm.seconds(nnz[:, layer], shape.rows, shape.inputs, width, item)
         spmm[:, layer] = forward
-        if layer > 0 or m.learnable_features:
-            spmm[:, layer] += profile.spmm.seconds(
-                nnz[:, layer], shape.inputs, shape.rows, shape.in_cols, item
-            )
+        if shape.transform_first or layer > 0 or m.learnable_features:
+            spmm[:, layer] += profile.spmm.seconds(nnz[:, layer], shape.inputs, shape.rows, width, item)
         dense[:, layer] = _layer_dense(shape, profile, m, shape is shapes[-1])
     last = shapes[-1]
     dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)

@@ -57,10 +57,11 @@ class Timeline:
 
 
 def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> None:
-    """Layer `layer` forward: its input (already there) is aggregated and released; H stays for dW; the
-    ReLU fused with the next layer's dropout keeps a one-byte flag per element of its output."""
+    """Layer `layer` forward. Aggregate-first: its input (already there) is aggregated and released, H
+    stays for dW. Transform-first: its input stays for dW, Z = F W is released once aggregated. The ReLU
+    fused with the next layer's dropout keeps a one-byte flag per element of its output."""
     item, layer = m.itemsize, s.layer
-    ga = s.sizes[0]
+    ga, gw = s.sizes[0], s.geometry.size(s.geometry.weight_axis)
     if layer == 0:
         input_block = s.inputs * s.in_cols * item
         if m.learnable_features and ga > 1:
@@ -69,11 +70,18 @@ def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> No
             t.alloc("dropped input 0", input_block, 0)
             t.free("input 0")
             t.live["input 0"] = t.live.pop("dropped input 0")
-    t.alloc(f"H {layer}", s.rows * s.in_cols * item, layer, spmm=True)
-    t.free(f"input {layer}")
-    if ga > 1:
-        t.alloc(f"gathered weight {layer}", ga * s.weight_part * item, layer)
-    t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer)
+    if s.transform_first:
+        if gw > 1:
+            t.alloc(f"gathered weight {layer}", gw * s.weight_part * item, layer)
+        t.alloc(f"Z {layer}", s.inputs * s.out_cols * item, layer)
+        t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer, spmm=True)
+        t.free(f"Z {layer}")
+    else:
+        t.alloc(f"H {layer}", s.rows * s.in_cols * item, layer, spmm=True)
+        t.free(f"input {layer}")
+        if gw > 1:
+            t.alloc(f"gathered weight {layer}", gw * s.weight_part * item, layer)
+        t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer)
     if last:
         return
     t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item, layer + 1)
@@ -84,7 +92,7 @@ def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> No
 def _loss(t: Timeline, last: LayerShape, m: ModelConfig, classes: int) -> None:
     """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
     block = last.rows * last.out_cols * m.itemsize
-    if last.out_cols * last.sizes[1] > classes:
+    if last.out_cols * last.geometry.size(last.geometry.out_col_axis) > classes:
         t.alloc("masked logits", block, last.layer)
     t.alloc("exp", block, last.layer)
     t.alloc("softmax", block, last.layer)
@@ -94,25 +102,41 @@ def _loss(t: Timeline, last: LayerShape, m: ModelConfig, classes: int) -> None:
     t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
 
 
+def _weight_gradient(t: Timeline, s: LayerShape, m: ModelConfig, released: tuple[str, ...]) -> None:
+    """dW, then `released` and the gathered weight freed, and dW reduce-scattered onto its part."""
+    item, layer = m.itemsize, s.layer
+    t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item, layer)
+    t.free(*released, f"gathered weight {layer}")
+    if s.geometry.size(s.geometry.weight_axis) > 1:
+        t.alloc(f"padded dW {layer}", s.geometry.size(s.geometry.weight_axis) * s.weight_part * item, layer)
+        t.alloc(f"dW part {layer}", s.weight_part * item, layer)
+        t.free(f"padded dW {layer}", f"dW {layer}")
+
+
 def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
-    """Layer `layer` backward from dQ: dH and dW, H and the gathered weight released, then dF = A^T dH
-    and the gradient through the previous layer's ReLU and dropout (from its flag)."""
+    """Layer `layer` backward from the gradient of its output. Aggregate-first: dH and dW, H and the
+    gathered weight released, then dF = A^T dH. Transform-first: dZ = A^T dY, then dF = dZ W^T and dW,
+    the input, the gathered weight and dZ released. Then the gradient through the previous layer's ReLU
+    and dropout (from its flag)."""
     item, layer = m.itemsize, s.layer
     ga = s.sizes[0]
     needs_input = layer > 0 or m.learnable_features
-    if needs_input:
-        t.alloc(f"dH {layer}", s.rows * s.in_cols * item, layer)
-    t.alloc(f"dW {layer}", s.in_cols * s.out_cols * item, layer)
-    t.free(f"H {layer}", f"gathered weight {layer}", f"grad Q {layer}")
-    if ga > 1:
-        t.alloc(f"padded dW {layer}", ga * s.weight_part * item, layer)
-        t.alloc(f"dW part {layer}", s.weight_part * item, layer)
-        t.free(f"padded dW {layer}", f"dW {layer}")
+    input_block = s.inputs * s.in_cols * item
+    if s.transform_first:
+        t.alloc(f"dZ {layer}", s.inputs * s.out_cols * item, layer, spmm=True)
+        t.free(f"grad Q {layer}")
+        if needs_input:
+            t.alloc(f"dF {layer}", input_block, layer)
+        _weight_gradient(t, s, m, (f"input {layer}", f"dZ {layer}"))
+    else:
+        if needs_input:
+            t.alloc(f"dH {layer}", s.rows * s.in_cols * item, layer)
+        _weight_gradient(t, s, m, (f"H {layer}", f"grad Q {layer}"))
+        if needs_input:
+            t.alloc(f"dF {layer}", input_block, layer, spmm=True)
+            t.free(f"dH {layer}")
     if not needs_input:
         return
-    input_block = s.inputs * s.in_cols * item
-    t.alloc(f"dF {layer}", input_block, layer, spmm=True)
-    t.free(f"dH {layer}")
     if layer > 0 or m.dropout > 0:
         t.alloc(f"grad Q {layer - 1}", input_block, layer - 1)
         t.free(f"dF {layer}", f"flag {layer - 1}")

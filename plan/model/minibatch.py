@@ -3,8 +3,8 @@
 A step multiplies each layer by its sampled blocks: a rank's row and input blocks hold the sample's
 members in its bands, so the 3D collectives of gtool.plan.model.collectives have those member counts as
 their rows (`SampledShape`); weights and their parts are as in full-graph training. Each step adds, in
-the a-group of the last layer, the all-reduce of the sample's training-node counts (3 float64), and with
-D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
+the row-axis group of the last layer, the all-reduce of the sample's training-node counts (3 float64),
+and with D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
 
 To rank layouts the planner takes the expected member counts (B/N of a band's real rows, rounded up);
 `replay_comm_bytes` replays an epoch's samples from the seed and gives every rank's exact bytes.
@@ -12,6 +12,7 @@ To rank layouts the planner takes the expected member counts (B/N of a band's re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from gtool.geometry.bands import ceil_div
 from gtool.geometry.epochs import epoch_rounds
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_geometry, order_of_layer_output
+from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
 from gtool.plan.model.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
 from gtool.plan.model.cost import EpochTime, epoch_time
@@ -68,8 +69,10 @@ def step_collectives(shapes: list[LayerShape], wire_itemsize: int | None = None)
     """Every collective of one step on a rank whose member counts `shapes` hold (groups of 2 and more);
     `wire_itemsize` as in epoch_collectives (--comm-dtype bf16)."""
     last = shapes[-1]
-    a = last.roles[0]
-    counts = Collective(last.layer, "loss", "sample counts", "all_reduce", a, last.sizes[0], COUNTS, 8)
+    rows = last.geometry.row_axis
+    counts = Collective(
+        last.layer, "loss", "sample counts", "all_reduce", rows, last.geometry.size(rows), COUNTS, 8
+    )
     steps = epoch_collectives(shapes, False, wire_itemsize)
     return steps + ([counts] if counts.group_size > 1 else [])
 
@@ -147,10 +150,12 @@ def replay_comm_bytes(
     batch_size: int,
     seed: int,
     epoch: int,
+    orders: Sequence[bool],
     wire_itemsize: int | None = None,
 ) -> list[dict[str, dict[str, int]]]:
-    """Every world rank's collective bytes in mini-batch epoch `epoch` of a run seeded `seed`, by group
-    and kind (what `gtool train --log` records), from the epoch's samples replayed."""
+    """Every world rank's collective bytes in mini-batch epoch `epoch` of a run seeded `seed` whose layers
+    have `orders` (True: transform-first), by group and kind (what `gtool train --log` records), from the
+    epoch's samples replayed."""
     from gtool.trainer.minibatch.schedule import Schedule  # torch: only when replaying
 
     n = store.num_nodes
@@ -161,7 +166,8 @@ def replay_comm_bytes(
         inverse[order][perm] = np.arange(n)
     schedule = Schedule(n, batch_size, replicas)
     samples = schedule.order(seed, epoch).numpy()
-    shapes = layer_shapes(grid, n, widths)
+    shapes = layer_shapes(grid, n, widths, orders)
+    geometry = [rank_layers(grid, rank, orders, n, False) for rank in range(grid.size)]
     data_round = replica_collectives(shapes, replicas)
     result = []
     for replica in range(replicas):
@@ -176,11 +182,11 @@ def replay_comm_bytes(
             collectives = list(data_round) * len(steps)
             for positions in members:
                 rows, inputs = [], []
-                for s in shapes:
-                    g = layer_geometry(grid, rank, s.layer, n, False)
-                    row_order = order_of_layer_output(s.layer)
+                for g in geometry[rank]:
+                    row_order = order_of_layer_output(g.layer)
                     input_order = "c" if row_order == "r" else "r"
-                    rows.append(_band_members(positions[row_order], g.rows.size, g.sizes[0])[g.rows.index])
+                    row_bands = g.size(g.row_axis)
+                    rows.append(_band_members(positions[row_order], g.rows.size, row_bands)[g.rows.index])
                     inputs.append(
                         _band_members(positions[input_order], g.inputs.size, g.sizes[1])[g.inputs.index]
                     )

@@ -145,6 +145,8 @@ class Plan:
             "layers": r.model.layers,
             "hidden": r.model.hidden,
             "widths": self.widths,
+            "layer_order": r.model.layer_order,
+            "transform_first": list(r.model.orders(self.widths[0], self.widths[-1])),
             "itemsize": r.model.itemsize,
             "comm_dtype": r.model.comm_dtype,
             "dropout": r.model.dropout,
@@ -172,8 +174,9 @@ def estimate_grid(
     """The predictions for one grid (`replicas` of it in a mini-batch run). A mini-batch run's memory is
     the full-graph one: evaluation runs the full-graph forward."""
     m = request.model
-    shapes = layer_shapes(grid, table.num_nodes, widths)
-    shards = table.rank_shards(grid, m.layers)
+    orders = m.orders(widths[0], widths[-1])
+    shapes = layer_shapes(grid, table.num_nodes, widths, orders)
+    shards = table.rank_shards(grid, orders)
     nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
     collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)

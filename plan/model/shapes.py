@@ -6,10 +6,11 @@ shapes; only the nonzeros of its adjacency shards differ from rank to rank (gtoo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerGeometry, layer_geometry
+from gtool.geometry.layers import LayerGeometry, rank_layers
 
 
 def factorizations(ranks: int) -> list[ProcessGrid]:
@@ -30,8 +31,8 @@ class LayerShape:
     """A layer's padded block sizes, the same on every rank of a grid: what the model prices.
 
     The bands come from the layer's geometry (gtool.geometry.layers, rank 0's): the rank multiplies its
-    `rows` x `inputs` adjacency shard by an `inputs` x `in_cols` input block and an `in_cols` x `out_cols`
-    weight block into a `rows` x `out_cols` output block.
+    `rows` x `inputs` adjacency shard and its `in_cols` x `out_cols` weight block with an `inputs` x
+    `in_cols` input block (in the layer's order) into a `rows` x `out_cols` output block.
     """
 
     geometry: LayerGeometry
@@ -45,6 +46,10 @@ class LayerShape:
     @property
     def roles(self) -> tuple[int, int, int]:
         return self.geometry.roles
+
+    @property
+    def transform_first(self) -> bool:
+        return self.geometry.transform_first
 
     @property
     def sizes(self) -> tuple[int, int, int]:
@@ -69,15 +74,16 @@ class LayerShape:
 
     @property
     def weight_part(self) -> int:
-        """Elements of a rank's flat part of the weight block (split evenly over the a-group)."""
+        """Elements of a rank's flat part of the weight block (split evenly over its weight axis' group)."""
         return self.geometry.weight_part(self.in_dim, self.out_dim)
 
 
-def layer_shapes(grid: ProcessGrid, num_nodes: int, widths: list[int]) -> list[LayerShape]:
-    """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) on `grid`.
+def layer_shapes(
+    grid: ProcessGrid, num_nodes: int, widths: list[int], orders: Sequence[bool]
+) -> list[LayerShape]:
+    """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) and orders `orders` (True:
+    transform-first, gtool.model.ModelConfig.orders) on `grid`.
 
     Shapes do not depend on which stored matrix a layer multiplies by (rank 0's geometry, one matrix)."""
-    return [
-        LayerShape(layer_geometry(grid, 0, layer, num_nodes, False), widths[layer], widths[layer + 1])
-        for layer in range(len(widths) - 1)
-    ]
+    geometry = rank_layers(grid, 0, orders, num_nodes, False)
+    return [LayerShape(g, widths[g.layer], widths[g.layer + 1]) for g in geometry]

@@ -92,3 +92,41 @@ def test_label_rows_follow_the_last_layer(dims: tuple[int, int, int]) -> None:
         got = rank_geometry(grid, rank, layers, 143, 7, True).label_rows
         want, _ = label_range(dims, rank, layers, 143)
         assert (got.start, got.stop, got.size) == (want.start, want.stop, want.size)
+
+
+ORDERS = list(itertools.product((False, True), repeat=3))
+"""Every order of 3 layers (True: transform-first)."""
+
+
+@pytest.mark.parametrize("dims", [(2, 2, 2), (3, 2, 1), (4, 3, 2)])
+def test_transform_first_layers_hold_the_rectangles_and_labels_the_docs_give(
+    dims: tuple[int, int, int],
+) -> None:
+    """A transform-first layer's shard is A[band of its c axis, band of its b axis]; its output rows, and
+    so the labels after it, are that band of c."""
+    grid, n = ProcessGrid(*dims), 143
+    for rank, orders, two in itertools.product(range(grid.size), ORDERS, (False, True)):
+        geometry = rank_geometry(grid, rank, orders, n, 7, two)
+        got = [(s.matrix, s.rows.start, s.rows.stop, s.inputs.start, s.inputs.stop) for s in geometry.layers]
+        want = [
+            (r.matrix, r.rows.start, r.rows.stop, r.cols.start, r.cols.stop)
+            for r in layer_rects(dims, rank, orders, n, two)
+        ]
+        assert got == want, (rank, orders)
+        labels, _ = label_range(dims, rank, orders, n)
+        assert (geometry.label_rows.start, geometry.label_rows.stop) == (labels.start, labels.stop)
+
+
+@pytest.mark.parametrize("dims", [(2, 2, 2), (3, 2, 1), (4, 3, 2)])
+def test_each_output_block_is_the_next_layers_input_block(dims: tuple[int, int, int]) -> None:
+    """In any order of the layers, layer l's output block [rows, out_cols] is layer l+1's input block
+    [inputs, in_cols], and its weight block is replicated over the group of its weight axis alone."""
+    grid, n, widths = ProcessGrid(*dims), 143, [11, 7, 7, 5]
+    for rank, orders in itertools.product(range(grid.size), ORDERS):
+        layers = rank_geometry(grid, rank, orders, n, widths[0], True).layers
+        for layer, following in zip(layers, layers[1:], strict=False):
+            width = widths[layer.layer + 1]
+            assert (layer.rows, layer.out_cols(width)) == (following.inputs, following.in_cols(width))
+        for layer in layers:
+            axes = {layer.roles[2], layer.out_col_axis, layer.weight_axis}
+            assert axes == {0, 1, 2} and layer.replica_axis not in (layer.row_axis, layer.out_col_axis)

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import torch
 
-from gtool.loader import load_rank
 from gtool.store.reader import Store, TileData
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, GroupCache
 from gtool.trainer.launch import RankEnv
-from gtool.trainer.loop import Trainer
+from gtool.trainer.loop import Trainer, load_model_rank
 from tests.support.tensorbytes import LiveTensorBytes
 from tests.trainer.cases import grid_comm, joined_world
 
@@ -24,7 +23,7 @@ CPU = torch.device("cpu")
 
 
 def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
-    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_model_rank(config, comm.grid, comm.rank)
     trainer = Trainer(data, comm, config, CPU)
     del data
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()

@@ -38,8 +38,23 @@ VARIANTS = {  # name: (grid, config changes) run beside the default model
     "learnable-1x4x2": ((1, 4, 2), {"learnable_features": True, "layers": 4}),
     "bf16-2x2x2": ((2, 2, 2), {"comm_dtype": "bf16"}),
     "bf16-learnable-3x2x1": ((3, 2, 1), {"comm_dtype": "bf16", "learnable_features": True, "agg_blocks": 2}),
+    "transform-first-3x2x1": ((3, 2, 1), {"layer_order": "transform-first", "agg_blocks": 2}),
+    "transform-first-learnable-2x2x2": (
+        (2, 2, 2),
+        {"layer_order": "transform-first", "learnable_features": True},
+    ),
+    "aggregate-first-2x2x2": ((2, 2, 2), {"layer_order": "aggregate-first"}),
 }
-CAST = ("H = A F", "Q = H W", "dH = dQ W^T", "dF = A^T dH")
+CAST = (
+    "H = A F",
+    "Q = H W",
+    "dH = dQ W^T",
+    "dF = A^T dH",
+    "Z = F W",
+    "Y = A Z",
+    "dZ = A^T dY",
+    "dF = dZ W^T",
+)
 """The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
 PLANNED_PER_NODE = 4
@@ -67,7 +82,8 @@ def _measured_cases(cases: list[tuple[str, TrainConfig, bool]], out: Path) -> Pa
 def _collectives(config: TrainConfig, grid: tuple[int, int, int]) -> list[Collective]:
     store = open_store(config.store)
     widths = config.model.widths(store.num_features, store.num_classes)
-    shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths)
+    orders = config.model.orders(store.num_features, store.num_classes)
+    shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths, orders)
     return epoch_collectives(shapes, config.model.learnable_features, config.model.wire_itemsize)
 
 
@@ -128,7 +144,9 @@ def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(run
         widths = config.model.widths(store.num_features, store.num_classes)
         replicas, itemsize = config.minibatch.data_parallel, config.torch_dtype.itemsize
         batch, seed = config.minibatch.batch_size, config.runtime.seed
-        predicted = replay_comm_bytes(store, widths, itemsize, ProcessGrid(*grid), replicas, batch, seed, 1)
+        orders = config.model.orders(store.num_features, store.num_classes)
+        process_grid = ProcessGrid(*grid)
+        predicted = replay_comm_bytes(store, widths, itemsize, process_grid, replicas, batch, seed, 1, orders)
         for rank, measured in enumerate(_measured(out, name, grid, replicas)):
             assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"
         if replicas > 1:
@@ -209,8 +227,9 @@ def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, gri
     store = open_store(config.store)
     widths = config.model.widths(store.num_features, store.num_classes)
     process_grid = ProcessGrid(*grid)
-    shards = ShardNnzTable.of(store, set(grid)).rank_shards(process_grid, config.model.layers)
-    shapes = layer_shapes(process_grid, store.num_nodes, widths)
+    orders = config.model.orders(store.num_features, store.num_classes)
+    shards = ShardNnzTable.of(store, set(grid)).rank_shards(process_grid, orders)
+    shapes = layer_shapes(process_grid, store.num_nodes, widths, orders)
     predicted = estimate_memory(shapes, shards, config.model, store.num_classes).peak
     for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):
         ratio = predicted[rank] / measured["peak"]

@@ -21,11 +21,10 @@ import torch.distributed as dist
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output
-from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm
 from gtool.trainer.launch import RankEnv, join_world
-from gtool.trainer.loop import Trainer
+from gtool.trainer.loop import Trainer, load_model_rank
 from gtool.trainer.model import padded_slice
 from gtool.trainer.serial import SerialGCN
 from gtool.trainer.timing import PhaseTimer
@@ -96,18 +95,19 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
 def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.Tensor]:
     """Blocks keyed so that ranks holding a replica of the same block use the same key."""
     coords = comm.coords
-    a, b, _ = trainer.model.layers[-1].roles
-    replicas = {f"logits/{coords[a]}/{coords[b]}": trainer.logits(), "loss": torch.tensor(loss)}
+    last = trainer.model.layers[-1]
+    logits = f"logits/{coords[last.row_axis]}/{coords[last.out_col_axis]}"
+    replicas = {logits: trainer.logits(), "loss": torch.tensor(loss)}
     for layer, weight in zip(trainer.model.layers, trainer.model.weights, strict=True):
-        _, wb, wc = layer.roles
-        replicas[f"weight{layer.layer}/{coords[wc]}/{coords[wb]}"] = weight.full().detach()
+        rows, cols = coords[layer.roles[2]], coords[layer.out_col_axis]
+        replicas[f"weight{layer.layer}/{rows}/{cols}"] = weight.full().detach()
     return replicas
 
 
 def run_case(case: Case, comm: GridComm, out: Path) -> None:
     """Train `case` on this rank next to the serial model and save the errors and replicas."""
     config = case.config
-    data = load_rank(config.store, grid=comm.grid, rank=comm.rank, layers=config.model.layers)
+    data = load_model_rank(config, comm.grid, comm.rank)
     trainer = Trainer(data, comm, config, CPU)
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)

@@ -10,11 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.loader import load_rank
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm
-from gtool.trainer.loop import Trainer, checkpoint_shape
+from gtool.trainer.loop import Trainer, checkpoint_shape, load_model_rank
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.serial import SerialGCN, SerialSample, torch_csr
 from tests.support.reference import rescaled_subgraph
@@ -35,7 +34,7 @@ class MiniBatchCase:
 
 def _trainer(case: MiniBatchCase, comm: GridComm) -> Trainer:
     config = case.config
-    return Trainer(load_rank(config.store, config.grid, comm.rank, config.model.layers), comm, config, CPU)
+    return Trainer(load_model_rank(config, comm.grid, comm.rank), comm, config, CPU)
 
 
 def _train(trainer: Trainer, epochs: range) -> list:

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 
 import torch.distributed as dist
 
-from gtool.loader import load_rank
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GroupCache
 from gtool.trainer.launch import RankEnv
-from gtool.trainer.loop import Trainer, fit
+from gtool.trainer.loop import Trainer, fit, load_model_rank
 from gtool.trainer.predict import predict_on, prediction_job
 from gtool.trainer.report import Reporter
 from tests.trainer.cases import CPU, grid_comm, joined_world
@@ -34,7 +33,7 @@ def run_trainings(env: RankEnv, trainings: list[Training]) -> None:
             config = training.config
             comm = grid_comm(config, made)
             if comm is not None:
-                data = load_rank(config.store, grid=config.grid, rank=comm.rank, layers=config.model.layers)
+                data = load_model_rank(config, comm.grid, comm.rank)
                 reporter = Reporter(comm.rank == 0, config.runtime.log, append=False)
                 fit(Trainer(data, comm, config, CPU), reporter, CPU)
             dist.barrier()  # the checkpoint is complete before any rank reads it

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.stores import StoreFactory
 
-FLAGS = ["--epochs", "4", "--hidden", "16"]
+FLAGS = ["--epochs", "4", "--hidden", "16", "--layer-order", "aggregate-first"]
 LOSSES = {
     "1x1x1": [1.3897478580474854, 1.3870078325271606, 1.3829448223114014, 1.3811678886413574],
     "2x2x2": [1.3897478580474854, 1.387007713317871, 1.3829448223114014, 1.3811681270599365],

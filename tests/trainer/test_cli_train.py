@@ -85,13 +85,15 @@ def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Pa
 
 
 def test_a_failing_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
-    """Only rank 1 of a 2x1x1 one-layer run reads tile (3, 3): damage it and rank 1 fails while loading."""
+    """Only rank 1 of a 2x1x1 one-layer aggregate-first run reads tile (3, 3) (its rows are band x): damage
+    it and rank 1 fails while loading."""
     broken = tmp_path / "broken.zarr"
     shutil.copytree(store, broken)
     for chunk in array_chunks(broken / "adj" / "0" / "3_3" / "val"):
         chunk.write_bytes(b"not a zarr chunk")
     started = time.monotonic()
-    run = gtool_train(str(broken), "--grid", "2x1x1", "--layers", "1", "--epochs", "3", timeout=120)
+    flags = ["--layers", "1", "--layer-order", "aggregate-first", "--epochs", "3"]
+    run = gtool_train(str(broken), "--grid", "2x1x1", *flags, timeout=120)
     assert time.monotonic() - started < 60
     assert run.returncode == 2
     assert "rank 1 failed" in run.stderr and "(3, 3)" in run.stderr and "array adj/0/3_3/val" in run.stderr

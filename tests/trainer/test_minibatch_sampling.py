@@ -25,6 +25,8 @@ from tests.trainer.references import unpermuted_reference
 GRAPH = "grid:7x11"  # N = 77: no band count of the grids divides it
 SHAPE = {"tiles": 3, "seed": 5, "num_features": 4, "num_classes": 3, "perm": "double"}
 LAYERS, BATCH, WIDTH = 3, 20, 6
+ORDERS = (False, True, True)
+"""Layer 0 aggregate-first, the middle and last layers transform-first (their rows on their c axis)."""
 
 
 def _no_collectives(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,7 +51,7 @@ def test_every_ranks_sampled_spmm_equals_scipy_on_the_unpermuted_graph(
     n = adjacency.shape[0]
     features = np.random.default_rng(0).standard_normal((n, WIDTH))
     process_grid = ProcessGrid(*grid)
-    data = [load_rank(store, grid, rank, LAYERS) for rank in range(process_grid.size)]
+    data = [load_rank(store, grid, rank, ORDERS) for rank in range(process_grid.size)]
     _no_collectives(monkeypatch)
     for batch_size in (BATCH, 3):  # 3 nodes on a 3x2x1 grid leave some bands empty
         schedule = Schedule(n, batch_size, replicas=1)
@@ -71,7 +73,7 @@ def _check_cuts(
         want = subgraph @ features[sample]
         batches = [sampler.cut(seed, epoch, step) for sampler in samplers]
         for layer in range(LAYERS):
-            a, _, c = layer_roles(layer)
+            contraction = layer_roles(ORDERS)[layer][1]  # the ranks that differ only there sum their products
             sums: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
             for rank, (sampler, batch) in enumerate(zip(samplers, batches, strict=True)):
                 bands = sampler.layers[layer]
@@ -81,7 +83,7 @@ def _check_cuts(
                 got = (batch.blocks[layer].csr().to(torch.float64) @ sampled).numpy()
                 np.testing.assert_allclose(got, subgraph[rows][:, cols] @ features[sample[cols]], atol=1e-5)
                 coords = process_grid.coords(rank)
-                key = (coords[a], coords[c])
+                key = tuple(coords[axis] for axis in range(3) if axis != contraction)
                 total = sums[key][1] + got if key in sums else got
                 sums[key] = (rows, total)
             for rows, total in sums.values():  # summed over the contraction group: the whole product

@@ -26,7 +26,9 @@ BASE = TrainConfig.of("", hidden=7, dropout=0.5, lr=0.05, weight_decay=5e-3, dty
 CASES = {
     "1x1x1": ({"grid": (1, 1, 1)}, None),
     "2x2x1": ({"grid": (2, 2, 1)}, None),
-    "3x2x1": ({"grid": (3, 2, 1)}, None),
+    "3x2x1": ({"grid": (3, 2, 1)}, None),  # auto: layers 0 and 2 transform-first (11 -> 7, 7 -> 5)
+    "3x2x1-transform-first": ({"grid": (3, 2, 1), "layer_order": "transform-first"}, None),
+    "2x2x1-aggregate-first": ({"grid": (2, 2, 1), "layer_order": "aggregate-first"}, None),
     "2x(2x1x1)": ({"grid": (2, 1, 1), "data_parallel": 2, "batch_size": 30}, None),  # a short last round
     "2x(2x1x1)-resumed": ({"grid": (2, 1, 1), "data_parallel": 2, "batch_size": 30}, 2),
 }
@@ -55,7 +57,9 @@ def _assert_close(got: list, want: list) -> None:
                     assert math.isclose(g, w, rel_tol=1e-5, abs_tol=1e-9), (got, want)
 
 
-@pytest.mark.parametrize("name", ["1x1x1", "2x2x1", "3x2x1"])
+@pytest.mark.parametrize(
+    "name", ["1x1x1", "2x2x1", "3x2x1", "3x2x1-transform-first", "2x2x1-aggregate-first"]
+)
 def test_every_grid_has_the_per_step_losses_of_the_serial_model(results: tuple, name: str) -> None:
     _assert_close(_losses(results, name), serial_losses(results[1][name], EPOCHS))
 

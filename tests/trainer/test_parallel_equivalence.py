@@ -62,6 +62,28 @@ VARIANTS = {
         "stored",
     ),
 }
+ORDERED = {  # auto (the default) makes layers 0 and L-1 transform-first here (11 -> 7, 7 -> 5); these too
+    _name((1, 1, 1), "double", "transform-first"): (
+        "double",
+        {"grid": (1, 1, 1), "layer_order": "transform-first", "dropout": 0.5},
+        "stored",
+    ),
+    _name((2, 2, 2), "double", "transform-first"): (
+        "double",
+        {"grid": (2, 2, 2), "layer_order": "transform-first", "dropout": 0.5},
+        "stored",
+    ),
+    _name((3, 2, 1), "double", "transform-first"): (
+        "double",
+        {"grid": (3, 2, 1), "layer_order": "transform-first", "layers": 4, "agg_blocks": 2},
+        "unpermuted",
+    ),
+    _name((2, 2, 2), "double", "aggregate-first"): (
+        "double",
+        {"grid": (2, 2, 2), "layer_order": "aggregate-first", "dropout": 0.5},
+        "stored",
+    ),
+}
 PLACED = {  # 4 ranks, 2 per node, under every order of the axes over the ranks
     _name((2, 2, 1), "double", f"placed-{order}"): (
         "double",
@@ -70,7 +92,7 @@ PLACED = {  # 4 ranks, 2 per node, under every order of the axes over the ranks
     )
     for order in PLACEMENTS
 }
-CASES = {**EXACT, **VARIANTS, **PLACED}
+CASES = {**EXACT, **VARIANTS, **ORDERED, **PLACED}
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +142,15 @@ def test_dropout_replicas_identical(results: Path, name: str) -> None:
 
 def test_dropout_losses_are_the_same_on_every_grid(results: Path) -> None:
     """With dropout 0.5, every epoch's loss on 2x2x2 and 3x2x1 is 1x1x1's (the masks do not depend on
-    the grid), within 1e-5 relative."""
+    the grid, nor on the order of each layer's products), within 1e-5 relative."""
     want = torch.tensor(_rank_results(results, "1x1x1-double-dropout")[0]["losses"], dtype=torch.float64)
-    for name in ("2x2x2-double-dropout", "3x2x1-double-dropout"):
+    for name in (
+        "2x2x2-double-dropout",
+        "3x2x1-double-dropout",
+        "1x1x1-double-transform-first",
+        "2x2x2-double-transform-first",
+        "2x2x2-double-aggregate-first",
+    ):
         for rank, result in enumerate(_rank_results(results, name)):
             got = torch.tensor(result["losses"], dtype=torch.float64)
             error = float(((got - want).abs() / want.abs()).max())

@@ -19,14 +19,17 @@ from gtool.trainer.sharding import flat_part, from_parts
 NODES, DIMS = 11, [5, 3, 4]
 
 
-def _checkpoint(folder, grid: ProcessGrid, weights: list[torch.Tensor], features: torch.Tensor) -> dict:
-    """Rank files as a `grid` run of learnable features saves them: each rank's flat part (over the
-    layer's a-group) of its weight blocks and of its layer-0 input block."""
+def _checkpoint(
+    folder, grid: ProcessGrid, weights: list[torch.Tensor], features: torch.Tensor, orders: list[bool]
+) -> dict:
+    """Rank files as a `grid` run of learnable features whose layers have `orders` saves them: each
+    rank's flat part (over the layer's weight axis, or layer 0's a-axis) of its weight blocks and of its
+    layer-0 input block."""
     for rank in range(grid.size):
-        layers = rank_layers(grid, rank, len(weights), NODES, True)
+        layers = rank_layers(grid, rank, orders, NODES, True)
         state = {}
         for layer, (geometry, weight) in enumerate(zip(layers, weights, strict=True)):
-            part, parts = geometry.coords[geometry.roles[0]], geometry.sizes[0]
+            part, parts = geometry.coords[geometry.weight_axis], geometry.size(geometry.weight_axis)
             state[f"weight.{layer}"] = flat_part(block_of_weight(geometry, weight), parts, part)
         first = layers[0]
         rows, cols = first.inputs, first.in_cols(DIMS[0])
@@ -36,19 +39,30 @@ def _checkpoint(folder, grid: ProcessGrid, weights: list[torch.Tensor], features
         state["features"] = flat_part(block, first.sizes[0], first.coords[first.roles[0]])
         torch.save({"model": state}, rank_file(folder, rank))
     shape = {"grid": list(grid.dims), "placement": grid.placement, "dims": DIMS, "num_nodes": NODES}
+    if any(orders):  # a checkpoint without the orders was written aggregate-first
+        shape["transform_first"] = orders
     return {"path": str(folder), "shape": shape}
 
 
 @pytest.mark.parametrize(
-    "dims", [(1, 1, 1), (2, 2, 1), (3, 1, 2), (3, 1, 2, "xzy")], ids=lambda d: "x".join(map(str, d))
+    ("dims", "orders"),
+    [
+        ((1, 1, 1), [False, False]),
+        ((2, 2, 1), [False, False]),
+        ((3, 1, 2), [False, False]),
+        ((3, 1, 2, "xzy"), [False, False]),
+        ((3, 2, 1), [True, True]),
+        ((2, 1, 3), [False, True]),
+    ],
+    ids=lambda d: "x".join(map(str, d)) if isinstance(d[0], int) else "".join("ta"[not t] for t in d),
 )
-def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple) -> None:
+def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple, orders: list[bool]) -> None:
     """From the rank files of a grid (one laid out x innermost: the manifest's placement says which rank
-    held which coordinates)."""
+    held which coordinates; transform-first layers split their weight blocks over their b-axis)."""
     generator = torch.Generator().manual_seed(1)
     weights = [torch.randn(DIMS[i], DIMS[i + 1], generator=generator) for i in range(2)]
     features = torch.randn(NODES, DIMS[0], generator=generator)
-    trained = TrainedParameters(_checkpoint(tmp_path, ProcessGrid(*dims), weights, features))
+    trained = TrainedParameters(_checkpoint(tmp_path, ProcessGrid(*dims), weights, features, orders))
     for layer, weight in enumerate(weights):
         assert torch.equal(trained.weight(layer), weight)
     for rank, layers in enumerate([rank_layers(ProcessGrid(3, 2, 1), r, 2, NODES, True) for r in range(6)]):
@@ -63,7 +77,7 @@ def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple) 
 
 def test_a_missing_rank_file_is_named(tmp_path) -> None:
     manifest = _checkpoint(
-        tmp_path, ProcessGrid(2, 1, 1), [torch.ones(5, 3), torch.ones(3, 4)], torch.ones(11, 5)
+        tmp_path, ProcessGrid(2, 1, 1), [torch.ones(5, 3), torch.ones(3, 4)], torch.ones(11, 5), [False] * 2
     )
     rank_file(tmp_path, 1).unlink()
     with pytest.raises(CheckpointError, match="rank-00001.pt is missing"):

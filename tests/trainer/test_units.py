@@ -111,6 +111,11 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     placed = Checkpoints(str(tmp_path), comm, {**shape, "placement": "yxz"})
     with pytest.raises(CheckpointError, match="placement: checkpoint zyx vs run yxz"):
         placed.latest()
+    written_before_orders = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, False]})
+    assert written_before_orders.latest()["epoch"] == 6
+    reordered = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, True]})
+    with pytest.raises(CheckpointError, match=r"transform_first: checkpoint \[False, False\] vs run"):
+        reordered.latest()
 
 
 def test_config_rejects_bad_values() -> None:

@@ -90,7 +90,7 @@ class RankSampler:
         self.schedule = schedule
         self.device, self.agg_blocks, self.dtype = device, agg_blocks, dtype
         two = data.two_matrices
-        geometry = rank_layers(data.grid, data.rank, data.layers, schedule.num_nodes, two)
+        geometry = rank_layers(data.grid, data.rank, data.orders, schedule.num_nodes, two)
         self.layers = [layer_bands(layer, two) for layer in geometry]
         self.target_band = self.layers[-1].rows
         keys = {key for bands in self.layers for key in (bands.rows, bands.inputs)}
