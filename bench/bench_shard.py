@@ -4,8 +4,9 @@
     python -m bench.bench_shard --quick              # rmat:18:8 only
     python -m bench.bench_shard --workers 1,2,4,8,16 [--source rmat:21:16] [--memory-limit 8GB] [--rounds 3]
                                 [--settle 70]
-                                                     # parallel efficiency: median wall, peak, speed-up per
-                                                     # count; the counts take turns, round after round
+                                                     # parallel efficiency: per count the median wall,
+                                                     # stage sum, fixed time outside the stages and each
+                                                     # stage, peak, speed-ups; the counts take turns
     python -m bench.bench_shard --page-cache-cap 2.6GB [--feature-nodes 8000000] [--data DIR]   # as root
                                                      # features larger than the page cache allowed: the
                                                      # feature stage's time and disk bytes, cold, with
@@ -44,20 +45,23 @@ def store_of(spec: str) -> Path:
     return RESULTS / (Path(spec).name.replace(":", "-") + ".zarr")
 
 
-def gtool_shard(spec: str, tiles: int, extra: list[str], settle: float = 0.0) -> list[str]:
+def gtool_shard(
+    spec: str, tiles: int, extra: list[str], settle: float = 0.0, report: Path | None = None
+) -> list[str]:
     """`gtool shard SPEC` into a fresh output: the store of an earlier run is removed now, before the
     command is timed (as a user shards into a new location; --overwrite would time its removal too),
-    and the file system left alone `settle` seconds after a sync."""
+    and the file system left alone `settle` seconds after a sync. With `report`, run through
+    bench.shard_report, which also writes the summary's figures there as JSON."""
     out = store_of(spec)
     shutil.rmtree(out, ignore_errors=True)
     if settle > 0:
         os.sync()
         time.sleep(settle)
+    program = ["bench.shard_report", str(report)] if report else ["gtool.cli", "shard"]
     return [
         sys.executable,
         "-m",
-        "gtool.cli",
-        "shard",
+        *program,
         spec,
         "--tiles",
         f"{tiles}x{tiles}",
@@ -74,40 +78,72 @@ def nonzeros(spec: str) -> int:
     return int(open_store(str(store_of(spec))).meta.nnz[0])
 
 
+def timed_run(source: str, workers: int, extra: list[str], settle: float) -> dict:
+    """One run of the sweep: wall time and peak of the command, and from its summary the seconds of each
+    stage, their sum and the rest of the wall time (the fixed cost outside the stages: start-up, imports,
+    the cluster's start, permutations, publishing, shutting down)."""
+    report = RESULTS / "sweep_report.json"
+    report.unlink(missing_ok=True)
+    command = gtool_shard(source, 16, ["--workers", str(workers), *extra], settle, report)
+    run = measure(f"gtool {source} -w {workers}", command)
+    stages = json.loads(report.read_text())["stage_seconds"]
+    run["stage_seconds"] = stages
+    run["stage_sum_s"] = sum(stages.values())
+    run["fixed_s"] = run["wall_s"] - run["stage_sum_s"]
+    return run
+
+
 def sweep(source: str, counts: list[int], extra: list[str], rounds: int, settle: float) -> list[dict]:
     """`gtool shard SOURCE --tiles 16x16` at each worker count, `rounds` times with the counts taking
-    turns (a slow spell of a shared machine then hits every count alike): the median wall per count,
-    the largest peak, and the speed-up of the medians over the first count."""
+    turns (a slow spell of a shared machine then hits every count alike): per count the medians of the
+    wall time, of the stage sum, of the fixed time outside the stages and of every stage, the largest
+    peak, and the speed-up of the median wall over the first count's."""
     runs: dict[int, list[dict]] = {w: [] for w in counts}
     for round_ in range(rounds):
         for w in counts:
-            command = gtool_shard(source, 16, ["--workers", str(w), *extra], settle)
-            run = measure(f"gtool {source} -w {w}", command)
+            run = timed_run(source, w, extra, settle)
             runs[w].append(run)
             print(
-                f"round {round_ + 1}: -w {w:<3d} {run['wall_s']:7.2f} s  steal {run['steal_s']:5.2f} s",
+                f"round {round_ + 1}: -w {w:<3d} {run['wall_s']:7.2f} s (stages {run['stage_sum_s']:.2f} s, "
+                f"fixed {run['fixed_s']:.2f} s)  steal {run['steal_s']:5.2f} s",
                 flush=True,
             )
-    rows = [
-        {
-            "workers": w,
-            "wall_s": statistics.median(r["wall_s"] for r in runs[w]),
-            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs[w]),
-            "runs": runs[w],
+    stage_names = list(dict.fromkeys(name for w in counts for r in runs[w] for name in r["stage_seconds"]))
+    rows = []
+    for w in counts:
+        median = {
+            key: statistics.median(r[key] for r in runs[w]) for key in ("wall_s", "stage_sum_s", "fixed_s")
         }
-        for w in counts
-    ]
+        stages = {s: statistics.median(r["stage_seconds"].get(s, 0.0) for r in runs[w]) for s in stage_names}
+        peak = max(r["peak_rss_mb"] for r in runs[w])
+        rows.append({"workers": w, **median, "stage_seconds": stages, "peak_rss_mb": peak, "runs": runs[w]})
+    print_sweep(rows, stage_names)
+    return rows
+
+
+def print_sweep(rows: list[dict], stage_names: list[str]) -> None:
+    """The sweep's table: medians per worker count, and the speed-up and efficiency of the wall time,
+    of the stage sum and of every stage over the first count."""
     first = rows[0]
-    print(f"{'workers':>7s} {'median s':>9s} {'runs s':>24s} {'peak MB':>8s} {'speed-up':>9s} {'effic.':>7s}")
+    shown = [s for s in stage_names if any(r["stage_seconds"][s] >= 0.05 for r in rows)]
+    print(
+        f"{'workers':>7s} {'wall s':>7s} {'runs s':>20s} {'stages s':>8s} {'fixed s':>7s} "
+        + " ".join(f"{s[:8]:>8s}" for s in shown)
+        + f" {'peak MB':>8s} {'speed-up':>8s} {'effic.':>6s} {'stages x':>8s}"
+    )
     for r in rows:
         r["speedup"] = first["wall_s"] / r["wall_s"]
+        r["stage_speedup"] = first["stage_sum_s"] / r["stage_sum_s"]
+        r["stage_speedups"] = {
+            s: first["stage_seconds"][s] / r["stage_seconds"][s] for s in shown if r["stage_seconds"][s] > 0
+        }
         gain = r["speedup"] / (r["workers"] / first["workers"])
         walls = " ".join(f"{x['wall_s']:.1f}" for x in r["runs"])
         print(
-            f"{r['workers']:7d} {r['wall_s']:9.2f} {walls:>24s} {r['peak_rss_mb']:8.0f} "
-            f"{r['speedup']:8.2f}x {gain:6.0%}"
+            f"{r['workers']:7d} {r['wall_s']:7.2f} {walls:>20s} {r['stage_sum_s']:8.2f} {r['fixed_s']:7.2f} "
+            + " ".join(f"{r['stage_seconds'][s]:8.2f}" for s in shown)
+            + f" {r['peak_rss_mb']:8.0f} {r['speedup']:7.2f}x {gain:6.0%} {r['stage_speedup']:7.2f}x"
         )
-    return rows
 
 
 def feature_inputs(folder: Path, nodes: int, features: int = 128) -> tuple[Path, Path]:

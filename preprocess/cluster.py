@@ -162,6 +162,18 @@ class StageRunner:
                 totals.setdefault(stage, StageIO()).add(io)
         return totals
 
+    def finish(self, futures: list[Future]) -> None:
+        """Wait for tasks whose results are not needed (the first failure is raised): a finished task's
+        result is not fetched, which would cost a round trip to its worker per task."""
+        try:
+            for future in as_completed(futures):
+                if future.status != "finished":
+                    future.result()
+                future.release()
+        finally:
+            self.cancel(futures)
+            self.pending.difference_update(futures)
+
     def collect(self, futures: list[Future]) -> Iterator[T]:
         """Results of submitted tasks in completion order (the first failure is raised)."""
         try:

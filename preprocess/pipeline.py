@@ -235,8 +235,7 @@ class ShardRun:
             del node_degrees, labels, split
         tile_nnz = self.write_stage(runs, plan, scales, budget, transposed)
         with self.timed("features"):
-            for _ in self.stages.collect(feature_writes):
-                pass
+            self.stages.finish(feature_writes)
             for path in self.feature_spills:
                 spill.release(path)
         stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
@@ -435,8 +434,7 @@ class ShardRun:
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         with self.timed("write"):
             create_matrix_groups(self.store, sorted(tile_nnz))
-            for _ in self.stages.run("write tiles", write_tiles, work, plan):
-                pass
+            self.stages.finish(self.stages.submit("write tiles", write_tiles, work, plan))
         return tile_nnz
 
     def start_features(
