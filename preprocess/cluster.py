@@ -137,17 +137,19 @@ class StageRunner:
         yield from self.collect(self.submit(label, fn, items, *args))
 
     def submit(
-        self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any, background: bool = False
+        self, label: str, fn: Callable[..., T], items: Sequence[Any], *args: Any, priority: int = 0
     ) -> list[Future]:
-        """Start fn(item, *args) for every item; `background` tasks run only when a worker has no other
-        task, filling the gaps of the stages submitted after them (collect them at the end)."""
+        """Start fn(item, *args) for every item (futures inside an item are passed as their results, once
+        done). Tasks of priority -1 (background) run only when a worker has no other task, filling the
+        gaps of the stages submitted after them (collect them at the end); tasks of priority 1 go ahead
+        of queued ones as soon as their inputs are done."""
         bar = self.progress.add_task(label, total=len(items))
         futures = self.client.map(
             Measured(fn, self.run_id, label),
             items,
             *[[a] * len(items) for a in args],
             pure=False,
-            priority=-1 if background else 0,
+            priority=priority,
         )
         for future in futures:
             future.add_done_callback(lambda _: self.progress.advance(bar))

@@ -3,9 +3,10 @@
 Stages: (scan: count nodes when the source declares none) -> (degrees: for --perm balanced, one
 map + dedupe pass with the identity permutation, giving exact degrees before permuting) -> map: read,
 orient, permute and bucket each edge chunk, spilling sorted runs -> dedupe: per run of partitions sort
-and drop duplicates, counting the degrees of A + I -> write: weight every entry with D^-1/2 . D^-1/2
-and write the tiles -> nodes: features, labels and splits in permuted order. Nothing that grows with
-the number of edges is ever held in memory outside one bounded chunk or run.
+and drop duplicates, counting the degrees of A + I (summed per tile row by tasks too) -> write: weight
+every entry with D^-1/2 . D^-1/2 and write the tiles, while this process writes labels, splits and
+permutations (nodes); features in permuted order fill the workers' idle moments throughout. Nothing
+that grows with the number of edges is ever held in memory outside one bounded chunk or run.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from gtool.preprocess.reducer import (
     TileWrite,
     batches,
     dedupe_batch,
+    tile_row_degrees,
     write_tiles,
 )
 from gtool.preprocess.resolve import resolve_source
@@ -223,7 +225,9 @@ class ShardRun:
             raise InputError(self.source.name, "empty graph: the source has no edges")
         runs, degrees = self.dedupe_stage(maps, plan, [m.matrix for m in matrices], budget, transposed)
         del maps
-        scales = self.scales(degrees, pr, pc)
+        with self.timed("write"):
+            scales = self.scales(degrees, pr, pc)
+            tile_nnz, tile_writes = self.start_write_stage(runs, plan, scales, budget, transposed)
         with self.timed("nodes"):
             write_permutations(self.store, pr, pc)
             node_degrees = np.empty(n, dtype=np.int64)
@@ -233,7 +237,8 @@ class ShardRun:
             write_node_arrays(self.store, labels, split, pr, pc)
             node_meta = self.node_metadata(node_data, labels)
             del node_degrees, labels, split
-        tile_nnz = self.write_stage(runs, plan, scales, budget, transposed)
+        with self.timed("write"):
+            self.stages.finish(tile_writes)
         with self.timed("features"):
             self.stages.finish(feature_writes)
             for path in self.feature_spills:
@@ -375,16 +380,23 @@ class ShardRun:
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
         runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
         with self.timed("dedupe"):
-            for done in self.stages.run("sort + dedupe", dedupe_batch, batches(tasks, sizes, cap), plan):
+            grouped = batches(tasks, sizes, cap)
+            deduped = self.stages.submit("sort + dedupe", dedupe_batch, grouped, plan)
+            counted: dict[int, list[Future]] = {i: [] for i in range(plan.tiles)}
+            for future, group in zip(deduped, grouped, strict=True):
+                for i in sorted({t.i for t in group if t.count_rows}):
+                    counted[i].append(future)
+            rows = [(i, tuple(futures)) for i, futures in counted.items()]
+            out = f"{self.scratch.path}/degrees"
+            summed = self.stages.submit("count degrees", tile_row_degrees, rows, plan, out, priority=1)
+            for done in self.stages.collect(deduped):
                 for result in done:
-                    if result.row_counts is not None:
-                        counts = spill.load(result.row_counts)
-                        start = result.task.i * plan.tile_size + result.row_start
-                        degrees[start : start + counts.size] += counts
-                        del counts
-                        spill.release(result.row_counts)
-                        result.row_counts = None
                     runs[result.task.matrix].append(result)
+            for path in self.stages.collect(summed):
+                i = int(Path(path).stem)
+                slab = spill.load(path)
+                degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
+                spill.release(path)
         for mapped in maps:
             for f in mapped.files.values():
                 spill.release(f)
@@ -399,16 +411,17 @@ class ShardRun:
         by_node[pr] = scale_r
         return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(by_node[pc], "scale", "c.npy")
 
-    def write_stage(
+    def start_write_stage(
         self,
         runs: dict[int, list[DedupeResult]],
         plan: PartitionPlan,
         scales: tuple[str, str] | None,
         budget: Budget,
         transposed: bool,
-    ) -> dict[int, np.ndarray]:
-        """Write every tile of every matrix (A1 from A0's runs when `transposed`); returns the T x T
-        nonzero counts per matrix."""
+    ) -> tuple[dict[int, np.ndarray], list[Future]]:
+        """Start writing every tile of every matrix (A1 from A0's runs when `transposed`), so that this
+        process writes the node arrays meanwhile; returns the T x T nonzero counts per matrix and the
+        write tasks."""
         tasks, tile_nnz = [], {}
         total = sum(r.nnz for results in runs.values() for r in results) * (2 if transposed else 1)
         cap = budget.group_entries(total)
@@ -432,10 +445,8 @@ class ShardRun:
                 paths = tuple(p.task.out for p in parts)
                 tasks.append(TileWrite(1, i, j, paths, int(tile_nnz[1][i, j]), row_scale, col_scale, rows))
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
-        with self.timed("write"):
-            create_matrix_groups(self.store, sorted(tile_nnz))
-            self.stages.finish(self.stages.submit("write tiles", write_tiles, work, plan))
-        return tile_nnz
+        create_matrix_groups(self.store, sorted(tile_nnz))
+        return tile_nnz, self.stages.submit("write tiles", write_tiles, work, plan)
 
     def start_features(
         self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget
@@ -449,17 +460,15 @@ class ShardRun:
         metadata = create_features(self.store, n, features.num_features)
         if not features.on_disk:
             tasks = feature_tasks(self.store, pc_path, metadata)
-            return self.stages.submit(
-                "permute features", write_feature_rows, tasks, features, background=True
-            )
+            return self.stages.submit("permute features", write_feature_rows, tasks, features, priority=-1)
         piece = budget.feature_piece_bytes(4 * n * features.num_features)
         shuffle = plan_shuffle(self.store, metadata, ipc, pc_path, str(self.scratch.path), piece)
         blocks = list(range(shuffle.blocks))
         self.feature_spills = [shuffle.block_file(b) for b in blocks]
-        routed = self.stages.submit("route features", route_block, blocks, shuffle, features, background=True)
+        routed = self.stages.submit("route features", route_block, blocks, shuffle, features, priority=-1)
         buckets = list(range(shuffle.buckets))
         assembled = self.stages.submit(
-            "assemble features", assemble_bucket, buckets, shuffle, routed, background=True
+            "assemble features", assemble_bucket, buckets, shuffle, routed, priority=-1
         )
         return routed + assembled
 

@@ -99,6 +99,21 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     return DedupeResult(task, int(keys.size), row_start, counts, slab_counts)
 
 
+def tile_row_degrees(item: tuple[int, tuple[list[DedupeResult], ...]], plan: PartitionPlan, out: str) -> str:
+    """Sum the row counts of the A0 runs of tile row i (spilled by the dedupe tasks, which are done
+    with them) into the degrees of its rows; returns the spill file of those degrees (int64)."""
+    i, done = item
+    degrees = np.zeros(plan.tile_rows(i), dtype=np.int64)
+    for result in (r for results in done for r in results):
+        if result.task.i == i and result.row_counts is not None:
+            counts = spill.load(result.row_counts)
+            degrees[result.row_start : result.row_start + counts.size] += counts
+            spill.release(result.row_counts)
+    path = f"{out}/{i}.npy"
+    spill.save_to(degrees, path)
+    return path
+
+
 @dataclass(frozen=True)
 class TileWrite:
     """Tile (i, j) of a matrix from deduplicated runs, weighted by row/column scales.
