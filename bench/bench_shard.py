@@ -93,11 +93,24 @@ def timed_run(source: str, workers: int, extra: list[str], settle: float) -> dic
     return run
 
 
+WARM_UP = "rmat:12:4"
+
+
+def compile_kernels() -> None:
+    """One small shard, untimed: numba compiles the kernels into its on-disk cache the first time they run
+    after an install, which would otherwise land on the first count timed alone (a machine that has
+    sharded once has them compiled)."""
+    print(f"untimed: gtool shard {WARM_UP} (compiles the kernels once)", flush=True)
+    measured(gtool_shard(WARM_UP, 4, []))
+    shutil.rmtree(store_of(WARM_UP), ignore_errors=True)
+
+
 def sweep(source: str, counts: list[int], extra: list[str], rounds: int, settle: float) -> list[dict]:
     """`gtool shard SOURCE --tiles 16x16` at each worker count, `rounds` times with the counts taking
     turns (a slow spell of a shared machine then hits every count alike): per count the medians of the
     wall time, of the stage sum, of the fixed time outside the stages and of every stage, the largest
     peak, and the speed-up of the median wall over the first count's."""
+    compile_kernels()
     runs: dict[int, list[dict]] = {w: [] for w in counts}
     for round_ in range(rounds):
         for w in counts:

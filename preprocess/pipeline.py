@@ -15,6 +15,7 @@ import datetime as dt
 import logging
 import os
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -389,10 +390,12 @@ class ShardRun:
             rows = [(i, tuple(futures)) for i, futures in counted.items()]
             out = f"{self.scratch.path}/degrees"
             summed = self.stages.submit("count degrees", tile_row_degrees, rows, plan, out, priority=1)
-            for done in self.stages.collect(deduped):
+            deduped_runs: Iterator[list[DedupeResult]] = self.stages.collect(deduped)
+            for done in deduped_runs:
                 for result in done:
                     runs[result.task.matrix].append(result)
-            for path in self.stages.collect(summed):
+            row_degrees: Iterator[str] = self.stages.collect(summed)
+            for path in row_degrees:
                 i = int(Path(path).stem)
                 slab = spill.load(path)
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab

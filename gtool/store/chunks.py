@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import zarr
 from zarr.codecs import Crc32cCodec
+from zarr.core.chunk_key_encodings import DefaultChunkKeyEncoding
 from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
 
@@ -110,12 +111,17 @@ def absent_chunks(array: zarr.Array, keys: set[str]) -> tuple[list[tuple[int, ..
     return first, missing
 
 
-def stored_chunk_rows(array: zarr.Array, keys: set[str]) -> np.ndarray:
+def stored_chunk_rows(array: zarr.Array, keys: set[str]) -> np.ndarray | None:
     """Sorted indices, along the first axis, of the chunk rows holding at least one chunk file in `keys` (a
-    `stored_keys` listing)."""
-    prefix = f"{array.store_path.path}/c{array.metadata.chunk_key_encoding.separator}"
-    separator = array.metadata.chunk_key_encoding.separator
-    rows = {int(key[len(prefix) :].split(separator, 1)[0]) for key in keys if key.startswith(prefix)}
+    `stored_keys` listing); None for chunk keys not in zarr's default encoding (gtool writes that one)."""
+    metadata = array.metadata
+    if array.ndim == 0 or not isinstance(metadata, ArrayV3Metadata):
+        return None
+    encoding = metadata.chunk_key_encoding
+    if not isinstance(encoding, DefaultChunkKeyEncoding):
+        return None
+    start, separator = f"{array.store_path.path}/c{encoding.separator}", encoding.separator
+    rows = {int(key[len(start) :].split(separator, 1)[0]) for key in keys if key.startswith(start)}
     return np.array(sorted(rows), dtype=np.int64)
 
 
