@@ -4,7 +4,8 @@ The first signal raises Terminated (SIGTERM) or KeyboardInterrupt (SIGINT) in th
 unwinds through its own cleanup. Python drops an exception raised where it ignores errors (a callback
 during an import, a finalizer), and a run can then go on or hang; so the first signal also starts a
 watchdog that, if the process still runs GRACE_SECONDS later, runs the registered cleanups itself and
-exits. A second signal does that at once.
+exits (a second signal does that at once); and before it publishes, the run checks that no signal came
+(`check`), so that a dropped exception cannot let a signalled run end as a success.
 """
 
 from __future__ import annotations
@@ -52,9 +53,15 @@ class Interrupts:
             self.abandon(signum)
         self.received = signum
         threading.Thread(target=self.abandon_later, args=(signum,), daemon=True).start()
-        if signum == signal.SIGTERM:
-            raise Terminated(f"terminated by {signal.Signals(signum).name}")
-        raise KeyboardInterrupt
+        self.check()
+
+    def check(self) -> None:
+        """Raise what a signal received raises (Terminated for SIGTERM, else KeyboardInterrupt), again: the
+        run calls this before it publishes, so that a signal whose exception Python dropped still ends it."""
+        if self.received == signal.SIGTERM:
+            raise Terminated(f"terminated by {signal.Signals(self.received).name}")
+        if self.received is not None:
+            raise KeyboardInterrupt
 
     def abandon_later(self, signum: int) -> None:
         time.sleep(GRACE_SECONDS)

@@ -244,6 +244,25 @@ def test_two_runs_on_one_output_one_wins_the_other_is_told(tmp_path: Path) -> No
         assert leftovers(out.parent) == []
 
 
+def test_a_signal_whose_exception_was_dropped_is_raised_again_before_publishing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A flaky run exited 0 with its store after SIGTERM: Python had dropped the handler's exception."""
+    from gtool.errors import Terminated
+    from gtool.preprocess import interrupts
+
+    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
+    with interrupts.Interrupts() as watch:
+        watch.check()  # no signal: nothing
+        with pytest.raises(Terminated):
+            watch.handle(signal.SIGTERM, None)
+        with pytest.raises(Terminated, match="terminated by SIGTERM"):
+            watch.check()
+    watch.received = signal.SIGINT
+    with pytest.raises(KeyboardInterrupt):
+        watch.check()
+
+
 def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
