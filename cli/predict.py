@@ -8,8 +8,10 @@ import typer
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
+from gtool.store.reader import open_store
 from gtool.trainer.config import RuntimeConfig
 
+from .autogrid import auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
@@ -28,8 +30,14 @@ def predict(
     ),
     output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
     grid: str = typer.Option(
-        "1x1x1", help="Process grid GXxGYxGZ of the forward pass (any, whatever trained)."
+        "1x1x1",
+        help="Process grid GXxGYxGZ of the forward pass (any, whatever trained), or auto: the grid gtool "
+        "plan finds fastest for training the model on the ranks (whose forward this is).",
     ),
+    ranks: int = typer.Option(
+        None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
+    ),
+    plan_profile: str = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate)."),
     embeddings: bool = typer.Option(
         False, "--embeddings", help="Also write the last hidden layer (the last layer's input)."
     ),
@@ -42,17 +50,22 @@ def predict(
 
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
+    from gtool.plan.model.planner import PlanRequest
     from gtool.trainer.launch import RankFailed
+    from gtool.trainer.predict import checkpoint_model, prediction_job
     from gtool.trainer.predict import predict as run_prediction
-    from gtool.trainer.predict import prediction_job
 
     try:
-        gx, gy, gz = parse_dims(grid, 3, "--grid")
-        dims = (gx, gy, gz)
         runtime = RuntimeConfig(**options)
+        if grid == "auto":
+            model = checkpoint_model(checkpoint)
+            _, grid, _ = auto_grid(open_store(store), ranks, plan_profile, lambda p: PlanRequest(p, model))
+        else:
+            refuse_ranks(ranks)
+        gx, gy, gz = parse_dims(grid, 3, "--grid")
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    job = prediction_job(store, checkpoint, output, dims, runtime, embeddings, overwrite)
+    job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite)
     try:
         run_prediction(job)
     except RankFailed as error:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -11,37 +10,13 @@ from rich.markup import escape
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
-from gtool.store.reader import Store, open_store
+from gtool.store.reader import open_store
 from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
+from .autogrid import auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import given_on_command_line, with_options
-
-if TYPE_CHECKING:
-    from gtool.plan.model.planner import PlanRequest
-
-
-def auto_grid(
-    store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
-) -> tuple[int, str, str]:
-    """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
-    or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
-    rank plans alike, so every rank finds the same)."""
-    from gtool.plan.model.auto import choose_layout
-    from gtool.trainer.launch import environment_rank
-
-    env = environment_rank()
-    if env is not None and env.world_size > 1:
-        if ranks is not None and ranks != env.world_size:
-            raise GtoolError(f"--ranks {ranks} but {env.launcher} started {env.world_size} ranks")
-        ranks = env.world_size
-    if ranks is None:
-        raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
-    replicas, grid, why = choose_layout(store, request(ranks), profile)
-    if env is None or env.rank == 0:
-        console.print(why, highlight=False, soft_wrap=True)
-    return replicas, "x".join(map(str, grid.dims)), grid.placement
 
 
 @reports_errors
@@ -94,8 +69,8 @@ def train(
                 ),
             )
             config = config.replace(placement=placement)
-        elif ranks is not None:
-            raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
+        else:
+            refuse_ranks(ranks)
         config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
     except ValueError as error:
         raise GtoolError(str(error)) from None

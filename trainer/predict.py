@@ -56,6 +56,24 @@ class PredictJob:
     overwrite: bool = False
 
 
+def model_manifest(checkpoint: str) -> dict:
+    """The manifest of the latest checkpoint in `checkpoint`, which must record the model's options."""
+    manifest = latest_manifest(Path(checkpoint))
+    if manifest is None:
+        raise CheckpointError(f"{checkpoint}: no checkpoint (latest.json) there; train with --checkpoint DIR")
+    if not manifest.get("model"):
+        raise CheckpointError(
+            f"{manifest['path']}: the manifest does not record the model's options (written by an older "
+            "gtool train); train again to predict from it"
+        )
+    return manifest
+
+
+def checkpoint_model(checkpoint: str) -> ModelConfig:
+    """The model a checkpoint folder's latest checkpoint was trained with."""
+    return ModelConfig(**model_manifest(checkpoint)["model"])
+
+
 def prediction_job(
     store: str,
     checkpoint: str,
@@ -67,14 +85,7 @@ def prediction_job(
 ) -> PredictJob:
     """The job, with every problem found before a rank starts: no checkpoint, one of another store's
     shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`."""
-    manifest = latest_manifest(Path(checkpoint))
-    if manifest is None:
-        raise CheckpointError(f"{checkpoint}: no checkpoint (latest.json) there; train with --checkpoint DIR")
-    if not manifest.get("model"):
-        raise CheckpointError(
-            f"{manifest['path']}: the manifest does not record the model's options (written by an older "
-            "gtool train); train again to predict from it"
-        )
+    manifest = model_manifest(checkpoint)
     model = ModelConfig(**manifest["model"])
     opened = open_store(store)
     shape = manifest["shape"]

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 import torch
 import zarr
+from typer.testing import CliRunner
 
+from gtool.cli.main import app
 from gtool.store.chunks import has_checksums
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
@@ -132,3 +134,19 @@ def test_command_line_predicts_and_refuses_what_it_cannot(runs: tuple, tmp_path:
     )
     assert failed.returncode == 2 and "rank-00003.pt is missing" in failed.stderr
     np.testing.assert_array_equal(zarr.open_group(str(out), mode="r")["logits"][:], want)
+
+
+def test_grid_auto_predicts_on_the_planned_grid_of_the_ranks(
+    runs: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--grid auto --ranks P`: gtool plan's grid of P ranks for the checkpoint's model; --ranks alone is
+    refused."""
+    config = runs[1]["float32"]
+    jobs: list = []
+    monkeypatch.setattr("gtool.trainer.predict.predict", jobs.append)
+    args = ["predict", config.store, "--checkpoint", config.runtime.checkpoint, "-o", str(tmp_path / "p")]
+    done = CliRunner().invoke(app, [*args, "--grid", "auto", "--ranks", "4"])
+    assert done.exit_code == 0, done.output
+    assert "--grid auto chose" in done.output and np.prod(jobs[0].config.grid) == 4
+    alone = CliRunner().invoke(app, [*args, "--ranks", "4"])
+    assert alone.exit_code == 2 and "--ranks goes with --grid auto" in alone.output

@@ -1,0 +1,42 @@
+"""`--grid auto` of `gtool train` and `gtool predict`: gtool plan's best layout for the run's ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gtool.errors import GtoolError
+from gtool.store.reader import Store
+
+from .common import console
+
+if TYPE_CHECKING:
+    from gtool.plan.model.planner import PlanRequest
+
+
+def auto_grid(
+    store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
+) -> tuple[int, str, str]:
+    """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
+    or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
+    rank plans alike, so every rank finds the same)."""
+    from gtool.plan.model.auto import choose_layout
+    from gtool.trainer.launch import environment_rank
+
+    env = environment_rank()
+    if env is not None and env.world_size > 1:
+        if ranks is not None and ranks != env.world_size:
+            raise GtoolError(f"--ranks {ranks} but {env.launcher} started {env.world_size} ranks")
+        ranks = env.world_size
+    if ranks is None:
+        raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
+    replicas, grid, why = choose_layout(store, request(ranks), profile)
+    if env is None or env.rank == 0:
+        console.print(why, highlight=False, soft_wrap=True)
+    return replicas, "x".join(map(str, grid.dims)), grid.placement
+
+
+def refuse_ranks(ranks: int | None) -> None:
+    """An explicit grid names its ranks: --ranks is only for --grid auto."""
+    if ranks is not None:
+        raise GtoolError("--ranks goes with --grid auto (a grid names its ranks)")
