@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import typer
+
 from gtool.errors import GtoolError
 from gtool.store.reader import Store
 
@@ -12,6 +14,12 @@ from .common import console
 
 if TYPE_CHECKING:
     from gtool.plan.model.planner import PlanRequest
+
+RANKS = typer.Option(
+    None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
+)
+PLAN_PROFILE = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate).")
+"""The options that go with --grid auto."""
 
 
 def auto_grid(

@@ -11,7 +11,7 @@ from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
 from gtool.trainer.config import RuntimeConfig
 
-from .autogrid import auto_grid, refuse_ranks
+from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
@@ -34,10 +34,8 @@ def predict(
         help="Process grid GXxGYxGZ of the forward pass (any, whatever trained), or auto: the grid gtool "
         "plan finds fastest for training the model on the ranks (whose forward this is).",
     ),
-    ranks: int = typer.Option(
-        None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
-    ),
-    plan_profile: str = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate)."),
+    ranks: int = RANKS,
+    plan_profile: str = PLAN_PROFILE,
     embeddings: bool = typer.Option(
         False, "--embeddings", help="Also write the last hidden layer (the last layer's input)."
     ),

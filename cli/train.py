@@ -14,7 +14,7 @@ from gtool.store.reader import open_store
 from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
-from .autogrid import auto_grid, refuse_ranks
+from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import given_on_command_line, with_options
 
@@ -29,10 +29,8 @@ def train(
         help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
         "(with --batch-size, the replicas too, unless --data-parallel is given).",
     ),
-    ranks: int = typer.Option(
-        None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
-    ),
-    plan_profile: str = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate)."),
+    ranks: int = RANKS,
+    plan_profile: str = PLAN_PROFILE,
     **options: Any,
 ) -> None:
     """Train a GCN with 3D tensor parallelism (Plexus) on GXxGYxGZ ranks.
