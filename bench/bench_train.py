@@ -245,7 +245,8 @@ def run(args: argparse.Namespace) -> list[dict]:
     print_table([row for row in rows if "step_seconds" not in row], args)
     if args.batch_size is not None:
         print_minibatch_table(rows, args)
-    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}.json"
+    order = "" if args.layer_order == "auto" else f"-{args.layer_order}"
+    summary = RESULTS / f"bench_train-rmat{args.scale}-{args.edge_factor}-{args.device}{order}.json"
     arguments = {k: v for k, v in vars(args).items() if k not in ("reference_child", "pyg_child")}
     summary.write_text(json.dumps({"args": arguments, "rows": rows}, indent=2))
     return rows

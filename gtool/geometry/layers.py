@@ -36,6 +36,11 @@ def layer_orders(layers: int | Sequence[bool]) -> LayerOrders:
     return orders
 
 
+def row_axis(roles: Roles, transform_first: bool) -> int:
+    """The axis whose band a layer's adjacency rows and output rows are: a, or c transform-first."""
+    return roles[2] if transform_first else roles[0]
+
+
 def narrowing_layers(widths: Sequence[int]) -> LayerOrders:
     """Transform-first exactly in the layers whose output is narrower than their input (D_l+1 < D_l)."""
     return tuple(after < before for before, after in zip(widths[:-1], widths[1:], strict=False))
@@ -106,7 +111,7 @@ class LayerGeometry:
     @property
     def row_axis(self) -> int:
         """The axis whose band the adjacency rows and the output rows are: a, or c transform-first."""
-        return self.roles[2] if self.transform_first else self.roles[0]
+        return row_axis(self.roles, self.transform_first)
 
     @property
     def out_col_axis(self) -> int:
@@ -170,7 +175,7 @@ def rank_layers(
     geometry = []
     for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
         a, b, c = roles
-        rows = c if transform_first else a
+        rows = row_axis(roles, transform_first)
         geometry.append(
             LayerGeometry(
                 layer=layer,
