@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.package_tree import REPO, package_tree, run_in_tree
+from tests.support.package_tree import REPO, package_dirs, package_tree, run_in_tree
 
 pytestmark = pytest.mark.integration  # the tools run as processes
 
@@ -20,6 +20,11 @@ def tool(name: str) -> str:
     if found is None:
         pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
     return found
+
+
+def test_gtool_links_every_room_so_that_the_tools_see_the_whole_package() -> None:
+    rooms = {name.split(".")[1]: folder for name, folder in package_dirs().items() if name.count(".") == 1}
+    assert rooms and all((REPO / "gtool" / room).resolve() == folder for room, folder in rooms.items())
 
 
 def test_import_contracts_hold(tmp_path: Path) -> None:
