@@ -144,6 +144,7 @@ def shard_locked(
             ):
                 stages.on_every_worker(compiled.warm)
                 summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
+                scratch.start_cleanup()
                 interrupts.check()
                 staged.publish()
     except BaseException:

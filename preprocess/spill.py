@@ -9,6 +9,7 @@ import mmap as mmap_module
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,6 +33,7 @@ class SpillDir:
         self.path = parent / f".{near.name}.spill-{tag}"
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
+        self._removal: threading.Thread | None = None
 
     def file(self, *parts: str) -> str:
         """Path of a spill file, creating its folder."""
@@ -45,7 +47,20 @@ class SpillDir:
         save_to(array, path)
         return path
 
+    def start_cleanup(self) -> None:
+        """Start removing the folder in a thread, once the run is done with it: the unlinking then
+        overlaps what is left to do (publishing, stopping the cluster); cleanup() waits for it."""
+        if self._removal is None:
+            self._removal = threading.Thread(target=self._remove, name="gtool-spill-cleanup", daemon=True)
+            self._removal.start()
+
     def cleanup(self) -> None:
+        """Remove the folder (waiting for a removal already started)."""
+        if self._removal is not None:
+            self._removal.join()
+        self._remove()
+
+    def _remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
 

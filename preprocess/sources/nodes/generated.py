@@ -41,10 +41,23 @@ def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
 def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:
     """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes."""
     n = degrees.shape[0]
-    order = np.argsort(degrees, kind="stable")
+    order = degree_order(degrees)
     labels = np.empty(n, dtype=np.int64)
     labels[order] = np.arange(n, dtype=np.int64) * num_classes // max(n, 1)
     return labels
+
+
+def degree_order(degrees: np.ndarray) -> np.ndarray:
+    """Node ids by degree, ties by id: np.argsort(degrees, kind="stable"), by numpy's radix sort (2-3x
+    faster than its merge sort of int64) on the degrees capped at 2^16 - 1, the few nodes at the cap
+    then ordered among themselves by their full degree."""
+    cap = np.iinfo(np.uint16).max
+    order = np.argsort(np.minimum(degrees, cap).astype(np.uint16), kind="stable")
+    hubs = np.count_nonzero(degrees >= cap)
+    if hubs:
+        tail = order[-hubs:]
+        order[-hubs:] = tail[np.argsort(degrees[tail], kind="stable")]
+    return order
 
 
 def random_split(num_nodes: int, seed: int, fractions: tuple[float, float] = (0.6, 0.2)) -> np.ndarray:
