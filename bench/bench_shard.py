@@ -80,8 +80,8 @@ def nonzeros(spec: str) -> int:
 
 def timed_run(source: str, workers: int, extra: list[str], settle: float) -> dict:
     """One run of the sweep: wall time and peak of the command, and from its summary the seconds of each
-    stage, their sum and the rest of the wall time (the fixed cost outside the stages: start-up, imports,
-    the cluster's start, permutations, publishing, shutting down)."""
+    stage (the cluster's start and stop and the permutations among them), their sum and the rest of the
+    wall time (the fixed cost outside the stages: start-up, imports, publishing, exiting)."""
     report = RESULTS / "sweep_report.json"
     report.unlink(missing_ok=True)
     command = gtool_shard(source, 16, ["--workers", str(workers), *extra], settle, report)

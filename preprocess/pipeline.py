@@ -138,15 +138,19 @@ def shard_locked(
     try:
         with HighWater(scratch.path) as high_water:
             prepared = prepare_source(source, work_dir(options, scratch), console, options.progress)
+            starting = time.perf_counter()
             with (
                 dask_engine(options.scheduler, workers, limit) as engine,
                 StageRunner(engine.client, console, options.progress) as stages,
             ):
+                cluster_seconds = time.perf_counter() - starting
                 stages.on_every_worker(compiled.warm)
                 summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
                 scratch.start_cleanup()
                 interrupts.check()
                 staged.publish()
+                stopping = time.perf_counter()
+            cluster_seconds += time.perf_counter() - stopping
     except BaseException:
         try:
             staged.discard()
@@ -157,8 +161,8 @@ def shard_locked(
         scratch.cleanup()
     summary.store = output
     summary.prepared = prepared
-    summary.stage_seconds = {"prepare": prepared.seconds, **summary.stage_seconds}
-    summary.seconds += prepared.seconds
+    summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}
+    summary.seconds += prepared.seconds + cluster_seconds
     summary.bytes_written = stored_bytes(staged.target)
     summary.peak_rss_mb = high_water.peak_rss_mb
     summary.spill_peak_bytes = high_water.peak_spill
@@ -215,11 +219,12 @@ class ShardRun:
         loops = [SelfLoops(a, min(a + chunk_edges, n)) for a in range(0, n, chunk_edges)]
         inputs: list[EdgeChunk] = [*chunks, *loops]
         known = self.original_degrees(inputs, plan, budget) if opts.perm in DEGREE_SCHEMES else None
-        pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
-        two = not np.array_equal(pr, pc)
+        with self.timed("permutations"):
+            pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
+            two = not np.array_equal(pr, pc)
+            ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
+            ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         transposed = two and not opts.directed
-        ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
-        ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         feature_writes = self.start_features(features, pc, ipc, budget)
         maps = self.map_stage(inputs, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
