@@ -16,9 +16,16 @@ from gtool.store import layout
 FEATURE_CHUNK_BYTES = 8 << 20
 
 
+FEATURE_TASKS_PER_WORKER = 32
+"""Feature chunks are grouped into about this many tasks per worker: a chunk takes tens of milliseconds,
+and Dask costs this process a few milliseconds per task (at 256 one-chunk tasks, a fifth of a core
+while the workers write features)."""
+
+
 @dataclass(frozen=True)
 class FeatureRows:
-    """Rows [start, stop) of the permuted feature matrix, X'[i] = X[pc[i]]: one chunk of the array."""
+    """Rows [start, stop) of the permuted feature matrix, X'[i] = X[pc[i]]: whole chunks of the array,
+    written one after the other."""
 
     start: int
     stop: int
@@ -40,21 +47,27 @@ def create_features(store: str, num_nodes: int, num_features: int) -> ArrayV3Met
     return metadata
 
 
-def feature_tasks(store: str, pc: str, metadata: ArrayV3Metadata) -> list[FeatureRows]:
-    """One write task per chunk of nodes/features (a block of rows)."""
+def feature_tasks(store: str, pc: str, metadata: ArrayV3Metadata, workers: int) -> list[FeatureRows]:
+    """The write tasks of nodes/features: runs of whole chunks, about FEATURE_TASKS_PER_WORKER for each of
+    `workers` workers (one chunk each when there are fewer chunks)."""
     num_nodes, rows = metadata.shape[0], metadata.chunks[0]
-    return [FeatureRows(a, min(a + rows, num_nodes), pc, store, metadata) for a in range(0, num_nodes, rows)]
+    chunks = -(-num_nodes // rows)
+    step = rows * max(1, chunks // (FEATURE_TASKS_PER_WORKER * workers))
+    return [FeatureRows(a, min(a + step, num_nodes), pc, store, metadata) for a in range(0, num_nodes, step)]
 
 
 def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
-    """Gather the original rows of one permuted block (in sorted order) and write them as its chunk."""
-    ids = np.asarray(spill.load(task.pc)[task.start : task.stop])
-    order = np.argsort(ids, kind="stable")
-    block = np.empty((ids.size, features.num_features), dtype=np.float32)
-    block[order] = features.read_rows(ids[order])
-    chunk = task.start // task.metadata.chunks[0]
-    write_chunk(ChunkSink(task.store), layout.FEATURES, task.metadata, chunk, block)
-    return block.nbytes
+    """Gather the original rows of each permuted chunk of the task (in sorted order) and write them as
+    that chunk, one chunk at a time."""
+    rows, sink, written = task.metadata.chunks[0], ChunkSink(task.store), 0
+    for start in range(task.start, task.stop, rows):
+        ids = np.asarray(spill.load(task.pc)[start : min(start + rows, task.stop)])
+        order = np.argsort(ids, kind="stable")
+        block = np.empty((ids.size, features.num_features), dtype=np.float32)
+        block[order] = features.read_rows(ids[order])
+        write_chunk(sink, layout.FEATURES, task.metadata, start // rows, block)
+        written += block.nbytes
+    return written
 
 
 def write_node_arrays(

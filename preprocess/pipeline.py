@@ -469,7 +469,7 @@ class ShardRun:
         n = pc.shape[0]
         metadata = create_features(self.store, n, features.num_features)
         if not features.on_disk:
-            tasks = feature_tasks(self.store, pc_path, metadata)
+            tasks = feature_tasks(self.store, pc_path, metadata, self.concurrency)
             return self.stages.submit("permute features", write_feature_rows, tasks, features, priority=-1)
         piece = budget.feature_piece_bytes(4 * n * features.num_features)
         shuffle = plan_shuffle(self.store, metadata, ipc, pc_path, str(self.scratch.path), piece)

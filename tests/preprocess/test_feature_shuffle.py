@@ -19,7 +19,7 @@ from gtool.preprocess.feature_shuffle import (
     plan_shuffle,
     route_block,
 )
-from gtool.preprocess.node_writer import FeatureRows, write_feature_rows
+from gtool.preprocess.node_writer import feature_tasks, write_feature_rows
 from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.nodes.files import FeatureArray
@@ -63,10 +63,10 @@ def test_route_and_assemble_write_the_gathers_chunks_byte_for_byte(tmp_path, dty
     gathered = tmp_path / "gathered"
     ChunkSink(str(gathered)).put_array(layout.FEATURES, metadata)
     pc_path = str(tmp_path / "pc.npy")
-    for start in range(0, 1003, 7):
-        write_feature_rows(
-            FeatureRows(start, min(start + 7, 1003), pc_path, str(gathered), metadata), features
-        )
+    tasks = feature_tasks(str(gathered), pc_path, metadata, workers=1)
+    assert [t.stop - t.start for t in tasks] == [28] * 35 + [23]  # 4 chunks a task: 144 chunks, 32 a worker
+    for task in tasks:
+        write_feature_rows(task, features)
     assert chunk_files(store) == chunk_files(gathered)
     assert len(chunk_files(store)) == 1003 // 7 + 2  # every chunk and zarr.json
 
