@@ -112,9 +112,22 @@ def shard(
                 interrupts.on_abandon(lock.release)
             return shard_locked(source_spec, output, options, console, interrupts)
     except OSError as exc:
-        if (error := storage_error(exc, output)) is not None:
+        if (error := storage_error(exc, output, run_places(output, options))) is not None:
             raise error from None
         raise
+
+
+def run_places(output: str, options: ShardOptions) -> dict[str, str]:
+    """The local folders a run writes to, by what they are: the output's, --spill-dir, the cache."""
+    places: dict[str, str] = {}
+    if not is_url(output):
+        places["the output's folder"] = os.path.dirname(os.path.abspath(local_path(output)))
+    if options.spill_dir and not is_url(options.spill_dir):
+        places["--spill-dir"] = options.spill_dir
+    cache = options.cache_dir or str(default_cache_dir(options.root))
+    if not options.no_cache and os.path.isdir(cache):
+        places["the cache of extracted inputs"] = cache
+    return places
 
 
 def output_lock(output: str) -> AbstractContextManager:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -24,6 +25,7 @@ STORAGE_FAILURES = {
     errno.EPERM: "operation not permitted",
 }
 """OS errors that are the storage's, not gtool's: reported as one line, not a traceback."""
+DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 """numpy's OSError (no errno) when a file took fewer bytes than written to it (a full device)."""
 
@@ -47,18 +49,35 @@ def staging_path(location: str) -> str:
     return str(target.parent / f".{target.name}.partial")
 
 
-def storage_error(exc: OSError, output: str) -> GtoolError | None:
-    """The one-line error of a run that failed for lack of space or permission, else None."""
+def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
+    """The one-line error of a run that failed for lack of space or permission, else None.
+
+    An error that names no file is told where it happened: for a full device, the one of the run's
+    `places` (what -> folder: the output's, the spill folder, the cache) with the least space left."""
     if exc.errno in STORAGE_FAILURES:
         why = STORAGE_FAILURES[exc.errno]
     elif exc.errno is None and SHORT_WRITE.search(str(exc)):
         why = f"a short write ({exc}): the device is probably full"
     else:
         return None
-    where = exc.filename or output
+    full = exc.errno in DEVICE_FULL or exc.errno is None
+    where = exc.filename or (fullest(places or {}) if full else None) or output
     return GtoolError(
         f"{where}: {why}; nothing was published to {output} (a store that was there is unchanged)"
     )
+
+
+def fullest(places: dict[str, str]) -> str | None:
+    """'FOLDER (WHAT, N MB free ...)' of the place with the least space left (the first of equals), None
+    when none can be looked at. Asked once the run has removed its files: what they took is free again."""
+    left = {}
+    for what, folder in places.items():
+        with contextlib.suppress(OSError):
+            left[what] = (shutil.disk_usage(folder).free, folder)
+    if not left:
+        return None
+    what, (free, folder) = min(left.items(), key=lambda item: item[1][0])
+    return f"{folder} ({what}, {free // (1 << 20):,} MB free after removing this run's files)"
 
 
 def replaceable(fs: AbstractFileSystem, path: str) -> bool:

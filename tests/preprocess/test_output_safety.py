@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from gtool.cli.main import app
 from gtool.errors import GtoolError, StoreExistsError
-from gtool.preprocess import pipeline
+from gtool.preprocess import pipeline, staging
 from gtool.preprocess.output_lock import OutputLock, OutputLockedError
 from gtool.preprocess.staging import StagedOutput
 from gtool.store.reader import open_store
@@ -171,10 +172,26 @@ def test_storage_failures_are_one_error_line(
     code, output = shard_cli("grid:3x3", "-o", str(out), "--overwrite")
     assert code == 2 and "Traceback" not in output
     why = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system"}
-    assert f"error: {failure.filename or out}: {why.get(failure.errno, 'a short write')}" in output
+    where = failure.filename or f"{tmp_path} (the output's folder, "
+    assert f"error: {where}" in output
+    assert f"{why.get(failure.errno, 'a short write')}" in output
     assert f"nothing was published to {out}" in output
     assert zarr.open_group(str(out), mode="r").attrs["gtool"] == {"layout": 1, "complete": True}
     assert leftovers(tmp_path) == []
+
+
+def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypatch: pytest.MonkeyPatch):
+    free = {"/data/out": 900 << 30, "/scratch": 3 << 20, "/data/cache": 900 << 30}
+    monkeypatch.setattr(staging.shutil, "disk_usage", lambda folder: SimpleNamespace(free=free[folder]))
+    places = {"the output's folder": "/data/out", "--spill-dir": "/scratch", "the cache": "/data/cache"}
+    error = staging.storage_error(OSError("16384 requested and 4080 written"), "/data/out/s.zarr", places)
+    assert str(error).startswith("/scratch (--spill-dir, 3 MB free after removing this run's files): a short")
+    named = staging.storage_error(
+        OSError(errno.ENOSPC, "No space left", "/data/out/x"), "/data/out/s", places
+    )
+    assert str(named).startswith("/data/out/x: no space left on the device")
+    denied = staging.storage_error(OSError(errno.EACCES, "Permission denied"), "/data/out/s.zarr", places)
+    assert str(denied).startswith("/data/out/s.zarr: permission denied")
 
 
 @pytest.mark.integration
