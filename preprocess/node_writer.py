@@ -81,8 +81,8 @@ def write_node_arrays(
 
 def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
     """perm/r and perm/c as int64."""
-    create_array(store=store, name=layout.PERM_ROWS, data=pr.astype(np.int64), chunks=_chunks(pr))
-    create_array(store=store, name=layout.PERM_COLS, data=pc.astype(np.int64), chunks=_chunks(pc))
+    create_array(store=store, name=layout.PERM_ROWS, data=np.asarray(pr, np.int64), chunks=_chunks(pr))
+    create_array(store=store, name=layout.PERM_COLS, data=np.asarray(pc, np.int64), chunks=_chunks(pc))
 
 
 def _chunks(array: np.ndarray) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -250,14 +251,8 @@ class ShardRun:
             scales = self.scales(degrees, pr, pc)
             tile_nnz, tile_writes = self.start_write_stage(runs, plan, scales, budget, transposed)
         with self.timed("nodes"):
-            write_permutations(self.store, pr, pc)
-            node_degrees = np.empty(n, dtype=np.int64)
-            node_degrees[pr] = degrees
-            labels, num_classes = self.labels(node_data, node_degrees)
-            split = node_data.split if node_data.split is not None else random_split(n, opts.seed)
-            write_node_arrays(self.store, labels, split, pr, pc)
-            node_meta = self.node_metadata(node_data, labels)
-            del node_degrees, labels, split
+            num_classes, node_meta = self.write_node_data(node_data, pr, pc, degrees)
+        del degrees
         with self.timed("write"):
             self.stages.finish(tile_writes)
         with self.timed("features"):
@@ -335,6 +330,25 @@ class ShardRun:
             if array is not None and array.shape[0] != n:
                 raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")
         return data
+
+    def write_node_data(
+        self, data: NodeData, pr: np.ndarray, pc: np.ndarray, degrees: np.ndarray
+    ) -> tuple[int, tuple[LabelsInfo, str]]:
+        """Permutations, labels and splits into the store; returns the class count and the node metadata.
+
+        Two threads of this process (numpy's shuffle and sorts and the chunks' compression release the
+        GIL): one writes the permutations and draws the split while this one ranks the labels."""
+        with ThreadPoolExecutor(2, thread_name_prefix="gtool-nodes") as pool:
+            written = pool.submit(write_permutations, self.store, pr, pc)
+            drawn = pool.submit(random_split, pr.shape[0], self.options.seed) if data.split is None else None
+            node_degrees = np.empty(pr.shape[0], dtype=np.int64)
+            node_degrees[pr] = degrees
+            labels, num_classes = self.labels(data, node_degrees)
+            del node_degrees
+            split = data.split if drawn is None else drawn.result()
+            write_node_arrays(self.store, labels, split, pr, pc)
+            written.result()
+        return num_classes, self.node_metadata(data, labels)
 
     def node_metadata(self, data: NodeData, labels: np.ndarray) -> tuple[LabelsInfo, str]:
         """Where labels and split came from (a file, the source, or generated) and the labels' shape."""
