@@ -340,15 +340,18 @@ class ShardRun:
         GIL): one writes the permutations and draws the split while this one ranks the labels."""
         with ThreadPoolExecutor(2, thread_name_prefix="gtool-nodes") as pool:
             written = pool.submit(write_permutations, self.store, pr, pc)
-            drawn = pool.submit(random_split, pr.shape[0], self.options.seed) if data.split is None else None
+            split = pool.submit(self.split, data, pr.shape[0])
             node_degrees = np.empty(pr.shape[0], dtype=np.int64)
             node_degrees[pr] = degrees
             labels, num_classes = self.labels(data, node_degrees)
             del node_degrees
-            split = data.split if drawn is None else drawn.result()
-            write_node_arrays(self.store, labels, split, pr, pc)
+            write_node_arrays(self.store, labels, split.result(), pr, pc)
             written.result()
         return num_classes, self.node_metadata(data, labels)
+
+    def split(self, data: NodeData, n: int) -> np.ndarray:
+        """The source's split, else a seeded random 60/20/20 one."""
+        return data.split if data.split is not None else random_split(n, self.options.seed)
 
     def node_metadata(self, data: NodeData, labels: np.ndarray) -> tuple[LabelsInfo, str]:
         """Where labels and split came from (a file, the source, or generated) and the labels' shape."""
