@@ -27,6 +27,7 @@ import zarr
 from distributed import Future
 from rich.console import Console
 
+from gtool.cores import available_cores
 from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
@@ -236,8 +237,9 @@ class ShardRun:
         with self.timed("permutations"):
             pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
             two = not np.array_equal(pr, pc)
-            ipr = self.scratch.save(inverse(pr), "perm", "ipr.npy")
-            ipc = ipr if not two else self.scratch.save(inverse(pc), "perm", "ipc.npy")
+            threads = available_cores()
+            ipr = self.scratch.save(inverse(pr, threads), "perm", "ipr.npy")
+            ipc = ipr if not two else self.scratch.save(inverse(pc, threads), "perm", "ipc.npy")
         transposed = two and not opts.directed
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         feature_writes = self.start_features(features, pc, ipc, budget)
