@@ -71,6 +71,7 @@ from gtool.preprocess.sources.nodes.generated import (
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
+from gtool.preprocess.threaded import in_parts
 from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
 from gtool.store.metadata import (
@@ -448,10 +449,18 @@ class ShardRun:
         """D^-1/2 in pr order and in pc order, spilled for the write tasks (None for --norm none)."""
         if self.options.norm == "none":
             return None
-        scale_r = (1.0 / np.sqrt(degrees)).astype(np.float32)
-        by_node = np.empty_like(scale_r)
-        by_node[pr] = scale_r
-        return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(by_node[pc], "scale", "c.npy")
+        scale_r, by_node, scale_c = (np.empty(degrees.shape[0], dtype=np.float32) for _ in range(3))
+
+        def rows(start: int, stop: int) -> None:
+            scale_r[start:stop] = 1.0 / np.sqrt(degrees[start:stop])
+            by_node[pr[start:stop]] = scale_r[start:stop]
+
+        def columns(start: int, stop: int) -> None:
+            scale_c[start:stop] = by_node[pc[start:stop]]
+
+        in_parts(degrees.shape[0], available_cores(), rows)
+        in_parts(degrees.shape[0], available_cores(), columns)
+        return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(scale_c, "scale", "c.npy")
 
     def start_write_stage(
         self,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool.preprocess import permutation
+from gtool.preprocess import threaded
 from gtool.preprocess.permutation import inverse, make_permutations
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 1000, 10_007])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_inverse_by_threads_is_the_plain_inverse(n, threads, monkeypatch):
-    monkeypatch.setattr(permutation, "MIN_SCATTER", 64)  # threads for small arrays too
+    monkeypatch.setattr(threaded, "MIN_PART", 64)  # threads for small arrays too
     perm = np.random.default_rng(n).permutation(n)
     inv = inverse(perm, threads)
     assert inv.dtype == np.int32
