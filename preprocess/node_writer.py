@@ -11,6 +11,7 @@ from gtool.preprocess import spill
 from gtool.preprocess.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.preprocess.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
+from gtool.preprocess.threaded import gathered
 from gtool.store import layout
 
 FEATURE_CHUNK_BYTES = 8 << 20
@@ -71,12 +72,12 @@ def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
 
 
 def write_node_arrays(
-    store: str, labels: np.ndarray, split: np.ndarray, pr: np.ndarray, pc: np.ndarray
+    store: str, labels: np.ndarray, split: np.ndarray, pr: np.ndarray, pc: np.ndarray, threads: int = 1
 ) -> None:
-    """Labels and splits in pr order (.../r) and pc order (.../c)."""
+    """Labels and splits in pr order (.../r) and pc order (.../c), gathered by up to `threads` threads."""
     for order, perm in (("r", pr), ("c", pc)):
-        create_array(store=store, name=layout.LABELS[order], data=labels[perm], chunks=_chunks(labels))
-        create_array(store=store, name=layout.SPLIT[order], data=split[perm], chunks=_chunks(split))
+        for name, values in ((layout.LABELS[order], labels), (layout.SPLIT[order], split)):
+            create_array(store=store, name=name, data=gathered(values, perm, threads), chunks=_chunks(values))
 
 
 def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:

@@ -71,7 +71,7 @@ from gtool.preprocess.sources.nodes.generated import (
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
-from gtool.preprocess.threaded import in_parts
+from gtool.preprocess.threaded import gathered, in_parts
 from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
 from gtool.store.metadata import (
@@ -348,7 +348,7 @@ class ShardRun:
             node_degrees[pr] = degrees
             labels, num_classes = self.labels(data, node_degrees)
             del node_degrees
-            write_node_arrays(self.store, labels, split.result(), pr, pc)
+            write_node_arrays(self.store, labels, split.result(), pr, pc, available_cores())
             written.result()
         return num_classes, self.node_metadata(data, labels)
 
@@ -449,17 +449,14 @@ class ShardRun:
         """D^-1/2 in pr order and in pc order, spilled for the write tasks (None for --norm none)."""
         if self.options.norm == "none":
             return None
-        scale_r, by_node, scale_c = (np.empty(degrees.shape[0], dtype=np.float32) for _ in range(3))
+        scale_r, by_node = (np.empty(degrees.shape[0], dtype=np.float32) for _ in range(2))
 
         def rows(start: int, stop: int) -> None:
             scale_r[start:stop] = 1.0 / np.sqrt(degrees[start:stop])
             by_node[pr[start:stop]] = scale_r[start:stop]
 
-        def columns(start: int, stop: int) -> None:
-            scale_c[start:stop] = by_node[pc[start:stop]]
-
         in_parts(degrees.shape[0], available_cores(), rows)
-        in_parts(degrees.shape[0], available_cores(), columns)
+        scale_c = gathered(by_node, pc, available_cores())
         return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(scale_c, "scale", "c.npy")
 
     def start_write_stage(

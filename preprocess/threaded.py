@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 MIN_PART = 1 << 20
 """Positions a thread takes at least (fewer are not worth a thread)."""
 
@@ -20,3 +22,14 @@ def in_parts(n: int, threads: int, work: Callable[[int, int], object]) -> None:
     cuts = [n * k // parts for k in range(parts + 1)]
     with ThreadPoolExecutor(parts, thread_name_prefix="gtool-part") as pool:
         list(pool.map(work, cuts[:-1], cuts[1:]))
+
+
+def gathered(values: np.ndarray, index: np.ndarray, threads: int) -> np.ndarray:
+    """values[index] (along the first axis), gathered in parts by up to `threads` threads."""
+    out = np.empty(index.shape[:1] + values.shape[1:], dtype=values.dtype)
+
+    def gather(start: int, stop: int) -> None:
+        np.take(values, index[start:stop], axis=0, out=out[start:stop])
+
+    in_parts(index.shape[0], threads, gather)
+    return out

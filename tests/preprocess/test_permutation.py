@@ -1,4 +1,4 @@
-"""Permutations and their inverses: the same whatever the number of threads that scatter them."""
+"""Permutations, their inverses and gathers through them: the same whatever the number of threads."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from gtool.preprocess import threaded
 from gtool.preprocess.permutation import inverse, make_permutations
+from gtool.preprocess.threaded import gathered
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 1000, 10_007])
@@ -25,3 +26,12 @@ def test_double_permutations_are_numpys_two_draws():
     np.testing.assert_array_equal(pr, rng.permutation(1000))
     np.testing.assert_array_equal(pc, rng.permutation(1000))
     assert pr.dtype == pc.dtype == np.int64
+
+
+@pytest.mark.parametrize("shape", [(0,), (10_007,), (10_007, 3)])
+def test_gathered_by_threads_is_fancy_indexing(shape, monkeypatch):
+    monkeypatch.setattr(threaded, "MIN_PART", 64)
+    rng = np.random.default_rng(2)
+    values = rng.standard_normal(shape).astype(np.float32)
+    index = rng.permutation(shape[0])
+    np.testing.assert_array_equal(gathered(values, index, threads=3), values[index])

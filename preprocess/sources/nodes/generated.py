@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtool.cores import available_cores
+from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
 
@@ -39,12 +41,12 @@ def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
 
 
 def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:
-    """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes."""
+    """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes.
+
+    A node's rank is the inverse of the degree order, scattered by every core's thread."""
     n = degrees.shape[0]
-    order = degree_order(degrees)
-    labels = np.empty(n, dtype=np.int64)
-    labels[order] = np.arange(n, dtype=np.int64) * num_classes // max(n, 1)
-    return labels
+    rank = inverse(degree_order(degrees), available_cores())
+    return rank.astype(np.int64) * num_classes // max(n, 1)
 
 
 def degree_order(degrees: np.ndarray) -> np.ndarray:
