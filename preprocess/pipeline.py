@@ -48,6 +48,7 @@ from gtool.preprocess.output_lock import OutputLock
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.reducer import (
+    DedupedBatch,
     DedupeResult,
     DedupeTask,
     SpillSlice,
@@ -430,9 +431,9 @@ class ShardRun:
             rows = [(i, tuple(futures)) for i, futures in counted.items()]
             out = f"{self.scratch.path}/degrees"
             summed = self.stages.submit("count degrees", tile_row_degrees, rows, plan, out, priority=1)
-            deduped_runs: Iterator[list[DedupeResult]] = self.stages.collect(deduped)
-            for done in deduped_runs:
-                for result in done:
+            deduped_batches: Iterator[DedupedBatch] = self.stages.collect(deduped)
+            for batch in deduped_batches:
+                for result in batch.runs:
                     runs[result.task.matrix].append(result)
             row_degrees: Iterator[str] = self.stages.collect(summed)
             for path in row_degrees:

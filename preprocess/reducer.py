@@ -7,6 +7,7 @@ A symmetrized graph's A1 = Pc Â Pr^T is A0 transposed: its tiles are written fr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
@@ -43,14 +44,11 @@ class DedupeTask:
 
 @dataclass
 class DedupeResult:
-    """A deduplicated run: where it is, its size, (for A0) the spill file of its nonzeros per row of its
-    slab range (one int32 per row: a file, not a message, so no worker sends the parent O(N) bytes) and,
-    when A1 is written as A0 transposed, nonzeros per column slab (the row slabs of the transposed tile)."""
+    """A deduplicated run: where it is, its size and, when A1 is written as A0 transposed, nonzeros per
+    column slab (the row slabs of the transposed tile)."""
 
     task: DedupeTask
     nnz: int
-    row_start: int
-    row_counts: str | None
     column_slab_counts: np.ndarray | None = None
 
     @property
@@ -74,13 +72,58 @@ def batches(items: list, sizes: list[int], cap: int) -> list[list]:
     return [g for g in groups if g]
 
 
-def dedupe_batch(tasks: list[DedupeTask], plan: PartitionPlan) -> list[DedupeResult]:
-    """Several small dedupe tasks in one Dask task, one after the other."""
-    return [dedupe(t, plan) for t in tasks]
+@dataclass(frozen=True)
+class RowCounts:
+    """Nonzeros per row of rows [start, start + its size) of a tile row, summed over the A0 runs of one
+    batch, in a spill file (int64: a file, not a message, so no worker sends the parent O(N) bytes)."""
+
+    start: int
+    path: str
 
 
-def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
-    """Run one dedupe task; A0 runs also count nonzeros per row (the degrees of A + I)."""
+@dataclass
+class DedupedBatch:
+    """The runs of a batch of dedupe tasks and, per tile row its A0 runs are in, their row counts."""
+
+    runs: list[DedupeResult]
+    row_counts: dict[int, RowCounts]
+
+
+def dedupe_batch(tasks: list[DedupeTask], plan: PartitionPlan) -> DedupedBatch:
+    """Several small dedupe tasks in one Dask task, one after the other. The row counts of a tile row's A0
+    runs, which are consecutive tasks, are summed as they come and spilled once per tile row."""
+    runs, row_counts = [], {}
+    for (i, counted), group in groupby(tasks, key=lambda t: (t.i, t.count_rows)):
+        total, start, path = np.zeros(0, dtype=np.int64), 0, ""
+        for task in group:
+            run, counts, row_start = dedupe(task, plan)
+            runs.append(run)
+            if counts is not None:
+                total, start = added(total, start, counts, row_start)
+                path = f"{task.out.removesuffix('.npy')}.rows.npy"
+        if counted:
+            spill.save_to(total, path)
+            row_counts[i] = RowCounts(start, path)
+    return DedupedBatch(runs, row_counts)
+
+
+def added(total: np.ndarray, start: int, counts: np.ndarray, at: int) -> tuple[np.ndarray, int]:
+    """Counts of rows [start, start + total.size) plus counts of rows [at, at + counts.size), as (counts,
+    first row) over the union of both ranges."""
+    if total.size == 0:
+        return counts.astype(np.int64), at
+    first, end = min(start, at), max(start + total.size, at + counts.size)
+    if (first, end) != (start, start + total.size):
+        grown = np.zeros(end - first, dtype=np.int64)
+        grown[start - first : start - first + total.size] = total
+        total, start = grown, first
+    total[at - start : at - start + counts.size] += counts
+    return total, start
+
+
+def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndarray | None, int]:
+    """Run one dedupe task: its run, and for A0 its nonzeros per row (the degrees of A + I) from the row
+    it returns on."""
     from gtool.preprocess.compiled.shuffle import unique_counted
 
     parts = [spill.load(s.path)[s.start : s.stop] for s in task.slices if s.stop > s.start]
@@ -91,24 +134,20 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> DedupeResult:
     num_rows = max(0, row_stop - row_start) if task.count_rows else 0
     keys, rows, slabs = unique_counted(keys, plan, row_start, num_rows, task.count_column_slabs)
     spill.save_to(keys, task.out)
-    counts = None
-    if task.count_rows:
-        counts = task.out.removesuffix(".npy") + ".rows.npy"
-        spill.save_to(rows, counts)
     slab_counts = slabs if task.count_column_slabs else None
-    return DedupeResult(task, int(keys.size), row_start, counts, slab_counts)
+    return DedupeResult(task, int(keys.size), slab_counts), rows if task.count_rows else None, row_start
 
 
-def tile_row_degrees(item: tuple[int, tuple[list[DedupeResult], ...]], plan: PartitionPlan, out: str) -> str:
-    """Sum the row counts of the A0 runs of tile row i (spilled by the dedupe tasks, which are done
-    with them) into the degrees of its rows; returns the spill file of those degrees (int64)."""
+def tile_row_degrees(item: tuple[int, tuple[DedupedBatch, ...]], plan: PartitionPlan, out: str) -> str:
+    """Sum the row counts of tile row i, one file from each batch that has A0 runs in it (spilled by the
+    dedupe tasks, which are done with them), into the degrees of its rows; returns the spill file of those
+    degrees (int64)."""
     i, done = item
     degrees = np.zeros(plan.tile_rows(i), dtype=np.int64)
-    for result in (r for results in done for r in results):
-        if result.task.i == i and result.row_counts is not None:
-            counts = spill.load(result.row_counts)
-            degrees[result.row_start : result.row_start + counts.size] += counts
-            spill.release(result.row_counts)
+    for part in (batch.row_counts[i] for batch in done):
+        counts = spill.load(part.path)
+        degrees[part.start : part.start + counts.size] += counts
+        spill.release(part.path)
     path = f"{out}/{i}.npy"
     spill.save_to(degrees, path)
     return path
