@@ -72,7 +72,7 @@ from gtool.preprocess.sources.nodes.generated import (
 from gtool.preprocess.spill import SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
-from gtool.preprocess.threaded import gathered, in_parts
+from gtool.preprocess.threaded import gathered, in_parts, scattered
 from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
 from gtool.store.metadata import (
@@ -211,6 +211,8 @@ class ShardRun:
         self.source, self.options, self.store = source, options, store
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
+        self.threads = available_cores()
+        """Threads of this process for its O(N) scatters and gathers through the permutations."""
         self.timings: dict[str, float] = {}
         self.feature_spills: list[str] = []
         self.started = time.perf_counter()
@@ -239,9 +241,8 @@ class ShardRun:
         with self.timed("permutations"):
             pr, pc = make_permutations(opts.perm, n, opts.seed, degrees=known, tiles=opts.tiles)
             two = not np.array_equal(pr, pc)
-            threads = available_cores()
-            ipr = self.scratch.save(inverse(pr, threads), "perm", "ipr.npy")
-            ipc = ipr if not two else self.scratch.save(inverse(pc, threads), "perm", "ipc.npy")
+            ipr = self.scratch.save(inverse(pr, self.threads), "perm", "ipr.npy")
+            ipc = ipr if not two else self.scratch.save(inverse(pc, self.threads), "perm", "ipc.npy")
         transposed = two and not opts.directed
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         feature_writes = self.start_features(features, pc, ipc, budget)
@@ -345,11 +346,8 @@ class ShardRun:
         with ThreadPoolExecutor(2, thread_name_prefix="gtool-nodes") as pool:
             written = pool.submit(write_permutations, self.store, pr, pc)
             split = pool.submit(self.split, data, pr.shape[0])
-            node_degrees = np.empty(pr.shape[0], dtype=np.int64)
-            node_degrees[pr] = degrees
-            labels, num_classes = self.labels(data, node_degrees)
-            del node_degrees
-            write_node_arrays(self.store, labels, split.result(), pr, pc, available_cores())
+            labels, num_classes = self.labels(data, scattered(degrees, pr, self.threads))
+            write_node_arrays(self.store, labels, split.result(), pr, pc, self.threads)
             written.result()
         return num_classes, self.node_metadata(data, labels)
 
@@ -450,14 +448,13 @@ class ShardRun:
         """D^-1/2 in pr order and in pc order, spilled for the write tasks (None for --norm none)."""
         if self.options.norm == "none":
             return None
-        scale_r, by_node = (np.empty(degrees.shape[0], dtype=np.float32) for _ in range(2))
+        scale_r = np.empty(degrees.shape[0], dtype=np.float32)
 
         def rows(start: int, stop: int) -> None:
             scale_r[start:stop] = 1.0 / np.sqrt(degrees[start:stop])
-            by_node[pr[start:stop]] = scale_r[start:stop]
 
-        in_parts(degrees.shape[0], available_cores(), rows)
-        scale_c = gathered(by_node, pc, available_cores())
+        in_parts(degrees.shape[0], self.threads, rows)
+        scale_c = gathered(scattered(scale_r, pr, self.threads), pc, self.threads)
         return self.scratch.save(scale_r, "scale", "r.npy"), self.scratch.save(scale_c, "scale", "c.npy")
 
     def start_write_stage(

@@ -33,3 +33,14 @@ def gathered(values: np.ndarray, index: np.ndarray, threads: int) -> np.ndarray:
 
     in_parts(index.shape[0], threads, gather)
     return out
+
+
+def scattered(values: np.ndarray, index: np.ndarray, threads: int) -> np.ndarray:
+    """out with out[index] = values (`index` a permutation), scattered in parts by up to `threads` threads."""
+    out = np.empty(index.shape[:1] + values.shape[1:], dtype=values.dtype)
+
+    def scatter(start: int, stop: int) -> None:
+        out[index[start:stop]] = values[start:stop]
+
+    in_parts(index.shape[0], threads, scatter)
+    return out

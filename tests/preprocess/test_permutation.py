@@ -7,7 +7,7 @@ import pytest
 
 from gtool.preprocess import threaded
 from gtool.preprocess.permutation import inverse, make_permutations
-from gtool.preprocess.threaded import gathered
+from gtool.preprocess.threaded import gathered, scattered
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 1000, 10_007])
@@ -35,3 +35,14 @@ def test_gathered_by_threads_is_fancy_indexing(shape, monkeypatch):
     values = rng.standard_normal(shape).astype(np.float32)
     index = rng.permutation(shape[0])
     np.testing.assert_array_equal(gathered(values, index, threads=3), values[index])
+
+
+@pytest.mark.parametrize("shape", [(0,), (10_007,), (10_007, 3)])
+def test_scattered_by_threads_is_fancy_assignment(shape, monkeypatch):
+    monkeypatch.setattr(threaded, "MIN_PART", 64)
+    rng = np.random.default_rng(4)
+    values = rng.standard_normal(shape).astype(np.float32)
+    index = rng.permutation(shape[0])
+    expected = np.empty_like(values)
+    expected[index] = values
+    np.testing.assert_array_equal(scattered(values, index, threads=3), expected)
