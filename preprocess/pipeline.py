@@ -128,9 +128,9 @@ def run_places(output: str, options: ShardOptions) -> dict[str, str]:
         places["the output's folder"] = os.path.dirname(os.path.abspath(local_path(output)))
     if options.spill_dir and not is_url(options.spill_dir):
         places["--spill-dir"] = options.spill_dir
-    cache = options.cache_dir or str(default_cache_dir(options.root))
-    if not options.no_cache and os.path.isdir(cache):
-        places["the cache of extracted inputs"] = cache
+    cache = cache_dir(options)
+    if cache is not None and cache.is_dir():
+        places["the cache of extracted inputs"] = str(cache)
     return places
 
 
@@ -187,11 +187,16 @@ def shard_locked(
 
 
 def work_dir(options: ShardOptions, scratch: SpillDir) -> Path:
-    """Where copies of compressed inputs go: the cache (--cache-dir, else ROOT/gtool-cache), kept for
-    later runs; with --no-cache, or an external cluster and no --cache-dir, the spill folder (removed at
-    the end)."""
+    """Where copies of compressed inputs go: the cache, kept for later runs; without one, the spill
+    folder (removed at the end)."""
+    return cache_dir(options) or scratch.path / "prepare"
+
+
+def cache_dir(options: ShardOptions) -> Path | None:
+    """The cache of compressed inputs' copies (--cache-dir, else ROOT/gtool-cache); None with --no-cache,
+    or with an external cluster and no --cache-dir."""
     if options.no_cache or (options.scheduler and not options.cache_dir):
-        return scratch.path / "prepare"
+        return None
     return Path(options.cache_dir) if options.cache_dir else default_cache_dir(options.root)
 
 
