@@ -60,9 +60,9 @@ def feature_tasks(store: str, pc: str, metadata: ArrayV3Metadata, workers: int) 
 def write_feature_rows(task: FeatureRows, features: FeatureSource) -> int:
     """Gather the original rows of each permuted chunk of the task (in sorted order) and write them as
     that chunk, one chunk at a time."""
-    rows, sink, written = task.metadata.chunks[0], ChunkSink(task.store), 0
+    rows, sink, written, pc = task.metadata.chunks[0], ChunkSink(task.store), 0, spill.load(task.pc)
     for start in range(task.start, task.stop, rows):
-        ids = np.asarray(spill.load(task.pc)[start : min(start + rows, task.stop)])
+        ids = np.asarray(pc[start : min(start + rows, task.stop)])
         order = np.argsort(ids, kind="stable")
         block = np.empty((ids.size, features.num_features), dtype=np.float32)
         block[order] = features.read_rows(ids[order])
