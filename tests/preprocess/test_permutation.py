@@ -29,20 +29,12 @@ def test_double_permutations_are_numpys_two_draws():
 
 
 @pytest.mark.parametrize("shape", [(0,), (10_007,), (10_007, 3)])
-def test_gathered_by_threads_is_fancy_indexing(shape, monkeypatch):
+def test_gathered_and_scattered_by_threads_are_fancy_indexing(shape, monkeypatch):
     monkeypatch.setattr(threaded, "MIN_PART", 64)
     rng = np.random.default_rng(2)
     values = rng.standard_normal(shape).astype(np.float32)
     index = rng.permutation(shape[0])
     np.testing.assert_array_equal(gathered(values, index, threads=3), values[index])
-
-
-@pytest.mark.parametrize("shape", [(0,), (10_007,), (10_007, 3)])
-def test_scattered_by_threads_is_fancy_assignment(shape, monkeypatch):
-    monkeypatch.setattr(threaded, "MIN_PART", 64)
-    rng = np.random.default_rng(4)
-    values = rng.standard_normal(shape).astype(np.float32)
-    index = rng.permutation(shape[0])
     expected = np.empty_like(values)
     expected[index] = values
     np.testing.assert_array_equal(scattered(values, index, threads=3), expected)
