@@ -177,12 +177,16 @@ class StageRunner:
             self.pending.difference_update(futures)
 
     def collect(self, futures: list[Future]) -> Iterator[T]:
-        """Results of submitted tasks in completion order (the first failure is raised)."""
+        """Results of submitted tasks in completion order (the first failure is raised). The tasks done
+        by the time the last batch was taken are fetched in one call, from all their workers at once: a
+        call per result costs ~2 ms of this process's time, which a stage of a few hundred short tasks
+        on many workers would spend with every worker idle."""
         try:
-            for future in as_completed(futures):
-                result = future.result()
-                future.release()
-                yield result
+            for done in as_completed(futures).batches():
+                results = self.client.gather(done)
+                for future in done:
+                    future.release()
+                yield from results
         finally:
             self.cancel(futures)
             self.pending.difference_update(futures)

@@ -1,0 +1,38 @@
+"""StageRunner: every result of a stage comes back, in batches, and the first failure is raised."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gtool.errors import InputError
+from gtool.preprocess.cluster import StageRunner, dask_engine
+
+
+def _square(x: int) -> int:
+    time.sleep(0.001 * (x % 3))
+    return x * x
+
+
+def _fails_on(x: int, bad: int) -> int:
+    if x == bad:
+        raise InputError("edges.txt", f"line {x}: bad")
+    return x
+
+
+@pytest.fixture(scope="module")
+def stages():
+    with dask_engine(None, 2, 1 << 30) as engine, StageRunner(engine.client, None, False) as runner:
+        yield runner
+
+
+def test_collect_returns_every_result_once(stages):
+    assert sorted(stages.run("square", _square, list(range(200)))) == [x * x for x in range(200)]
+    assert not stages.pending
+
+
+def test_collect_raises_the_task_error(stages):
+    with pytest.raises(InputError, match=r"edges\.txt: line 7: bad"):
+        list(stages.run("fail", _fails_on, list(range(20)), 7))
+    assert not stages.pending
