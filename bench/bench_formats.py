@@ -5,7 +5,8 @@ and the time of the Matrix Market entry-count pass alone.
     python -m bench.bench_formats                    # rmat:20:8
     python -m bench.bench_formats --scale 18         # quicker
 
-Peak memory comes from ../shared/tools/peakmem (summed over the process tree). Results: bench/results/.
+Peak memory, summed over the process tree, comes from ../shared/tools/peakmem, or where that is absent
+from the same sampling in bench.common (TreePeak). Results: bench/results/.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     python -m bench.bench_loader --grid 4x4x4 --rank 21
 
 The store is built once (gtool shard) into bench/results/loader/ if missing. Each measurement runs in its
-own process under ../shared/tools/peakmem (peak RSS of the process tree): "imports" loads nothing (the
+own process, its peak RSS summed over its process tree (bench.common.measured): "imports" loads nothing (the
 interpreter, torch, zarr), "rank" is load_rank, "whole" reads every tile of every stored matrix into one
 scipy CSR per matrix plus all node arrays, as a loader without per-rank sharding would.
 """
@@ -109,7 +109,7 @@ def measure_in_process(args: argparse.Namespace) -> None:
 
 
 def run_measured(mode: str, args: argparse.Namespace) -> dict:
-    """Run one mode in a child process under peakmem; its figures plus peak RSS and wall time."""
+    """Run one mode in a child process (bench.common.measured); its figures plus peak RSS and wall time."""
     child = [sys.executable, "-m", "bench.bench_loader", "--measure", mode, "--scale", str(args.scale)]
     child += ["--edge-factor", str(args.edge_factor), "--tiles", str(args.tiles)]
     child += ["--grid", "x".join(map(str, args.grid)), "--rank", str(args.rank), "--layers", str(args.layers)]

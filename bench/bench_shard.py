@@ -12,7 +12,8 @@
                                                      # feature stage's time and disk bytes, cold, with
                                                      # and without a memory cgroup (bench/cgroup.py)
 
-Peak memory comes from ../shared/tools/peakmem (summed over the process tree). Results: bench/results/.
+Peak memory, summed over the process tree, comes from ../shared/tools/peakmem, or where that is absent
+from the same sampling in bench.common (TreePeak). Results: bench/results/.
 `--settle S` syncs and waits S seconds between removing a run's old store and timing the run: ext4
 without a journal (this project's VMs) makes files slowly for a minute or more after many were deleted
 (the inode allocator steps over every recently freed inode), which would otherwise land on the timed run.

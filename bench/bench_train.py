@@ -9,8 +9,8 @@
     python -m bench.bench_train --layer-order aggregate-first   # gtool's (A F) W in every layer
 
 The store (16x16 tiles, 128 features, 32 classes) is built once with gtool shard into
-bench/results/train/. Every measurement runs in its own process under ../shared/tools/peakmem (peak RSS
-of the whole process tree), with the trainer's default dropout (0.5, `--dropout` to change) on both sides:
+bench/results/train/. Every measurement runs in its own process (peak RSS of the whole process tree,
+bench.common.measured), with the trainer's default dropout (0.5, `--dropout` to change) on both sides:
 "reference" is a plain PyTorch GCN on the whole graph as a 1x1x1 rank loads it (trainer/serial.py's
 SerialGCN with F.dropout masks: torch.sparse CSR products, torch.optim.Adam), "gtool AxBxC" is
 `gtool train --grid AxBxC`. On the CPU every process runs one torch thread; with `--device cuda` the

@@ -10,9 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from gtool.preprocess.monitor import TreePeak
+
 REPO = Path(__file__).resolve().parents[1]
 PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
 RESULTS = REPO / "bench" / "results"
+PEAK_INTERVAL = 0.05
+"""Seconds between samples of a command's process tree where peakmem is absent (peakmem's default)."""
 
 
 def build_store(path: Path, source: str, options: list[str]) -> None:
@@ -35,14 +39,28 @@ def steal_seconds() -> float:
 
 
 def measured(command: list[str]) -> tuple[dict[str, float], str]:
-    """Run `command` (under ../shared/tools/peakmem when present): its peak RSS (MB, summed over the
-    process tree; NaN without peakmem), wall time, CPU steal during the run and standard output."""
+    """Run `command`: its peak RSS (MB, summed over the process tree: by ../shared/tools/peakmem where
+    present, else sampled the same way by gtool.preprocess.monitor.TreePeak), wall time, CPU steal
+    during the run and standard output."""
+    stolen, start = steal_seconds(), time.perf_counter()
+    stdout, peak = under_peakmem(command) if PEAKMEM.exists() else sampled(command)
+    wall, stolen = time.perf_counter() - start, steal_seconds() - stolen
+    return {"peak_rss_mb": peak, "wall_s": wall, "steal_s": stolen}, stdout
+
+
+def under_peakmem(command: list[str]) -> tuple[str, float]:
+    """(standard output, peak MB) of `command` run under ../shared/tools/peakmem."""
     with tempfile.NamedTemporaryFile(suffix=".json") as figures:
-        wrapped = command
-        if PEAKMEM.exists():
-            wrapped = [sys.executable, str(PEAKMEM), "--json", figures.name, "--", *command]
-        stolen, start = steal_seconds(), time.perf_counter()
+        wrapped = [sys.executable, str(PEAKMEM), "--json", figures.name, "--", *command]
         done = subprocess.run(wrapped, check=True, cwd=REPO, stdout=subprocess.PIPE, text=True)
-        wall, stolen = time.perf_counter() - start, steal_seconds() - stolen
-        peak = json.loads(Path(figures.name).read_text())["peak_rss_mb"] if PEAKMEM.exists() else float("nan")
-    return {"peak_rss_mb": peak, "wall_s": wall, "steal_s": stolen}, done.stdout
+        return done.stdout, json.loads(Path(figures.name).read_text())["peak_rss_mb"]
+
+
+def sampled(command: list[str]) -> tuple[str, float]:
+    """(standard output, peak MB) of `command`, its whole process tree sampled every PEAK_INTERVAL s."""
+    child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    with child, TreePeak(child.pid, interval=PEAK_INTERVAL, lookup=0) as tree:
+        stdout, _ = child.communicate()
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, command, stdout)
+    return stdout, tree.peak_rss_mb

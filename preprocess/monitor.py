@@ -38,18 +38,19 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-class HighWater:
-    """Samples, every SAMPLE_SECONDS while open, the RSS summed over this process and its descendants
-    and the bytes in the spill folder, keeping the largest of each."""
+class TreePeak:
+    """The peak RSS summed over a process and its descendants (Dask workers, torch.distributed ranks),
+    sampled every `interval` seconds in a thread while open; the list of descendants is looked up again
+    every `lookup` seconds (0: at every sample)."""
 
-    def __init__(self, spill: Path):
-        self.spill = spill
+    def __init__(self, pid: int, interval: float = SAMPLE_SECONDS, lookup: float = LOOKUP_SECONDS):
+        self.root = psutil.Process(pid)
+        self.interval, self.lookup = interval, lookup
         self.peak_rss = 0
-        self.peak_spill = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="gtool-highwater", daemon=True)
+        self._thread = threading.Thread(target=self._watch, name="gtool-tree-peak", daemon=True)
 
-    def __enter__(self) -> HighWater:
+    def __enter__(self) -> TreePeak:
         self._thread.start()
         return self
 
@@ -58,15 +59,37 @@ class HighWater:
         self._thread.join()
 
     def _watch(self) -> None:
-        me = psutil.Process()
-        tree, looked_up = [me], 0.0
+        tree, looked_up = [self.root], -float("inf")
         while True:
-            if time.monotonic() - looked_up > LOOKUP_SECONDS:
-                tree, looked_up = [me, *me.children(recursive=True)], time.monotonic()
-            self.peak_rss = max(self.peak_rss, rss_sum(tree))
-            self.peak_spill = max(self.peak_spill, folder_bytes(self.spill))
-            if self._stop.wait(SAMPLE_SECONDS):
+            if time.monotonic() - looked_up >= self.lookup:
+                try:
+                    tree, looked_up = [self.root, *self.root.children(recursive=True)], time.monotonic()
+                except psutil.Error:
+                    return
+            self.sample(tree)
+            if self._stop.wait(self.interval):
                 return
+
+    def sample(self, tree: list[psutil.Process]) -> None:
+        self.peak_rss = max(self.peak_rss, rss_sum(tree))
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return self.peak_rss / (1 << 20)
+
+
+class HighWater(TreePeak):
+    """Samples, every SAMPLE_SECONDS while open, the RSS summed over this process and its descendants
+    and the bytes in the spill folder, keeping the largest of each."""
+
+    def __init__(self, spill: Path):
+        super().__init__(os.getpid())
+        self.spill = spill
+        self.peak_spill = 0
+
+    def sample(self, tree: list[psutil.Process]) -> None:
+        super().sample(tree)
+        self.peak_spill = max(self.peak_spill, folder_bytes(self.spill))
 
     @property
     def peak_rss_mb(self) -> float:

@@ -9,6 +9,8 @@ import pytest
 from gtool.errors import InputError
 from gtool.preprocess.cluster import StageRunner, dask_engine
 
+pytestmark = pytest.mark.integration  # starts processes
+
 
 def _square(x: int) -> int:
     time.sleep(0.001 * (x % 3))
