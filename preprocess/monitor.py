@@ -7,12 +7,15 @@ import resource
 import threading
 import time
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 
 SAMPLE_SECONDS = 0.5
 LOOKUP_SECONDS = 2.0
 """How often the list of descendant processes is refreshed (finding them reads every process's status)."""
+
+Sampler = TypeVar("Sampler", bound="TreePeak")
 
 
 def rss_sum(processes: list[psutil.Process]) -> int:
@@ -50,7 +53,7 @@ class TreePeak:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="gtool-tree-peak", daemon=True)
 
-    def __enter__(self) -> TreePeak:
+    def __enter__(self: Sampler) -> Sampler:
         self._thread.start()
         return self
 
