@@ -54,6 +54,32 @@ class MapJob:
     spill_root: str
 
 
+def map_output(spill_root: str, matrix: int, index: int) -> str:
+    """The file of matrix `matrix`'s entries of chunk `index`, sorted by partition."""
+    return f"{spill_root}/map/m{matrix}/c{index}.npy"
+
+
+@dataclass(frozen=True)
+class MapOutputs:
+    """A matrix's map outputs, as a dedupe task finds the entries of its partitions in them: one file per
+    chunk (map_output) and `offsets`, a spilled int64 table [chunks, partitions + 1] of where each
+    partition starts in each file. A task carries this, not a slice per chunk, so that what the `gtool`
+    process plans and sends does not grow with tiles x chunks."""
+
+    spill_root: str
+    matrix: int
+    offsets: str
+
+    def slices(self, first: int, last: int) -> list[tuple[str, int, int]]:
+        """(file, start, stop) of partitions [first, last) in every chunk's file that has entries there."""
+        table = spill.load(self.offsets)
+        starts, stops = table[:, first], table[:, last]
+        return [
+            (map_output(self.spill_root, self.matrix, int(k)), int(starts[k]), int(stops[k]))
+            for k in np.flatnonzero(stops > starts)
+        ]
+
+
 @dataclass
 class MapResult:
     """What one map task spilled: per matrix, its file and the entry count of every partition."""
@@ -81,7 +107,7 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
     for m in job.matrices:
         row_inverse, col_inverse = spill.load(m.row_inverse), spill.load(m.col_inverse)
         keys, counts[m.matrix] = bucket_entries(rows, cols, row_inverse, col_inverse, job.plan, mirror, loops)
-        files[m.matrix] = f"{job.spill_root}/map/m{m.matrix}/c{index}.npy"
+        files[m.matrix] = map_output(job.spill_root, m.matrix, index)
         spill.save_to(keys, files[m.matrix])
     edges = 0 if loops else len(block)
     return MapResult(index=index, edges=edges, files=files, counts=counts)

@@ -34,7 +34,15 @@ from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, d
 from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
 from gtool.preprocess.feature_shuffle import assemble_bucket, plan_shuffle, route_block
 from gtool.preprocess.interrupts import Interrupts
-from gtool.preprocess.mapper import MapJob, MapResult, MatrixMap, SelfLoops, map_chunk, scan_chunk
+from gtool.preprocess.mapper import (
+    MapJob,
+    MapOutputs,
+    MapResult,
+    MatrixMap,
+    SelfLoops,
+    map_chunk,
+    scan_chunk,
+)
 from gtool.preprocess.monitor import HighWater
 from gtool.preprocess.node_writer import (
     create_features,
@@ -51,7 +59,6 @@ from gtool.preprocess.reducer import (
     DedupedBatch,
     DedupeResult,
     DedupeTask,
-    SpillSlice,
     TileWrite,
     batches,
     dedupe_batch,
@@ -402,7 +409,7 @@ class ShardRun:
         """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order.
 
         With `transposed` (A1 will be written as A0 transposed) A0's runs also count their column slabs."""
-        tasks, sizes = [], []
+        tasks, sizes, tables = [], [], []
         cap = budget.group_entries(sum(int(c.sum()) for r in maps for c in r.counts.values()))
         for m in matrices:
             counts = np.stack([r.counts.pop(m) for r in maps])
@@ -410,17 +417,13 @@ class ShardRun:
             np.cumsum(counts, axis=1, out=offsets[:, 1:])
             totals = counts.sum(axis=0, dtype=np.int64)
             del counts
-            files = [r.files[m] for r in maps]
+            tables.append(self.scratch.save(offsets, "dedupe", f"offsets{m}.npy"))
+            inputs = MapOutputs(str(self.scratch.path), m, tables[-1])
             for i in range(plan.tiles):
                 for j in range(plan.tiles):
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
-                        slices = tuple(
-                            SpillSlice(f, int(off[first]), int(off[last]))
-                            for f, off in zip(files, offsets, strict=True)
-                            if off[last] > off[first]
-                        )
                         out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
-                        tasks.append(DedupeTask(m, i, j, first, last, slices, out, m == 0, transposed))
+                        tasks.append(DedupeTask(m, i, j, first, last, inputs, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
         runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
@@ -444,9 +447,8 @@ class ShardRun:
                 slab = spill.load(path)
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
                 spill.release(path)
-        for mapped in maps:
-            for f in mapped.files.values():
-                spill.release(f)
+        for path in [*tables, *(f for mapped in maps for f in mapped.files.values())]:
+            spill.release(path)
         return runs, degrees
 
     def scales(self, degrees: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> tuple[str, str] | None:

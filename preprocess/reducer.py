@@ -13,18 +13,10 @@ import numpy as np
 
 from gtool.preprocess import spill
 from gtool.preprocess.chunk_writer import AppendWriter, ChunkSink
+from gtool.preprocess.mapper import MapOutputs
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.tile_arrays import tile_metadata
 from gtool.store import layout
-
-
-@dataclass(frozen=True)
-class SpillSlice:
-    """Entries [start, stop) of one map output file."""
-
-    path: str
-    start: int
-    stop: int
 
 
 @dataclass(frozen=True)
@@ -36,7 +28,7 @@ class DedupeTask:
     j: int
     first: int
     last: int
-    slices: tuple[SpillSlice, ...]
+    inputs: MapOutputs
     out: str
     count_rows: bool
     count_column_slabs: bool = False
@@ -126,7 +118,7 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndar
     it returns on."""
     from gtool.preprocess.compiled.shuffle import unique_counted
 
-    parts = [spill.load(s.path)[s.start : s.stop] for s in task.slices if s.stop > s.start]
+    parts = [spill.load(path)[start:stop] for path, start, stop in task.inputs.slices(task.first, task.last)]
     keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     keys.sort()
     row_start = plan.slab_row_start(task.first)
