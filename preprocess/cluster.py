@@ -27,8 +27,13 @@ _QUIET_WORKER = {
     "distributed.worker.memory.terminate": False,
     "distributed.admin.system-monitor.gil.enabled": False,
     "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
     "distributed.worker.multiprocessing-method": "fork" if sys.platform == "linux" else "spawn",
 }
+"""The embedded cluster's Dask settings: memory management, profiling and GIL monitoring off (the pipeline
+sizes its tasks from the budget); the event loops' health tick every second, not every 20 ms (the ticks
+of the scheduler, nannies and workers cost about 3% of a core on an idle 2-worker cluster); workers forked
+on Linux."""
 
 
 def quiet_dask_logs() -> None:
