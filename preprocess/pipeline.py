@@ -380,7 +380,7 @@ class ShardRun:
         given = self.options.num_classes
         if data.labels is None:
             classes = given or DEGREE_CLASSES
-            return degree_classes(node_degrees, classes), classes
+            return degree_classes(node_degrees, classes, self.threads), classes
         labels = data.labels.astype(np.int64, copy=False)
         return labels, class_count(labels, data.num_classes, given, self.options.labels or self.source.name)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.cores import available_cores
 from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
@@ -40,12 +39,12 @@ def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
     return uniform_values(rows, num_features, seed, normalize=False)
 
 
-def degree_classes(degrees: np.ndarray, num_classes: int) -> np.ndarray:
+def degree_classes(degrees: np.ndarray, num_classes: int, threads: int = 1) -> np.ndarray:
     """Labels by degree quantile: nodes ranked by degree (ties by id) are cut into equal-size classes.
 
-    A node's rank is the inverse of the degree order, scattered by every core's thread."""
+    A node's rank is the inverse of the degree order, scattered by up to `threads` threads."""
     n = degrees.shape[0]
-    rank = inverse(degree_order(degrees), available_cores())
+    rank = inverse(degree_order(degrees), threads)
     return rank.astype(np.int64) * num_classes // max(n, 1)
 
 

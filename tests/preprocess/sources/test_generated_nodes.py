@@ -34,4 +34,4 @@ def test_degree_classes_by_threads_are_the_quantiles_of_the_stable_order(monkeyp
     order = np.argsort(degrees, kind="stable")
     expected = np.empty(degrees.shape[0], dtype=np.int64)
     expected[order] = np.arange(degrees.shape[0]) * 7 // degrees.shape[0]
-    np.testing.assert_array_equal(degree_classes(degrees, 7), expected)
+    np.testing.assert_array_equal(degree_classes(degrees, 7, threads=4), expected)
