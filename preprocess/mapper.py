@@ -82,11 +82,11 @@ class MapOutputs:
 
 @dataclass
 class MapResult:
-    """What one map task spilled: per matrix, its file and the entry count of every partition."""
+    """What one map task spilled: per matrix, the entry count of every partition (its file is
+    map_output(spill_root, matrix, index))."""
 
     index: int
     edges: int
-    files: dict[int, str]
     counts: dict[int, np.ndarray]
 
 
@@ -103,14 +103,13 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
     loops = isinstance(chunk, SelfLoops)
     rows, cols = (block.src, block.dst) if loops or not job.directed else (block.dst, block.src)
     mirror = not (loops or job.directed)
-    files, counts = {}, {}
+    counts = {}
     for m in job.matrices:
         row_inverse, col_inverse = spill.load(m.row_inverse), spill.load(m.col_inverse)
         keys, counts[m.matrix] = bucket_entries(rows, cols, row_inverse, col_inverse, job.plan, mirror, loops)
-        files[m.matrix] = map_output(job.spill_root, m.matrix, index)
-        spill.save_to(keys, files[m.matrix])
+        spill.save_to(keys, map_output(job.spill_root, m.matrix, index))
     edges = 0 if loops else len(block)
-    return MapResult(index=index, edges=edges, files=files, counts=counts)
+    return MapResult(index=index, edges=edges, counts=counts)
 
 
 @dataclass

@@ -41,6 +41,7 @@ from gtool.preprocess.mapper import (
     MatrixMap,
     SelfLoops,
     map_chunk,
+    map_output,
     scan_chunk,
 )
 from gtool.preprocess.monitor import HighWater
@@ -423,7 +424,7 @@ class ShardRun:
                 for j in range(plan.tiles):
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
                         out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
-                        tasks.append(DedupeTask(m, i, j, first, last, inputs, out, m == 0, transposed))
+                        tasks.append(DedupeTask(i, j, first, last, inputs, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
         runs: dict[int, list[DedupeResult]] = {m: [] for m in matrices}
@@ -447,7 +448,9 @@ class ShardRun:
                 slab = spill.load(path)
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
                 spill.release(path)
-        for path in [*tables, *(f for mapped in maps for f in mapped.files.values())]:
+        spill_root = str(self.scratch.path)
+        outputs = [map_output(spill_root, m, mapped.index) for mapped in maps for m in matrices]
+        for path in [*tables, *outputs]:
             spill.release(path)
         return runs, degrees
 

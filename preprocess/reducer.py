@@ -23,7 +23,6 @@ from gtool.store import layout
 class DedupeTask:
     """Partitions [first, last) of tile (i, j) of a matrix: gather, sort, drop duplicates."""
 
-    matrix: int
     i: int
     j: int
     first: int
@@ -32,6 +31,11 @@ class DedupeTask:
     out: str
     count_rows: bool
     count_column_slabs: bool = False
+
+    @property
+    def matrix(self) -> int:
+        """The matrix (0 for A0, 1 for A1) whose map outputs the task reads."""
+        return self.inputs.matrix
 
 
 @dataclass
