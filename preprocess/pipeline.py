@@ -411,6 +411,7 @@ class ShardRun:
 
         With `transposed` (A1 will be written as A0 transposed) A0's runs also count their column slabs."""
         tasks, sizes, tables = [], [], []
+        spill_root = str(self.scratch.path)
         cap = budget.group_entries(sum(int(c.sum()) for r in maps for c in r.counts.values()))
         for m in matrices:
             counts = np.stack([r.counts.pop(m) for r in maps])
@@ -419,11 +420,11 @@ class ShardRun:
             totals = counts.sum(axis=0, dtype=np.int64)
             del counts
             tables.append(self.scratch.save(offsets, "dedupe", f"offsets{m}.npy"))
-            inputs = MapOutputs(str(self.scratch.path), m, tables[-1])
+            inputs = MapOutputs(spill_root, m, tables[-1])
             for i in range(plan.tiles):
                 for j in range(plan.tiles):
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
-                        out = f"{self.scratch.path}/dedupe/m{m}/{i}_{j}_{first}.npy"
+                        out = f"{spill_root}/dedupe/m{m}/{i}_{j}_{first}.npy"
                         tasks.append(DedupeTask(i, j, first, last, inputs, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
@@ -448,7 +449,6 @@ class ShardRun:
                 slab = spill.load(path)
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
                 spill.release(path)
-        spill_root = str(self.scratch.path)
         outputs = [map_output(spill_root, m, mapped.index) for mapped in maps for m in matrices]
         for path in [*tables, *outputs]:
             spill.release(path)
