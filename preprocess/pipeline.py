@@ -15,7 +15,7 @@ import datetime as dt
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -77,7 +77,7 @@ from gtool.preprocess.sources.nodes.generated import (
     degree_classes,
     random_split,
 )
-from gtool.preprocess.spill import SpillDir
+from gtool.preprocess.spill import SharedReads, SpillDir
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.threaded import gathered, in_parts, scattered
@@ -275,8 +275,7 @@ class ShardRun:
             self.stages.finish(tile_writes)
         with self.timed("features"):
             self.stages.finish(feature_writes)
-            for path in self.feature_spills:
-                spill.release(path)
+            self.scratch.release_later(self.feature_spills)
         stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
         return ShardSummary(
@@ -390,8 +389,7 @@ class ShardRun:
         identity = self.scratch.save(inverse(np.arange(plan.num_nodes)), "perm", "identity.npy")
         job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, str(self.scratch.path))
         runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget, False)
-        for run in runs[0]:
-            spill.release(run.task.out)
+        self.scratch.release_later(run.task.out for run in runs[0])
         return degrees
 
     def map_stage(self, chunks: list[EdgeChunk], job: MapJob) -> list[MapResult]:
@@ -450,8 +448,7 @@ class ShardRun:
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
                 spill.release(path)
         outputs = [map_output(spill_root, m, mapped.index) for mapped in maps for m in matrices]
-        for path in [*tables, *outputs]:
-            spill.release(path)
+        self.scratch.release_later([*tables, *outputs])
         return runs, degrees
 
     def scales(self, degrees: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> tuple[str, str] | None:
@@ -502,7 +499,25 @@ class ShardRun:
                 tasks.append(TileWrite(1, i, j, paths, int(tile_nnz[1][i, j]), row_scale, col_scale, rows))
         work = [(self.store, b) for b in batches(tasks, [t.nnz for t in tasks], cap)]
         create_matrix_groups(self.store, sorted(tile_nnz))
-        return tile_nnz, self.stages.submit("write tiles", write_tiles, work, plan)
+        writes = self.stages.submit("write tiles", write_tiles, work, plan)
+        self.release_runs_when_written(writes, [batch for _, batch in work])
+        return tile_nnz, writes
+
+    def release_runs_when_written(self, writes: list[Future], batches: list[list[TileWrite]]) -> None:
+        """Free each deduplicated run as soon as every tile write that reads it is done (A0's runs are read
+        twice when A1 is written as their transpose), while the other tiles are still being written."""
+        reads = [[path for tile in batch for path in tile.runs] for batch in batches]
+        shared = SharedReads(self.scratch, reads)
+
+        def written(paths: list[str]) -> Callable[[Future], None]:
+            def release(future: Future) -> None:
+                if future.status == "finished":
+                    shared.done(paths)
+
+            return release
+
+        for future, paths in zip(writes, reads, strict=True):
+            future.add_done_callback(written(paths))
 
     def start_features(
         self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget

@@ -10,6 +10,9 @@ import os
 import re
 import shutil
 import threading
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,6 +37,9 @@ class SpillDir:
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
         self._removal: threading.Thread | None = None
+        self._releases = ThreadPoolExecutor(1, thread_name_prefix="gtool-spill-release")
+        self._closing = threading.Lock()
+        self._closed = False
 
     def file(self, *parts: str) -> str:
         """Path of a spill file, creating its folder."""
@@ -46,6 +52,15 @@ class SpillDir:
         path = self.file(*parts)
         save_to(array, path)
         return path
+
+    def release_later(self, paths: Iterable[str]) -> None:
+        """`release` these files in a thread of this process: freeing a file's blocks is the file system's
+        work (about a second per 5 GB on ext4), which the stage after the one done with them need not wait
+        for. Once the folder's removal has begun, files are left to it."""
+        with self._closing:
+            if not self._closed:
+                for path in paths:
+                    self._releases.submit(release, path)
 
     def start_cleanup(self) -> None:
         """Start removing the folder in a thread, once the run is done with it: the unlinking then
@@ -61,7 +76,25 @@ class SpillDir:
         self._remove()
 
     def _remove(self) -> None:
+        with self._closing:
+            self._closed = True
+        self._releases.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+class SharedReads:
+    """Spill files read by several tasks: each is released (`SpillDir.release_later`) once every task that
+    reads it is done. `done` is called once per task, from one thread at a time."""
+
+    def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]]):
+        self.scratch = scratch
+        self.readers = Counter(path for paths in reads for path in set(paths))
+
+    def done(self, paths: Iterable[str]) -> None:
+        """A task that read `paths` is done."""
+        read = set(paths)
+        self.readers.subtract(read)
+        self.scratch.release_later(path for path in read if self.readers[path] == 0)
 
 
 def save_to(array: np.ndarray, path: str) -> None:

@@ -1,6 +1,10 @@
-"""Spill arrays read back exactly as np.save wrote them, memory-mapped read-only or in memory."""
+"""Spill arrays read back exactly as np.save wrote them, memory-mapped read-only or in memory; spill files
+released in a thread once the tasks that read them are done."""
 
 from __future__ import annotations
+
+import os
+import time
 
 import numpy as np
 import pytest
@@ -32,3 +36,46 @@ def test_other_headers_go_through_numpy(tmp_path):
     path = str(tmp_path / "f.npy")
     np.save(path, np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)))
     np.testing.assert_array_equal(spill.load(path), np.arange(6).reshape(2, 3))
+
+
+def spill_dir(tmp_path) -> spill.SpillDir:
+    return spill.SpillDir(None, tmp_path / "out.zarr", str(tmp_path / "out.zarr"))
+
+
+def sizes_become(paths: list[str], expected: list[int]) -> bool:
+    """Whether the files reach these sizes within a few seconds (releases run in a thread)."""
+    deadline = time.monotonic() + 10
+    while [os.path.getsize(p) for p in paths] != expected:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_release_later_frees_files_and_cleanup_waits_for_it(tmp_path):
+    scratch = spill_dir(tmp_path)
+    paths = [scratch.save(np.arange(1000), "runs", f"{k}.npy") for k in range(5)]
+    scratch.release_later(paths[:3])
+    assert sizes_become(paths, [0, 0, 0, 8128, 8128])
+    scratch.cleanup()
+    assert not scratch.path.exists()
+
+
+def test_release_later_after_cleanup_began_leaves_files_to_the_removal(tmp_path):
+    scratch = spill_dir(tmp_path)
+    path = scratch.save(np.arange(10), "a.npy")
+    scratch.cleanup()
+    scratch.release_later([path])
+    assert not scratch.path.exists()
+
+
+def test_shared_reads_release_a_file_once_its_last_reader_is_done(tmp_path):
+    scratch = spill_dir(tmp_path)
+    a, b, c = (scratch.save(np.arange(100), f"{name}.npy") for name in "abc")
+    shared = spill.SharedReads(scratch, [[a, b], [b, c], [c, c]])
+    shared.done([a, b])
+    shared.done([c, c])
+    assert sizes_become([a, b, c], [0, 928, 928])
+    shared.done([b, c])
+    assert sizes_become([a, b, c], [0, 0, 0])
+    scratch.cleanup()
