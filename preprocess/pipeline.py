@@ -15,7 +15,7 @@ import datetime as dt
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -508,16 +508,8 @@ class ShardRun:
         twice when A1 is written as their transpose), while the other tiles are still being written."""
         reads = [[path for tile in batch for path in tile.runs] for batch in batches]
         shared = SharedReads(self.scratch, reads)
-
-        def written(paths: list[str]) -> Callable[[Future], None]:
-            def release(future: Future) -> None:
-                if future.status == "finished":
-                    shared.done(paths)
-
-            return release
-
         for future, paths in zip(writes, reads, strict=True):
-            future.add_done_callback(written(paths))
+            future.add_done_callback(shared.when_done(paths))
 
     def start_features(
         self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget

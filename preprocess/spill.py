@@ -11,7 +11,7 @@ import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
@@ -89,6 +89,12 @@ class SharedReads:
     def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]]):
         self.scratch = scratch
         self.readers = Counter(path for paths in reads for path in set(paths))
+
+    def when_done(self, paths: list[str]) -> Callable[[object], None]:
+        """A callback for the future of a task that reads `paths`: `done(paths)` once the task ends, however
+        it ends (a run whose task failed or was cancelled removes its spill folder anyway). Dask calls a
+        future's callbacks in one thread, one after the other."""
+        return lambda _future: self.done(paths)
 
     def done(self, paths: Iterable[str]) -> None:
         """A task that read `paths` is done."""

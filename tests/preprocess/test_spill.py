@@ -76,6 +76,6 @@ def test_shared_reads_release_a_file_once_its_last_reader_is_done(tmp_path):
     shared.done([a, b])
     shared.done([c, c])
     assert sizes_become([a, b, c], [0, 928, 928])
-    shared.done([b, c])
+    shared.when_done([b, c])(None)
     assert sizes_become([a, b, c], [0, 0, 0])
     scratch.cleanup()
