@@ -38,8 +38,6 @@ class SpillDir:
         self.path.mkdir()
         self._removal: threading.Thread | None = None
         self._releases = ThreadPoolExecutor(1, thread_name_prefix="gtool-spill-release")
-        self._closing = threading.Lock()
-        self._closed = False
 
     def file(self, *parts: str) -> str:
         """Path of a spill file, creating its folder."""
@@ -56,11 +54,12 @@ class SpillDir:
     def release_later(self, paths: Iterable[str]) -> None:
         """`release` these files in a thread of this process: freeing a file's blocks is the file system's
         work (about a second per 5 GB on ext4), which the stage after the one done with them need not wait
-        for. Once the folder's removal has begun, files are left to it."""
-        with self._closing:
-            if not self._closed:
-                for path in paths:
-                    self._releases.submit(release, path)
+        for. Once the folder's removal has begun (the thread is shut down), files are left to it."""
+        for path in paths:
+            try:
+                self._releases.submit(release, path)
+            except RuntimeError:
+                return
 
     def start_cleanup(self) -> None:
         """Start removing the folder in a thread, once the run is done with it: the unlinking then
@@ -76,8 +75,6 @@ class SpillDir:
         self._remove()
 
     def _remove(self) -> None:
-        with self._closing:
-            self._closed = True
         self._releases.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.path, ignore_errors=True)
 
