@@ -122,8 +122,9 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndar
     it returns on."""
     from gtool.preprocess.compiled.shuffle import unique_counted
 
-    parts = [spill.load(path)[start:stop] for path, start, stop in task.inputs.slices(task.first, task.last)]
-    keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    slices = task.inputs.slices(task.first, task.last)
+    keys = np.empty(sum(stop - start for _, start, stop in slices), dtype=np.int64)
+    spill.read_slices_into(slices, keys)
     keys.sort()
     row_start = plan.slab_row_start(task.first)
     row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))
