@@ -11,6 +11,7 @@ from rich.table import Table
 from gtool.preprocess.sources.cache.entries import (
     default_cache_dir,
     list_entries,
+    other_files,
     remove_entries,
     remove_orphan_notes,
 )
@@ -37,7 +38,8 @@ def folder_of(cache_dir: str | None, root: str | None) -> Path:
 @app.command("list")
 @reports_errors
 def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
-    """List the cached copies: size, state (current, stale: its input changed or is gone) and input."""
+    """List the cached copies: size, state (current; stale: its input changed or is gone; damaged: the copy
+    changed since it was written) and input."""
     folder = folder_of(cache_dir, root)
     entries = list_entries(folder)
     table = Table(title=f"gtool cache: {folder}", title_justify="left")
@@ -47,6 +49,14 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
         table.add_row(entry.path.name, human_bytes(entry.size), entry.state, entry.source or "")
     console.print(table)
     console.print(f"{len(entries)} copies, {human_bytes(sum(e.size for e in entries))} in all")
+    note_other_files(folder)
+
+
+def note_other_files(folder: Path) -> None:
+    """Say that files of the folder not named like gtool's copies are not gtool's to list or remove."""
+    others = other_files(folder)
+    if others:
+        console.print(f"{others} other file(s) or folder(s) in {folder} are not gtool's copies: left alone")
 
 
 @app.command("clear")
@@ -57,13 +67,14 @@ def clear_cache(
     stale: bool = typer.Option(
         False,
         "--stale",
-        help="Only copies whose input changed or is gone, and leftovers of interrupted runs.",
+        help="Only copies whose input changed or is gone, damaged copies, and leftovers of interrupted runs.",
     ),
 ) -> None:
     """Remove cached copies (all of them, or with --stale the outdated ones); a later shard extracts again."""
     folder = folder_of(cache_dir, root)
-    keep = ("current", "writing", "unknown") if stale else ("writing",)
+    keep = ("current", "writing") if stale else ("writing",)
     doomed = [e for e in list_entries(folder) if e.state not in keep]
     freed = remove_entries(doomed)
     remove_orphan_notes(folder)
     console.print(f"removed {len(doomed)} copies ({human_bytes(freed)}) from {folder}")
+    note_other_files(folder)

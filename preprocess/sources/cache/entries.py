@@ -4,15 +4,21 @@ A copy of input FILE is named FILE.FINGERPRINT.SUFFIX (SUFFIX says what it holds
 for a member of an .npz): FINGERPRINT hashes the input's size, modification time and its first and last
 MiB, so a changed input gets a new entry and an unchanged one, wherever it was moved, finds its old one.
 Each entry has a note beside it (ENTRY.source.json) that records the input it was made from, for
-`gtool cache list`. Entries are written to a temporary name and renamed, so none is ever partial.
+`gtool cache list`, and the copy's own size and modification time: a copy is reused only while they are
+unchanged (one altered or cut since gtool wrote it is made again). Entries are written to a temporary name
+and renamed, so none is ever partial. Only files named like an entry are entries: a cache folder may hold
+other files, which are neither listed nor removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +34,11 @@ CACHE_FOLDER = "gtool-cache"
 NOTE_SUFFIX = ".source.json"
 PARTIAL_MARK = ".partial-"
 GIB = 1 << 30
+ENTRY_NAME = re.compile(
+    r"(?P<copy>.+\.[0-9a-f]{16}(?:\.plain|(?:\.[^/]+)?\.npy))(?:\.source\.json)?(?:\.partial-(?P<pid>[0-9]+))?"
+)
+"""A copy (FILE.FINGERPRINT.SUFFIX, SUFFIX `.plain`, `.npy` or `.MEMBER.npy`), its note (COPY.source.json),
+or the temporary file of either being written (.partial-PID)."""
 
 
 def default_cache_dir(root: str | None = None) -> Path:
@@ -40,28 +51,77 @@ def work_copy_path(workdir: str, path: str, suffix: str) -> str:
     later run of the same input finds it."""
     stat = os.stat(path)
     fingerprint = hashlib.sha256(f"{file_checksum(path)}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    os.makedirs(workdir, exist_ok=True)
+    make_folder(workdir)
     return os.path.join(workdir, f"{os.path.basename(path)}.{fingerprint}{suffix}")
 
 
+def make_folder(workdir: str) -> None:
+    """Make the folder of the copies, or fail naming it and why."""
+    try:
+        os.makedirs(workdir, exist_ok=True)
+    except OSError as exc:
+        raise GtoolError(
+            f"{workdir}: cannot make the folder for copies of compressed inputs ({exc.strerror}): pass "
+            "--cache-dir with a folder you can write, or --no-cache"
+        ) from None
+
+
 def note_source(copy: str, path: str) -> None:
-    """Record beside a finished copy which input it was made from (its path, size and modification time)."""
-    stat = os.stat(path)
-    note = {"source": os.path.abspath(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """Record beside a finished copy which input it was made from (its path, size and modification time)
+    and the copy's own size and modification time."""
+    stat, made = os.stat(path), os.stat(copy)
+    note = {
+        "source": os.path.abspath(path),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "copy_size": made.st_size,
+        "copy_mtime_ns": made.st_mtime_ns,
+    }
     write_atomically(copy + NOTE_SUFFIX, lambda out: out.write(json.dumps(note).encode()))
+
+
+def is_intact(copy: str, size: int | None = None) -> bool:
+    """True when `copy` is there as gtool wrote it: the size and modification time its note recorded (and
+    `size`, when given). A note of an earlier version, without them, vouches for any copy of that size."""
+    note = read_note(Path(copy))
+    try:
+        stat = os.stat(copy)
+    except OSError:
+        return False
+    if note is None or size not in (None, stat.st_size):
+        return False
+    recorded = note.get("copy_size", stat.st_size), note.get("copy_mtime_ns", stat.st_mtime_ns)
+    return recorded == (stat.st_size, stat.st_mtime_ns)
+
+
+def note_reuse(copy: str, path: str) -> None:
+    """A run reuses `copy` for input `path`: renew its note when it names another input (the input was
+    moved, or is a copy of the one noted) or lacks the copy's size and time, so `gtool cache list` shows
+    it current (a cache that cannot be written keeps its old note)."""
+    note = read_note(Path(copy)) or {}
+    stat = os.stat(path)
+    if (note.get("source"), note.get("size"), note.get("mtime_ns")) != (
+        os.path.abspath(path),
+        stat.st_size,
+        stat.st_mtime_ns,
+    ) or "copy_mtime_ns" not in note:
+        with contextlib.suppress(OSError):
+            note_source(copy, path)
 
 
 def work_copy(
     workdir: str, path: str, suffix: str, write: Callable[[BinaryIO], None], size: int | None = None
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
-    its note; its `size`, when known, checked against the free space first), reused by later runs."""
+    its note; the folder, and its free space against `size` when known, checked first), reused by later
+    runs while intact."""
     dest = work_copy_path(workdir, path, suffix)
-    if not os.path.exists(dest):
-        if size is not None:
-            check_room(Path(workdir), size, f"converting {path}")
-        write_atomically(dest, write)
-        note_source(dest, path)
+    if is_intact(dest):
+        note_reuse(dest, path)
+        return dest
+    check_room(Path(workdir), size or 0, f"converting {path}")
+    write_atomically(dest, write)
+    note_source(dest, path)
     return dest
 
 
@@ -74,12 +134,16 @@ class CacheEntry:
     size: int
     source: str | None
     state: str
-    """'current' (its input is unchanged), 'stale' (the input changed or is gone), 'writing' (a running
-    process is writing it), 'partial' (left by an interrupted run) or 'unknown' (no readable note)."""
+    """'current' (its input is unchanged), 'stale' (the input changed or is gone), 'damaged' (the copy was
+    altered since gtool wrote it), 'writing' (a running process is writing it), 'partial' (left by an
+    interrupted run) or 'unknown' (no readable note: not reused)."""
 
 
-def entry_state(note: dict) -> str:
-    """'current' when the noted input still has the noted size and modification time, else 'stale'."""
+def entry_state(copy: Path, note: dict) -> str:
+    """'damaged' when the copy changed since it was noted; else 'current' when the noted input still has
+    the noted size and modification time, else 'stale'."""
+    if not is_intact(str(copy)):
+        return "damaged"
     try:
         stat = os.stat(note["source"])
     except OSError:
@@ -98,21 +162,46 @@ def read_note(copy: Path) -> dict | None:
 
 
 def list_entries(folder: Path) -> list[CacheEntry]:
-    """The copies in a cache folder, by name (notes are not listed; a folder that does not exist is empty)."""
-    if not folder.is_dir():
-        return []
+    """The copies in a cache folder, by name (notes are not listed, nor files not named like a copy; a folder
+    that does not exist is empty)."""
     entries = []
-    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith(NOTE_SUFFIX)):
+    for path in entry_files(folder):
         size = path.stat().st_size
-        if PARTIAL_MARK in path.name:
-            pid = path.name.rsplit(PARTIAL_MARK, 1)[1]
-            writing = pid.isdigit() and psutil.pid_exists(int(pid))
+        pid = entry_name(path)["pid"]
+        if pid is not None:
+            writing = psutil.pid_exists(int(pid))
             entries.append(CacheEntry(path, size, None, "writing" if writing else "partial"))
             continue
         note = read_note(path)
-        state = entry_state(note) if note is not None else "unknown"
+        state = entry_state(path, note) if note is not None else "unknown"
         entries.append(CacheEntry(path, size, note["source"] if note else None, state))
     return entries
+
+
+def entry_name(path: Path) -> re.Match[str]:
+    """The parts of an entry file's name (`copy`, and `pid` for a temporary file)."""
+    match = ENTRY_NAME.fullmatch(path.name)
+    if match is None:
+        raise ValueError(f"{path}: not a cache entry")
+    return match
+
+
+def entry_files(folder: Path) -> list[Path]:
+    """The files of `folder` named like a copy or a copy being written, sorted."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if not p.name.endswith(NOTE_SUFFIX) and ENTRY_NAME.fullmatch(p.name) and p.is_file()
+    )
+
+
+def other_files(folder: Path) -> int:
+    """How many files of `folder` are neither entries nor their notes (left alone by `gtool cache`)."""
+    if not folder.is_dir():
+        return 0
+    return sum(1 for p in folder.iterdir() if not ENTRY_NAME.fullmatch(p.name.removesuffix(NOTE_SUFFIX)))
 
 
 def remove_entries(entries: list[CacheEntry]) -> int:
@@ -126,10 +215,11 @@ def remove_entries(entries: list[CacheEntry]) -> int:
 
 
 def remove_orphan_notes(folder: Path) -> None:
-    """Delete notes whose copy is gone (its write failed, or it was removed by hand)."""
+    """Delete the notes of copies that are gone (their write failed, or they were removed by hand)."""
     if folder.is_dir():
         for note in folder.glob(f"*{NOTE_SUFFIX}"):
-            if not Path(str(note).removesuffix(NOTE_SUFFIX)).exists():
+            copy = Path(str(note).removesuffix(NOTE_SUFFIX))
+            if ENTRY_NAME.fullmatch(copy.name) and not copy.exists():
                 note.unlink(missing_ok=True)
 
 
@@ -142,7 +232,16 @@ def free_bytes(folder: Path) -> int:
 
 
 def check_room(folder: Path, need: int, what: str) -> None:
-    """Fail before writing `need` bytes into `folder` when its file system has less free space."""
+    """Fail before writing `need` bytes into `folder` when no file can be made there or its file system has
+    less free space."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise GtoolError(
+            f"{what}: cannot write in {folder} ({exc.strerror}): pass --cache-dir with a folder you can "
+            "write, or --no-cache"
+        ) from None
     free = free_bytes(folder)
     if need > free:
         raise GtoolError(

@@ -30,7 +30,7 @@ from rich.progress import (
 
 from gtool.cores import available_cores
 from gtool.preprocess.sources.base import GraphSource
-from gtool.preprocess.sources.cache.entries import check_room, note_source
+from gtool.preprocess.sources.cache.entries import check_room, is_intact, note_reuse, note_source
 from gtool.preprocess.sources.npzmember import NpzMember
 
 
@@ -80,24 +80,18 @@ def prepare_source(source: GraphSource, workdir: Path, console: Console | None, 
     return record
 
 
-def is_extracted(member: NpzMember, dest: str) -> bool:
-    """True when `dest` is a complete copy of `member` (the size its zip entry declares)."""
-    try:
-        return os.path.getsize(dest) == member.info.file_size
-    except OSError:
-        return False
-
-
 def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
-    """Extract each member to its destination, unless a complete copy is already there.
+    """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
+    of the size its zip entry declares).
 
     The free space for the missing copies is checked first (an error names the folder, what is needed
     and what is free); then the members are extracted in parallel, one thread each."""
     record = _watching.get() or Preparation()
-    missing = [(member, dest) for member, dest in jobs if not is_extracted(member, dest)]
+    missing = [(member, dest) for member, dest in jobs if not is_intact(dest, member.info.file_size)]
     done = {dest for _, dest in missing}
     for member, dest in jobs:
         if dest not in done:
+            note_reuse(dest, member.path)
             record.reused.append(member.where)
             record.reused_bytes += member.info.file_size
     if not missing:

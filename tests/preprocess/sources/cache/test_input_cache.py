@@ -1,8 +1,10 @@
 """The input cache: a deflated papers100M-layout input is extracted once, in parallel; a second shard
-decompresses nothing and stores the same bytes; budgets and disk space are checked before any work."""
+decompresses nothing and stores the same bytes; budgets, disk space and a writable folder are checked
+before any work; a damaged copy is made again; `gtool cache` touches only gtool's copies."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import time
 from pathlib import Path
@@ -153,3 +155,119 @@ def test_a_corrupt_member_fails_naming_it_and_leaves_no_copy(papers: Path, tmp_p
     with pytest.raises(InputError, match=r"data.npz\[node_feat\]: corrupt or truncated compressed data"):
         run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
     assert not any("node_feat" in p.name or ".partial-" in p.name for p in cache.iterdir())
+
+
+def cache_cli(cache: Path, *args: str) -> str:
+    result = CliRunner().invoke(app, ["cache", *args, "--cache-dir", str(cache)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.integration
+def test_cache_commands_leave_files_that_are_not_copies_alone(papers: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    theirs = {"notes.txt": b"hi", "cfg.source.json": b"{}", "x.0123456789abcdef.csv": b"1,2"}
+    for name, data in theirs.items():
+        (cache / name).write_bytes(data)
+    run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
+    listed = cache_cli(cache, "list")
+    assert "3 copies" in listed and "3 other file(s)" in listed and "notes.txt" not in listed
+    cache_cli(cache, "clear", "--stale")
+    assert "removed 3 copies" in cache_cli(cache, "clear")
+    assert {p.name: p.read_bytes() for p in cache.iterdir()} == theirs
+
+
+def gzipped_edges(tmp_path: Path) -> Path:
+    edges = np.random.default_rng(0).integers(0, 500, size=(2000, 2))
+    path = tmp_path / "edges.txt.gz"
+    with gzip.open(path, "wt") as f:
+        np.savetxt(f, edges, fmt="%d")
+    return path
+
+
+def input_edges(source: Path, store: Path, cache: Path) -> int:
+    return run(source, store, cache_dir=str(cache), num_nodes=500).input_edges
+
+
+@pytest.mark.integration
+def test_a_damaged_copy_is_made_again(papers: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    edges = gzipped_edges(tmp_path)
+    assert input_edges(edges, tmp_path / "a.zarr", cache) == 2000
+    (plain,) = cache.glob("*.plain")
+    text = plain.read_bytes()
+    plain.write_bytes(text[: text.rfind(b"\n", 0, len(text) // 2) + 1])
+    assert [e.state for e in entries.list_entries(cache)] == ["damaged"]
+    assert input_edges(edges, tmp_path / "b.zarr", cache) == 2000
+    assert plain.read_bytes() == text and [e.state for e in entries.list_entries(cache)] == ["current"]
+
+    first = run(papers, tmp_path / "c.zarr", cache_dir=str(cache))
+    (labels,) = cache.glob("node-label.npz.*.node_label.npy")
+    with open(labels, "r+b") as f:
+        f.write(b"garbage!")
+    second = run(papers, tmp_path / "d.zarr", cache_dir=str(cache))
+    assert second.prepared is not None and second.prepared.extracted == [
+        f"{papers}/raw/node-label.npz[node_label]"
+    ]
+    assert first.prepared is not None and len(first.prepared.extracted) == 3
+    assert stored_files(str(tmp_path / "c.zarr")) == stored_files(str(tmp_path / "d.zarr"))
+
+
+@pytest.mark.integration
+def test_a_moved_input_renews_the_notes_of_the_copies_it_reuses(papers: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(papers, tmp_path / "a.zarr", cache_dir=str(cache))
+    moved = tmp_path / "elsewhere" / papers.name
+    moved.parent.mkdir()
+    papers.rename(moved)
+    assert [e.state for e in entries.list_entries(cache)] == ["stale"] * 3
+    second = run(moved, tmp_path / "b.zarr", cache_dir=str(cache))
+    assert second.prepared is not None and len(second.prepared.reused) == 3
+    assert [e.state for e in entries.list_entries(cache)] == ["current"] * 3
+    assert {e.source for e in entries.list_entries(cache)} == {
+        str(moved / "raw" / name) for name in ("data.npz", "node-label.npz")
+    }
+    assert "removed 0 copies" in cache_cli(cache, "clear", "--stale")
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/sub"])
+def test_a_cache_dir_that_cannot_be_made_is_one_error_line(papers: Path, tmp_path: Path, where: str) -> None:
+    (tmp_path / "a-file").write_bytes(b"x")
+    cache = tmp_path / where
+    result = CliRunner().invoke(app, ["shard", str(papers), "--cache-dir", str(cache), "-q", "-w", "1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"error: {cache}: cannot make the folder for copies of compressed inputs" in result.output
+    assert not list(tmp_path.glob("*.zarr*"))
+
+
+def test_a_cache_dir_that_cannot_be_written_is_refused_before_extraction(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(entries.tempfile, "TemporaryFile", refused)
+    cache = tmp_path / "cache"
+    with pytest.raises(GtoolError, match=rf"cannot write in {cache} \(Permission denied\)"):
+        run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
+
+
+@pytest.mark.integration
+def test_a_cache_that_cannot_be_written_still_serves_its_copies(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    run(papers, tmp_path / "a.zarr", cache_dir=str(cache))
+    moved = tmp_path / "elsewhere"
+    papers.rename(moved)
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(entries, "write_atomically", read_only)
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+    second = run(moved, tmp_path / "b.zarr", cache_dir=str(cache))
+    assert second.prepared is not None and len(second.prepared.reused) == 3
