@@ -12,7 +12,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.preprocess.budget import parse_bytes
 from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.sources.cache.extraction import Preparation
+from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.summary import ShardSummary
 
 from .common import console, human_bytes, reports_errors
@@ -188,12 +188,12 @@ def stage_io_text(s: ShardSummary) -> str:
 
 
 def prepared_text(p: Preparation) -> str:
-    """What the prepare step did with compressed inputs: extracted (how fast) and reused, and where."""
+    """What the run did with compressed inputs: copies made (how fast) and reused, and where."""
     parts = []
     if p.extracted:
         rate = p.extracted_bytes / p.extract_seconds if p.extract_seconds else 0.0
         parts.append(
-            f"{len(p.extracted)} array(s) extracted ({human_bytes(p.extracted_bytes)} in "
+            f"{len(p.extracted)} decompressed ({human_bytes(p.extracted_bytes)} in "
             f"{p.extract_seconds:.1f} s, {human_bytes(rate)}/s)"
         )
     if p.reused:

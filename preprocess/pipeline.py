@@ -70,6 +70,7 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import default_cache_dir
 from gtool.preprocess.sources.cache.extraction import prepare_source
+from gtool.preprocess.sources.cache.record import Preparation, watching
 from gtool.preprocess.sources.nodes.classes import class_count
 from gtool.preprocess.sources.nodes.generated import (
     DEGREE_CLASSES,
@@ -170,7 +171,9 @@ def shard_locked(
             ):
                 cluster_seconds = time.perf_counter() - starting
                 stages.on_every_worker(compiled.warm)
-                summary = ShardRun(source, options, staged.path, scratch, stages, engine, limit).execute()
+                summary = ShardRun(
+                    source, options, staged.path, scratch, stages, engine, limit, prepared
+                ).execute()
                 scratch.start_cleanup()
                 interrupts.check()
                 staged.publish()
@@ -220,8 +223,11 @@ class ShardRun:
         stages: StageRunner,
         engine: Engine,
         limit: int,
+        prepared: Preparation,
     ):
         self.source, self.options, self.store = source, options, store
+        self.prepared = prepared
+        """The record of the copies of compressed inputs (those of a --features file join it)."""
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
         self.threads = available_cores()
@@ -337,12 +343,13 @@ class ShardRun:
             if opts.split:
                 data.split = load_split(opts.split, n)
         if data.features is not None:
-            if opts.features:
-                data.features.prepare(str(work_dir(opts, self.scratch)))
             if data.features.num_rows != n:
                 raise InputError(
                     data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"
                 )
+            if opts.features:
+                with watching(record=self.prepared):
+                    data.features.prepare(str(work_dir(opts, self.scratch)))
         for name, array in ((opts.labels or "labels", data.labels), (opts.split or "split", data.split)):
             if array is not None and array.shape[0] != n:
                 raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gtool.preprocess.iostats import StageIO
-from gtool.preprocess.sources.cache.extraction import Preparation
+from gtool.preprocess.sources.cache.record import Preparation
 from gtool.store.metadata import MatrixStats
 
 

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import BinaryIO
 import psutil
 
 from gtool.errors import GtoolError
+from gtool.preprocess.sources.cache.record import recorded
 from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import file_checksum, write_atomically
 
@@ -118,10 +120,13 @@ def work_copy(
     dest = work_copy_path(workdir, path, suffix)
     if is_intact(dest):
         note_reuse(dest, path)
+        recorded().reuse(path, os.path.getsize(dest))
         return dest
     check_room(Path(workdir), size or 0, f"converting {path}")
+    start = time.perf_counter()
     write_atomically(dest, write)
     note_source(dest, path)
+    recorded().made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 
 

@@ -3,7 +3,7 @@
 A deflate stream decompresses only from its start, so one member is one thread's work; members are
 extracted side by side, one thread each up to the cores (inflate releases the GIL). When one fails, or
 the run is interrupted, the others stop within a piece. What happened (extracted or reused, bytes, time)
-is recorded for the run's summary while `watching`.
+is recorded for the run's summary (gtool.preprocess.sources.cache.record).
 """
 
 from __future__ import annotations
@@ -11,11 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -31,35 +27,8 @@ from rich.progress import (
 from gtool.cores import available_cores
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.cache.entries import check_room, is_intact, note_reuse, note_source
+from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
-
-
-@dataclass
-class Preparation:
-    """What a run's prepare step did with deflated members: bytes extracted and reused, and the time."""
-
-    progress: Progress | None = None
-    extracted: list[str] = field(default_factory=list)
-    reused: list[str] = field(default_factory=list)
-    extracted_bytes: int = 0
-    reused_bytes: int = 0
-    extract_seconds: float = 0.0
-    folder: str = ""
-    seconds: float = 0.0
-
-
-_watching: ContextVar[Preparation | None] = ContextVar("gtool_preparation", default=None)
-
-
-@contextmanager
-def watching(progress: Progress | None = None) -> Iterator[Preparation]:
-    """Record the extractions made in this context (with a progress bar each, if `progress` is given)."""
-    record = Preparation(progress)
-    token = _watching.set(record)
-    try:
-        yield record
-    finally:
-        _watching.reset(token)
 
 
 def prepare_source(source: GraphSource, workdir: Path, console: Console | None, show: bool) -> Preparation:
@@ -86,14 +55,13 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
 
     The free space for the missing copies is checked first (an error names the folder, what is needed
     and what is free); then the members are extracted in parallel, one thread each."""
-    record = _watching.get() or Preparation()
+    record = recorded()
     missing = [(member, dest) for member, dest in jobs if not is_intact(dest, member.info.file_size)]
     done = {dest for _, dest in missing}
     for member, dest in jobs:
         if dest not in done:
             note_reuse(dest, member.path)
-            record.reused.append(member.where)
-            record.reused_bytes += member.info.file_size
+            record.reuse(member.where, member.info.file_size)
     if not missing:
         return
     names = ", ".join(member.where for member, _ in missing)
@@ -113,11 +81,10 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    record.extract_seconds += time.perf_counter() - start
     for member, dest in missing:
         note_source(dest, member.path)
-    record.extracted += [member.where for member, _ in missing]
-    record.extracted_bytes += sum(member.info.file_size for member, _ in missing)
+    size = sum(member.info.file_size for member, _ in missing)
+    record.made([member.where for member, _ in missing], size, time.perf_counter() - start)
 
 
 class Stopped(Exception):

@@ -271,3 +271,16 @@ def test_a_cache_that_cannot_be_written_still_serves_its_copies(
     monkeypatch.setattr(NpzMember, "pieces", no_decompression)
     second = run(moved, tmp_path / "b.zarr", cache_dir=str(cache))
     assert second.prepared is not None and len(second.prepared.reused) == 3
+
+
+@pytest.mark.integration
+def test_every_copy_a_run_makes_or_reuses_is_in_its_summary(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    edges = gzipped_edges(tmp_path)
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.random.default_rng(1).random((500, 4), dtype=np.float32))
+    made = [str(edges), f"{features}[features]"]
+    for store, extracted, reused in (("a.zarr", made, []), ("b.zarr", [], made)):
+        summary = run(edges, tmp_path / store, cache_dir=str(cache), num_nodes=500, features=str(features))
+        assert summary.prepared is not None
+        assert (sorted(summary.prepared.extracted), sorted(summary.prepared.reused)) == (extracted, reused)
