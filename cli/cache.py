@@ -20,8 +20,9 @@ from .common import console, human_bytes, reports_errors
 
 app = typer.Typer(
     help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "
-    "input member (a deflated .npz member, a .gz text file, an OGB CSV file), named by the input's "
-    "size and modification time, in --cache-dir (default: $GTOOL_CACHE, else ROOT/gtool-cache).",
+    "input member (a deflated .npz member, a .gz text file, an OGB CSV file), named by a fingerprint of "
+    "the input (a hash of its size, modification time and first and last MiB), in --cache-dir (default: "
+    "$GTOOL_CACHE, else ROOT/gtool-cache).",
     no_args_is_help=True,
 )
 

@@ -140,11 +140,12 @@ def shard(
         progress=not quiet,
     )
     summary = run_shard(source, output or default_output(source), options, console=console)
-    print_summary(summary)
+    print_summary(summary, external_cluster=bool(scheduler))
 
 
-def print_summary(s: ShardSummary) -> None:
-    """The closing one-screen summary of a run."""
+def print_summary(s: ShardSummary, external_cluster: bool = False) -> None:
+    """The closing one-screen summary of a run (on an external cluster, whose workers are not in this
+    process tree, when `external_cluster`)."""
     table = Table(title=f"gtool shard: {s.store}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -162,10 +163,8 @@ def print_summary(s: ShardSummary) -> None:
     table.add_row("time", f"{s.seconds:.1f} s ({stages})")
     if s.stage_io:
         table.add_row("disk I/O", stage_io_text(s))
-    table.add_row(
-        "peak memory",
-        f"{s.peak_rss_mb:,.0f} MB RSS of the process tree (an external cluster's workers not counted)",
-    )
+    uncounted = " (an external cluster's workers not counted)" if external_cluster else ""
+    table.add_row("peak memory", f"{s.peak_rss_mb:,.0f} MB RSS of the process tree{uncounted}")
     if s.prepared is not None and (s.prepared.extracted or s.prepared.reused):
         table.add_row("inputs", prepared_text(s.prepared))
     table.add_row("spill", f"{human_bytes(s.spill_peak_bytes)} on disk at most")

@@ -330,7 +330,8 @@ class ShardRun:
         return top + 1, [r.chunk for r in results]
 
     def node_inputs(self, n: int) -> NodeData:
-        """Node data from --features/--labels/--split files, else from the source; sizes checked against N."""
+        """Node data from --features/--labels/--split files, else from the source; sizes checked against N
+        and at least one feature column, before anything is extracted."""
         opts = self.options
         data = self.source.node_data()
         if opts.features or opts.labels or opts.split:
@@ -343,6 +344,10 @@ class ShardRun:
             if opts.split:
                 data.split = load_split(opts.split, n)
         if data.features is not None:
+            if data.features.num_features < 1:
+                raise InputError(
+                    data.features.where, "0 features per node: expected at least one feature column"
+                )
             if data.features.num_rows != n:
                 raise InputError(
                     data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"

@@ -106,11 +106,15 @@ def save_to(array: np.ndarray, path: str) -> None:
 
 
 def save_rows_in_order(rows: np.ndarray, order: np.ndarray, path: str, piece_bytes: int = 16 << 20) -> None:
-    """Write rows[order] as .npy, gathered and written a piece at a time (no second copy of `rows`)."""
+    """Write rows[order] as a C-order .npy, gathered and written a piece at a time (no second copy of
+    `rows`): the header declares C order whatever the layout of `rows`, as tofile writes C order."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     step = max(1, piece_bytes // max(1, rows[:1].nbytes))
-    header = np.lib.format.header_data_from_array_1_0(rows)
-    header["shape"] = (order.shape[0],) + rows.shape[1:]
+    header = {
+        "descr": np.lib.format.dtype_to_descr(rows.dtype),
+        "fortran_order": False,
+        "shape": (order.shape[0],) + rows.shape[1:],
+    }
     with open(path, "wb") as file:
         np.lib.format.write_array_header_1_0(file, header)
         for start in range(0, order.shape[0], step):

@@ -73,8 +73,9 @@ class ArrayRef:
             raise InputError(self.where, f"truncated: holds less data than its shape needs ({exc})") from None
 
     def read_span(self, start: int, stop: int) -> np.ndarray:
-        """Rows [start, stop) along the first axis, read from the file in one sequential pass (a memory
-        map would fault them in a page-sized read at a time); a compressed member must be extracted first."""
+        """Rows [start, stop) along the first axis as a C-order array (whatever the file's order), read
+        from a C-order file in one sequential pass (a memory map would fault them in a page-sized read at
+        a time); a compressed member must be extracted first."""
         arr = self.open()
         if (
             not isinstance(arr, np.memmap)
@@ -82,7 +83,7 @@ class ArrayRef:
             or not arr.flags.c_contiguous
             or arr.ndim == 0
         ):
-            return np.array(arr[start:stop])
+            return np.ascontiguousarray(arr[start:stop])
         shape = (stop - start,) + arr.shape[1:]
         row_bytes = arr.dtype.itemsize * math.prod(arr.shape[1:])
         offset = arr.offset + start * row_bytes

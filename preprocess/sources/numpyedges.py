@@ -1,4 +1,5 @@
-"""Edge arrays: .npy (2 x M or M x 2) and .npz (edge_index, or src and dst; optional scalar num_nodes).
+"""Edge arrays: .npy (2 x M or M x 2) and .npz (edge_index or its only array, or src and dst; optional
+scalar num_nodes).
 
 Arrays are memory-mapped and chunks are slices; deflated .npz members are extracted once into workdir
 by `prepare`. Float arrays are accepted when every id is a whole number.
@@ -19,7 +20,8 @@ from gtool.preprocess.sources.npzmember import NpzMember, npz_keys
 
 ID_KINDS = "iuf"
 NPZ_LAYOUTS = (
-    "arrays 'edge_index' (2 x M) or 'src' and 'dst', a scipy.sparse save_npz matrix ('format', 'shape', "
+    "one 2 x M or M x 2 array (named 'edge_index', or the only one beside 'num_nodes'), arrays 'src' and "
+    "'dst', a scipy.sparse save_npz matrix ('format', 'shape', "
     "'indptr' and 'indices' or 'row' and 'col') or a GNN-benchmark graph ('adj_indptr', 'adj_indices', "
     "'adj_shape')"
 )
@@ -166,11 +168,14 @@ def open_npy_edges(path: str, num_nodes: int | None = None) -> ArrayEdgeSource:
 
 
 def open_npz_edges(path: str, num_nodes: int | None = None) -> ArrayEdgeSource:
-    """Edges of an .npz holding 'edge_index' (2 x M) or 'src' and 'dst'; 'num_nodes' is the node count
-    unless `num_nodes` is declared."""
+    """Edges of an .npz holding a 2 x M or M x 2 array ('edge_index', or the only array beside
+    'num_nodes', such as np.savez's 'arr_0') or 'src' and 'dst'; 'num_nodes' is the node count unless
+    `num_nodes` is declared."""
     keys = npz_keys(path)
-    if "edge_index" in keys:
-        src, dst, edges = edge_index_columns(ArrayRef(path, "edge_index"))
+    arrays = [key for key in keys if key != "num_nodes"]
+    if "edge_index" in keys or len(arrays) == 1:
+        key = "edge_index" if "edge_index" in keys else arrays[0]
+        src, dst, edges = edge_index_columns(ArrayRef(path, key))
     elif "src" in keys and "dst" in keys:
         src, dst, edges = src_dst_columns(path)
     else:

@@ -1,5 +1,6 @@
 """Input values refused once `gtool shard` has started its cluster, before they are planned or stored:
-non-finite features of an OGB dataset, a feature width no chunk or task can hold, one stray label."""
+non-finite features of an OGB dataset, a feature width no chunk or task can hold, features without columns,
+one stray label."""
 
 from __future__ import annotations
 
@@ -84,6 +85,19 @@ def test_feature_width_no_chunk_holds_refused_before_planning(
     graph = benchmark_graph(tmp_path / "g.npz", (N, 10**7), np.arange(N) % 4)
     line = refused(tmp_path, str(graph), "--tiles", "2x2", "--memory-limit", "330MB")
     assert "10,000,000 features per node: writing one row takes about 114 MB, more than the" in line
+
+
+def test_features_without_columns(tmp_path: Path) -> None:
+    np.save(tmp_path / "x0.npy", np.zeros((N, 0), np.float32))
+    np.savez_compressed(tmp_path / "x0.npz", x=np.zeros((N, 0), np.float32))
+    graph = benchmark_graph(tmp_path / "g.npz", (N, 0), np.arange(N) % 4)
+    for where, args in (
+        (f"{tmp_path / 'x0.npy'}", ["grid:4x5", "--features", str(tmp_path / "x0.npy")]),
+        (f"{tmp_path / 'x0.npz'}[x]", ["grid:4x5", "--features", str(tmp_path / "x0.npz")]),
+        (f"{graph}[attr_data]", [str(graph)]),
+    ):
+        line = refused(tmp_path, *args, "--tiles", "2x2")
+        assert f"error: {where}: 0 features per node: expected at least one feature column" in line
 
 
 def test_one_stray_label(tmp_path: Path) -> None:

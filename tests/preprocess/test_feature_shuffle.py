@@ -79,6 +79,26 @@ def test_one_dimensional_features_and_the_identity(tmp_path):
     assert np.array_equal(zarr.open_array(str(store), path=layout.FEATURES)[:, 0], x)
 
 
+@pytest.mark.parametrize("save", ["npy", "stored npz", "deflated npz"])
+def test_fortran_order_features_write_the_c_order_runs_chunks(tmp_path, save):
+    x = np.arange(203 * 4, dtype=np.float64).reshape(203, 4) / 7
+    pc = np.random.default_rng(2).permutation(203).astype(np.int64)
+    np.save(tmp_path / "x.npy", x)
+    c_order = FeatureArray(ArrayRef(str(tmp_path / "x.npy")))
+    want, _ = shuffled(tmp_path / "c", c_order, pc, chunk=7, block=50, bucket=21)
+    fortran = np.asfortranarray(x)
+    path = tmp_path / ("xf.npy" if save == "npy" else "xf.npz")
+    if save == "npy":
+        np.save(path, fortran)
+    else:
+        (np.savez if save == "stored npz" else np.savez_compressed)(path, x=fortran)
+    features = FeatureArray(ArrayRef(str(path), None if save == "npy" else "x"))
+    features.prepare(str(tmp_path / "work"))
+    assert features.read_block(10, 60).flags.c_contiguous
+    got, _ = shuffled(tmp_path / "f", features, pc, chunk=7, block=50, bucket=21)
+    assert chunk_files(got) == chunk_files(want)
+
+
 def test_a_non_finite_value_is_named_by_its_input_row(tmp_path):
     x = np.ones((30, 3))
     x[17, 2] = np.inf

@@ -146,6 +146,34 @@ def test_node_files_are_permuted_consistently(tmp_path):
     assert store.num_classes == 4
 
 
+@pytest.mark.parametrize("save", ["npy", "deflated npz"])
+def test_fortran_order_features_give_the_c_order_runs_store(tmp_path, save):
+    src, dst = rmat_edges()
+    write_npy(tmp_path / "e.npy", src, dst)
+    features = np.random.default_rng(1).random((NODES, 6), dtype=np.float32)
+    np.save(tmp_path / "x.npy", features)
+    if save == "npy":
+        np.save(tmp_path / "xf.npy", np.asfortranarray(features))
+    else:
+        np.savez_compressed(tmp_path / "xf.npz", x=np.asfortranarray(features))
+    stores = [
+        open_store(
+            make_store(
+                str(tmp_path / "e.npy"),
+                tmp_path / f"{name}.zarr",
+                tiles=3,
+                num_nodes=NODES,
+                features=str(tmp_path / name),
+            )
+        )
+        for name in ("x.npy", "xf.npy" if save == "npy" else "xf.npz")
+    ]
+    pc = stores[0].perm("c")
+    np.testing.assert_array_equal(stores[1].perm("c"), pc)
+    for store in stores:
+        np.testing.assert_array_equal(store.array(layout.FEATURES)[:], features[pc])
+
+
 def test_ogb_dataset_saver_folder(tmp_path):
     edges, features, labels = toy_graph()
     folder = save_with_ogb(tmp_path)

@@ -65,6 +65,17 @@ def test_read_slices_into_names_a_short_or_foreign_file(tmp_path):
         spill.read_slices_into([(path, 5, 10)], np.empty(5, dtype=np.int64))
 
 
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_rows_in_order_are_written_in_c_order_whatever_the_rows_layout(tmp_path, layout):
+    rows = np.asarray(np.arange(40, dtype=np.float32).reshape(8, 5), order=layout)
+    order = np.array([3, 0, 7, 1, 6, 2, 5, 4])
+    path = str(tmp_path / "b.npy")
+    spill.save_rows_in_order(rows, order, path, piece_bytes=3 * 20)
+    np.testing.assert_array_equal(np.load(path), rows[order])
+    got = spill.read_rows_into(path, 2, 6, np.empty((4, 5), dtype=np.float32))
+    np.testing.assert_array_equal(got, rows[order][2:6])
+
+
 def spill_dir(tmp_path) -> spill.SpillDir:
     return spill.SpillDir(None, tmp_path / "out.zarr", str(tmp_path / "out.zarr"))
 

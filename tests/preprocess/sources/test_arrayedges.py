@@ -38,6 +38,19 @@ def test_npz_edge_index_round_trip(tmp_path: Path, save) -> None:
     assert source.describe()["arrays"] == ["edge_index"]
 
 
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+@pytest.mark.parametrize("layout", ["2xM", "Mx2"])
+def test_npz_of_one_unnamed_array(tmp_path: Path, save, layout: str) -> None:
+    src, dst = rmat_edges()
+    edges = np.stack([src, dst]) if layout == "2xM" else np.stack([src, dst], axis=1)
+    save(tmp_path / "g.npz", edges)
+    source = open_edge_file(str(tmp_path / "g.npz"))
+    assert source.num_nodes() is None and source.describe()["arrays"] == ["arr_0"]
+    assert multiset(*read_all(source, tmp_path / "work", 100)) == multiset(src, dst)
+    save(tmp_path / "n.npz", edges, num_nodes=np.int64(300))
+    assert open_edge_file(str(tmp_path / "n.npz")).num_nodes() == 300
+
+
 def test_npz_src_dst_compressed_needs_prepare(tmp_path: Path) -> None:
     src, dst = rmat_edges()
     np.savez_compressed(tmp_path / "g.npz", src=src, dst=dst.astype(np.uint32))
@@ -75,7 +88,8 @@ def test_id_beyond_declared_count_names_the_edge(tmp_path: Path) -> None:
     ("arrays", "message"),
     [
         ({"edge_index": np.zeros((3, 4), np.int64)}, "2 x M or M x 2"),
-        ({"edges": np.zeros((2, 4), np.int64)}, "'edge_index'"),
+        ({"edges": np.zeros((2, 4), np.int64), "weights": np.ones(4)}, "named 'edge_index', or the only one"),
+        ({"edges": np.zeros((4,), np.int64)}, r"g.npz\[edges\]: expected a 2 x M or M x 2 edge array"),
         ({"src": np.zeros(3, np.int64), "dst": np.zeros(4, np.int64)}, "equal lengths"),
         ({"edge_index": np.zeros((2, 4), bool)}, "dtype bool"),
         ({"edge_index": np.zeros((2, 4), np.int64), "num_nodes": np.float32(3)}, "integer scalar"),

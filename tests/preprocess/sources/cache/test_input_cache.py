@@ -1,6 +1,7 @@
 """The input cache: a deflated papers100M-layout input is extracted once, in parallel; a second shard
 decompresses nothing and stores the same bytes; budgets, disk space and a writable folder are checked
-before any work; a damaged copy is made again; `gtool cache` touches only gtool's copies."""
+before any work; a damaged copy is made again; `gtool cache` touches only gtool's copies; a copy is named
+by what `gtool cache --help` says."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import pipeline
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache import entries, extraction
+from gtool.preprocess.sources.fileinfo import MIB
 from gtool.preprocess.sources.npzmember import NpzMember
 from tests.preprocess.sources.ogb.test_ogb import write_binary
 from tests.preprocess.test_pipeline_determinism import stored_files
@@ -138,6 +140,26 @@ def test_cache_list_and_clear(papers: Path, tmp_path: Path) -> None:
     assert [e.state for e in entries.list_entries(cache)] == ["current"]
     assert "removed 1 copies" in cli("clear")
     assert list(cache.iterdir()) == []
+
+
+def test_a_copy_is_named_by_the_inputs_size_modification_time_and_first_and_last_mib(tmp_path: Path) -> None:
+    """What `gtool cache --help` says the fingerprint hashes, and nothing else."""
+    path = tmp_path / "edges.txt.gz"
+    stamp = path.parent.stat().st_mtime_ns
+
+    def copy_name(content: bytes, mtime_ns: int = stamp) -> str:
+        path.write_bytes(content)
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        return entries.work_copy_path(str(tmp_path / "cache"), str(path), ".txt")
+
+    content = bytes(3 * MIB)
+    name = copy_name(content)
+    assert copy_name(content[: MIB + 5] + b"x" + content[MIB + 6 :]) == name
+    for changed in (b"x" + content[1:], content[:-1] + b"x", content + b"x"):
+        assert copy_name(changed) != name
+    assert copy_name(content, stamp + 1) != name
+    help_text = CliRunner().invoke(app, ["cache", "--help"], env={"COLUMNS": "300"}).output
+    assert "a hash of its size, modification time and first and last MiB" in help_text
 
 
 def test_a_corrupt_member_fails_naming_it_and_leaves_no_copy(papers: Path, tmp_path: Path) -> None:

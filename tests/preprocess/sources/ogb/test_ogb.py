@@ -317,6 +317,23 @@ def test_non_finite_features_are_refused(tmp_path: Path, form: str, bad: float, 
         data.features.read_rows(np.arange(N))
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_fortran_order_node_feat_is_read_in_c_order_blocks(tmp_path: Path, compressed: bool) -> None:
+    folder = tmp_path / "ogbn_papers100M"
+    write_binary(folder, compressed)
+    edges, features, _ = toy_graph()
+    counts = {"num_nodes_list": np.array([N]), "num_edges_list": np.array([edges.shape[1]])}
+    save = np.savez_compressed if compressed else np.savez
+    save(folder / "raw" / "data.npz", edge_index=edges, node_feat=np.asfortranarray(features), **counts)
+    source = open_ogb(str(folder))
+    source.prepare(str(tmp_path / "work"))
+    data = source.node_data()
+    assert data.features is not None
+    block = data.features.read_block(5, 40)
+    assert block.flags.c_contiguous
+    np.testing.assert_array_equal(block, features[5:40])
+
+
 @pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_split_dict_as_plain_pickle_says_why(tmp_path: Path) -> None:
     write_binary(tmp_path / "data", compressed=True)
