@@ -33,8 +33,8 @@ def main() -> None:
     report = Path(sys.argv.pop(1))
     shown = shard_command.print_summary
 
-    def show_and_save(summary: ShardSummary) -> None:
-        shown(summary)
+    def show_and_save(summary: ShardSummary, external_cluster: bool = False) -> None:
+        shown(summary, external_cluster)
         report.write_text(json.dumps(figures(summary), indent=2))
 
     shard_command.print_summary = show_and_save
