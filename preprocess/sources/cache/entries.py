@@ -36,6 +36,9 @@ CACHE_FOLDER = "gtool-cache"
 NOTE_SUFFIX = ".source.json"
 PARTIAL_MARK = ".partial-"
 GIB = 1 << 30
+WRITING_SECONDS = 600
+"""A temporary file is being written while its process lives and it grew within this many seconds (a
+process that reuses the pid of a killed run, or one on another host sharing the cache, writes nothing)."""
 ENTRY_NAME = re.compile(
     r"(?P<copy>.+\.[0-9a-f]{16}(?:\.plain|(?:\.[^/]+)?\.npy))(?:\.source\.json)?(?:\.partial-(?P<pid>[0-9]+))?"
 )
@@ -140,8 +143,8 @@ class CacheEntry:
     source: str | None
     state: str
     """'current' (its input is unchanged), 'stale' (the input changed or is gone), 'damaged' (the copy was
-    altered since gtool wrote it), 'writing' (a running process is writing it), 'partial' (left by an
-    interrupted run) or 'unknown' (no readable note: not reused)."""
+    altered since gtool wrote it), 'writing' (a running process is writing it: WRITING_SECONDS), 'partial'
+    (left by an interrupted run) or 'unknown' (no readable note: not reused)."""
 
 
 def entry_state(copy: Path, note: dict) -> str:
@@ -174,7 +177,7 @@ def list_entries(folder: Path) -> list[CacheEntry]:
         size = path.stat().st_size
         pid = entry_name(path)["pid"]
         if pid is not None:
-            writing = psutil.pid_exists(int(pid))
+            writing = psutil.pid_exists(int(pid)) and time.time() - path.stat().st_mtime < WRITING_SECONDS
             entries.append(CacheEntry(path, size, None, "writing" if writing else "partial"))
             continue
         note = read_note(path)

@@ -127,9 +127,11 @@ def known_dataset(spec: str) -> OgbInfo | None:
 
 
 def known_folder(name: str) -> OgbInfo | None:
-    """The master.csv dataset kept in a folder called `name` (ogbn_arxiv, or arxiv as unzipped), or None."""
+    """The master.csv dataset kept in a folder called `name` (ogbn_arxiv, or arxiv as unzipped; any case),
+    or None."""
     infos = (master_info(full) for full in master_rows()[""])
-    return next((info for info in infos if name in (info.dir_name, info.download_name)), None)
+    key = short_name(name)
+    return next((info for info in infos if key in map(short_name, (info.dir_name, info.download_name))), None)
 
 
 def dataset_names() -> str:

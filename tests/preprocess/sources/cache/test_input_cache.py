@@ -306,3 +306,12 @@ def test_every_copy_a_run_makes_or_reuses_is_in_its_summary(tmp_path: Path) -> N
         summary = run(edges, tmp_path / store, cache_dir=str(cache), num_nodes=500, features=str(features))
         assert summary.prepared is not None
         assert (sorted(summary.prepared.extracted), sorted(summary.prepared.reused)) == (extracted, reused)
+
+
+def test_a_temporary_file_that_stopped_growing_is_partial_though_its_pid_lives(tmp_path: Path) -> None:
+    alive = tmp_path / f"data.npz.0123456789abcdef.x.npy.partial-{os.getpid()}"
+    alive.write_bytes(b"cut")
+    assert [e.state for e in entries.list_entries(tmp_path)] == ["writing"]
+    old = time.time() - entries.WRITING_SECONDS - 1
+    os.utime(alive, (old, old))
+    assert [e.state for e in entries.list_entries(tmp_path)] == ["partial"]

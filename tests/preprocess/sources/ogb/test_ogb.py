@@ -21,7 +21,7 @@ from gtool.errors import InputError
 from gtool.preprocess.sources.base import check_edge_ids
 from gtool.preprocess.sources.cache.entries import list_entries
 from gtool.preprocess.sources.generators import RmatSource
-from gtool.preprocess.sources.ogb.layout import known_dataset
+from gtool.preprocess.sources.ogb.layout import known_dataset, known_folder
 from gtool.preprocess.sources.ogb.source import OgbSource, open_ogb
 
 N = 64
@@ -170,6 +170,16 @@ def test_names(spec: str, name: str, directed: bool) -> None:
     info = known_dataset(spec)
     assert info is not None and info.name == name and info.directed == directed
     assert info.refusal() is None
+
+
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [("ogbn_arxiv", "ogbn-arxiv"), ("ARXIV", "ogbn-arxiv"), ("Papers100M", "ogbn-papers100M")],
+)
+def test_folder_names_in_any_case(folder: str, name: str) -> None:
+    info = known_folder(folder)
+    assert info is not None and info.name == name
+    assert known_folder("my-graph") is None
 
 
 def test_missing_dataset_without_network_says_what_to_put_where(
