@@ -34,7 +34,6 @@ from gtool.preprocess.sources.fileinfo import file_checksum, write_atomically
 
 CACHE_FOLDER = "gtool-cache"
 NOTE_SUFFIX = ".source.json"
-PARTIAL_MARK = ".partial-"
 GIB = 1 << 30
 WRITING_SECONDS = 600
 """A temporary file is being written while its process lives and it grew within this many seconds (a
@@ -95,8 +94,8 @@ def is_intact(copy: str, size: int | None = None) -> bool:
         return False
     if note is None or size not in (None, stat.st_size):
         return False
-    recorded = note.get("copy_size", stat.st_size), note.get("copy_mtime_ns", stat.st_mtime_ns)
-    return recorded == (stat.st_size, stat.st_mtime_ns)
+    noted = note.get("copy_size", stat.st_size), note.get("copy_mtime_ns", stat.st_mtime_ns)
+    return noted == (stat.st_size, stat.st_mtime_ns)
 
 
 def note_reuse(copy: str, path: str) -> None:
