@@ -131,7 +131,10 @@ def known_folder(name: str) -> OgbInfo | None:
     or None."""
     infos = (master_info(full) for full in master_rows()[""])
     key = short_name(name)
-    return next((info for info in infos if key in map(short_name, (info.dir_name, info.download_name))), None)
+    return next(
+        (info for info in infos if key in {short_name(n) for n in (info.dir_name, info.download_name) if n}),
+        None,
+    )
 
 
 def dataset_names() -> str:
