@@ -70,7 +70,6 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import default_cache_dir
 from gtool.preprocess.sources.cache.extraction import prepare_source
-from gtool.preprocess.sources.cache.record import Preparation, watching
 from gtool.preprocess.sources.nodes.classes import class_count
 from gtool.preprocess.sources.nodes.generated import (
     DEGREE_CLASSES,
@@ -158,12 +157,15 @@ def shard_locked(
     limit = options.memory_limit or default_memory_limit()
     workers = options.workers or default_workers()
     declared = options.num_nodes or source.num_nodes() or 0
-    Budget(limit, declared, *run_shape(options.scheduler, workers), tiles=options.tiles)
+    budget = Budget(limit, declared, *run_shape(options.scheduler, workers), tiles=options.tiles)
+    feature_file = open_feature_file(options.features, declared, budget) if options.features else None
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
     interrupts.on_abandon(scratch.cleanup)
     try:
         with HighWater(scratch.path) as high_water:
-            prepared = prepare_source(source, work_dir(options, scratch), console, options.progress)
+            prepared = prepare_source(
+                source, work_dir(options, scratch), console, options.progress, feature_file
+            )
             starting = time.perf_counter()
             with (
                 dask_engine(options.scheduler, workers, limit) as engine,
@@ -172,7 +174,7 @@ def shard_locked(
                 cluster_seconds = time.perf_counter() - starting
                 stages.on_every_worker(compiled.warm)
                 summary = ShardRun(
-                    source, options, staged.path, scratch, stages, engine, limit, prepared
+                    source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
                 scratch.start_cleanup()
                 interrupts.check()
@@ -211,6 +213,25 @@ def cache_dir(options: ShardOptions) -> Path | None:
     return Path(options.cache_dir) if options.cache_dir else default_cache_dir(options.root)
 
 
+def open_feature_file(path: str, declared: int, budget: Budget) -> FeatureSource:
+    """The --features file, checked before any work: at least one column, a row no wider than a task may
+    hold, and, when the node count is declared, one row per node (else once the edges are counted)."""
+    from gtool.preprocess.sources.nodes.files import load_features
+
+    features = load_features(path)
+    check_features(features, declared or None)
+    budget.check_feature_width(features.num_features, features.where)
+    return features
+
+
+def check_features(features: FeatureSource, n: int | None) -> None:
+    """Fail unless the features have a column, and one row per node when `n` is given."""
+    if features.num_features < 1:
+        raise InputError(features.where, "0 features per node: expected at least one feature column")
+    if n is not None and features.num_rows != n:
+        raise InputError(features.where, f"{features.num_rows} feature rows, expected one per node ({n})")
+
+
 class ShardRun:
     """One run of the pipeline: holds the O(N) arrays and drives the stages."""
 
@@ -223,11 +244,11 @@ class ShardRun:
         stages: StageRunner,
         engine: Engine,
         limit: int,
-        prepared: Preparation,
+        feature_file: FeatureSource | None = None,
     ):
         self.source, self.options, self.store = source, options, store
-        self.prepared = prepared
-        """The record of the copies of compressed inputs (those of a --features file join it)."""
+        self.feature_file = feature_file
+        """The --features file, checked and prepared (its compressed members extracted) before the run."""
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
         self.threads = available_cores()
@@ -334,27 +355,17 @@ class ShardRun:
         and at least one feature column, before anything is extracted."""
         opts = self.options
         data = self.source.node_data()
-        if opts.features or opts.labels or opts.split:
-            from gtool.preprocess.sources.nodes.files import load_features, load_labels, load_split
+        if self.feature_file is not None:
+            data.features = self.feature_file
+        if opts.labels or opts.split:
+            from gtool.preprocess.sources.nodes.files import load_labels, load_split
 
-            if opts.features:
-                data.features = load_features(opts.features)
             if opts.labels:
                 data.labels, data.num_classes = load_labels(opts.labels, n)
             if opts.split:
                 data.split = load_split(opts.split, n)
         if data.features is not None:
-            if data.features.num_features < 1:
-                raise InputError(
-                    data.features.where, "0 features per node: expected at least one feature column"
-                )
-            if data.features.num_rows != n:
-                raise InputError(
-                    data.features.where, f"{data.features.num_rows} feature rows, expected one per node ({n})"
-                )
-            if opts.features:
-                with watching(record=self.prepared):
-                    data.features.prepare(str(work_dir(opts, self.scratch)))
+            check_features(data.features, n)
         for name, array in ((opts.labels or "labels", data.labels), (opts.split or "split", data.split)):
             if array is not None and array.shape[0] != n:
                 raise InputError(name, f"{array.shape[0]} rows, expected one per node ({n})")

@@ -25,14 +25,21 @@ from rich.progress import (
 )
 
 from gtool.cores import available_cores
-from gtool.preprocess.sources.base import GraphSource
+from gtool.preprocess.sources.base import FeatureSource, GraphSource
 from gtool.preprocess.sources.cache.entries import check_room, is_intact, note_reuse, note_source
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
 
 
-def prepare_source(source: GraphSource, workdir: Path, console: Console | None, show: bool) -> Preparation:
-    """source.prepare(workdir), with a progress bar per member extracted; what it did, for the summary."""
+def prepare_source(
+    source: GraphSource,
+    workdir: Path,
+    console: Console | None,
+    show: bool,
+    features: FeatureSource | None = None,
+) -> Preparation:
+    """source.prepare(workdir) and features.prepare(workdir) (a --features file), with a progress bar per
+    member extracted; what they did, for the summary."""
     bars = Progress(
         TextColumn("[bold]{task.description:<18}"),
         BarColumn(),
@@ -45,6 +52,8 @@ def prepare_source(source: GraphSource, workdir: Path, console: Console | None, 
     start = time.perf_counter()
     with bars, watching(bars) as record:
         source.prepare(str(workdir))
+        if features is not None:
+            features.prepare(str(workdir))
     record.folder, record.seconds = os.path.abspath(workdir), time.perf_counter() - start
     return record
 

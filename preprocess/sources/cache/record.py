@@ -40,10 +40,9 @@ _watching: ContextVar[Preparation | None] = ContextVar("gtool_preparation", defa
 
 
 @contextmanager
-def watching(progress: Progress | None = None, record: Preparation | None = None) -> Iterator[Preparation]:
-    """Record the copies made in this context (with a progress bar per extraction, if `progress` is given),
-    in a new record or in `record`."""
-    record = record or Preparation(progress)
+def watching(progress: Progress | None = None) -> Iterator[Preparation]:
+    """Record the copies made in this context (with a progress bar per extraction, if `progress` is given)."""
+    record = Preparation(progress)
     token = _watching.set(record)
     try:
         yield record

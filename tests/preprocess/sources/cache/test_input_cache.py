@@ -315,3 +315,18 @@ def test_a_temporary_file_that_stopped_growing_is_partial_though_its_pid_lives(t
     old = time.time() - entries.WRITING_SECONDS - 1
     os.utime(alive, (old, old))
     assert [e.state for e in entries.list_entries(tmp_path)] == ["partial"]
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "message"),
+    [(499, 4, "499 feature rows, expected one per node \\(500\\)"), (500, 0, "0 features per node")],
+)
+def test_a_feature_file_is_checked_before_extraction_or_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, columns: int, message: str
+) -> None:
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.ones((rows, columns), dtype=np.float32))
+    monkeypatch.setattr(NpzMember, "pieces", no_decompression)
+    monkeypatch.setattr(pipeline, "dask_engine", no_decompression)
+    with pytest.raises(InputError, match=message):
+        run(gzipped_edges(tmp_path), tmp_path / "s.zarr", num_nodes=500, features=str(features))
