@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -112,6 +113,9 @@ class StageRunner:
             transient=False,
         )
         self.pending: set[Future] = set()
+        self.stopping = threading.Event()
+        """Set once unfinished tasks are cancelled (the run failed or was interrupted): a cancelled task
+        may still be running, so what it reads must stay (see gtool.preprocess.spill.SharedReads)."""
 
     def __enter__(self) -> StageRunner:
         self.progress.__enter__()
@@ -126,6 +130,7 @@ class StageRunner:
         costs ~0.5 ms of this process's time, even for a finished one)."""
         unfinished = [f for f in futures if not f.done()]
         if unfinished:
+            self.stopping.set()
             self.client.cancel(unfinished)
 
     def on_every_worker(self, fn: Callable[[], Any]) -> None:

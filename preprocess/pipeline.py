@@ -351,8 +351,9 @@ class ShardRun:
         return top + 1, [r.chunk for r in results]
 
     def node_inputs(self, n: int) -> NodeData:
-        """Node data from --features/--labels/--split files, else from the source; sizes checked against N
-        and at least one feature column, before anything is extracted."""
+        """Node data from --labels/--split files (the --features file is opened before the run), else from
+        the source; sizes checked against N, and the labels against their class count, before the edges
+        are mapped."""
         opts = self.options
         data = self.source.node_data()
         if self.feature_file is not None:
@@ -364,6 +365,9 @@ class ShardRun:
                 data.labels, data.num_classes = load_labels(opts.labels, n)
             if opts.split:
                 data.split = load_split(opts.split, n)
+        if data.labels is not None:
+            data.labels = data.labels.astype(np.int64, copy=False)
+            class_count(data.labels, data.num_classes, opts.num_classes, opts.labels or self.source.name)
         if data.features is not None:
             check_features(data.features, n)
         for name, array in ((opts.labels or "labels", data.labels), (opts.split or "split", data.split)):
@@ -530,7 +534,7 @@ class ShardRun:
         """Free each deduplicated run as soon as every tile write that reads it is done (A0's runs are read
         twice when A1 is written as their transpose), while the other tiles are still being written."""
         reads = [[path for tile in batch for path in tile.runs] for batch in batches]
-        shared = SharedReads(self.scratch, reads)
+        shared = SharedReads(self.scratch, reads, self.stages.stopping)
         for future, paths in zip(writes, reads, strict=True):
             future.add_done_callback(shared.when_done(paths))
 

@@ -82,15 +82,19 @@ class SharedReads:
     """Spill files read by several tasks: each is released (`SpillDir.release_later`) once every task that
     reads it is done. `done` is called once per task, from one thread at a time."""
 
-    def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]]):
+    def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]], stopping: threading.Event):
         self.scratch = scratch
         self.readers = Counter(path for paths in reads for path in set(paths))
+        self.stopping = stopping
 
     def when_done(self, paths: list[str]) -> Callable[[object], None]:
-        """A callback for the future of a task that reads `paths`: `done(paths)` once the task ends, however
-        it ends (a run whose task failed or was cancelled removes its spill folder anyway). Dask calls a
-        future's callbacks in one thread, one after the other."""
-        return lambda _future: self.done(paths)
+        """A callback for the future of a task that reads `paths`: `done(paths)` once the task is done, unless
+        `stopping` is set by then. A future's status cannot tell: one released after its result was
+        fetched reads 'cancelled' too, while a task cancelled because the run failed may still be running
+        and read its files (emptying a file under a memory map kills its reader with SIGBUS); the spill
+        folder goes at the end either way. Dask calls a future's callbacks in one thread, one after the
+        other."""
+        return lambda _future: None if self.stopping.is_set() else self.done(paths)
 
     def done(self, paths: Iterable[str]) -> None:
         """A task that read `paths` is done."""

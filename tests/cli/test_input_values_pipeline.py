@@ -1,6 +1,6 @@
 """Input values refused once `gtool shard` has started its cluster, before they are planned or stored:
 non-finite features of an OGB dataset, a feature width no chunk or task can hold, features without columns,
-one stray label."""
+one stray label (before the edges are mapped), labels that int64 cannot hold."""
 
 from __future__ import annotations
 
@@ -100,7 +100,12 @@ def test_features_without_columns(tmp_path: Path) -> None:
         assert f"error: {where}: 0 features per node: expected at least one feature column" in line
 
 
-def test_one_stray_label(tmp_path: Path) -> None:
+def edges_never_mapped(*args, **kwargs):
+    raise AssertionError("the edges were mapped before the labels were checked")
+
+
+def test_one_stray_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline.ShardRun, "map_stage", edges_never_mapped)
     labels = np.arange(N) % 4
     labels[7] = 10**9
     graph = benchmark_graph(tmp_path / "g.npz", (N, 4), labels)
@@ -114,3 +119,20 @@ def test_one_stray_label(tmp_path: Path) -> None:
         tmp_path, "grid:4x5", "--tiles", "2x2", "--labels", str(tmp_path / "y.npy"), "--num-classes", "4"
     )
     assert f"{tmp_path / 'y.npy'}, node 7: label 1000000000 is >= the 4 classes --num-classes gives" in line
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "shown"),
+    [
+        (np.uint64, 2**64 - 1, "18446744073709551615"),
+        (np.uint64, 2**63, "9223372036854775808"),
+        (np.float64, 1e30, "1e+30"),
+    ],
+)
+def test_labels_and_splits_int64_cannot_hold(tmp_path: Path, dtype: type, value: float, shown: str) -> None:
+    values = (np.arange(N) % 3).astype(dtype)
+    values[5] = value
+    np.save(tmp_path / "v.npy", values)
+    for option, what in (("--labels", "label"), ("--split", "split code")):
+        line = refused(tmp_path, "grid:4x5", "--tiles", "2x2", option, str(tmp_path / "v.npy"))
+        assert f"v.npy, array[5]: expected an integer {what} below 2^63" in line and shown in line, line

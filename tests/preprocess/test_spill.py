@@ -4,6 +4,7 @@ time into a buffer; spill files released in a thread once the tasks that read th
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -110,10 +111,21 @@ def test_release_later_after_cleanup_began_leaves_files_to_the_removal(tmp_path)
 def test_shared_reads_release_a_file_once_its_last_reader_is_done(tmp_path):
     scratch = spill_dir(tmp_path)
     a, b, c = (scratch.save(np.arange(100), f"{name}.npy") for name in "abc")
-    shared = spill.SharedReads(scratch, [[a, b], [b, c], [c, c]])
+    shared = spill.SharedReads(scratch, [[a, b], [b, c], [c, c]], threading.Event())
     shared.done([a, b])
     shared.done([c, c])
     assert sizes_become([a, b, c], [0, 928, 928])
     shared.when_done([b, c])(None)
     assert sizes_become([a, b, c], [0, 0, 0])
     scratch.cleanup()
+
+
+def test_shared_reads_keep_the_files_of_tasks_cancelled_while_the_run_stops(tmp_path):
+    scratch = spill_dir(tmp_path)
+    a = scratch.save(np.arange(100), "a.npy")
+    stopping = threading.Event()
+    shared = spill.SharedReads(scratch, [[a]], stopping)
+    stopping.set()
+    shared.when_done([a])(None)
+    scratch.cleanup()
+    assert not scratch.path.exists()

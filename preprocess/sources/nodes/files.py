@@ -104,15 +104,20 @@ def load_features(path: str) -> FeatureSource:
 
 
 def whole_numbers(node_values: NodeValues, what: str) -> np.ndarray:
-    """Integer-valued entries as int64: float NaN becomes -1, other non-whole floats fail."""
+    """Integer-valued entries as int64: float NaN becomes -1; other non-whole floats, and values int64
+    cannot hold (uint64 or float ones from 2^63), fail."""
     values = node_values.values
     check_kind(values.dtype, node_values.file, f"{what} as numbers", "biuf")
+    if values.dtype.kind == "u" and values.dtype.itemsize == 8:
+        node_values.fail_first(
+            values > np.iinfo(np.int64).max, lambda v: f"expected an integer {what} below 2^63, got {v}"
+        )
     if values.dtype.kind != "f":
         return values.astype(np.int64)
     known = ~np.isnan(values)
     node_values.fail_first(
-        known & ~(np.isfinite(values) & (np.floor(values) == values)),
-        lambda v: f"expected an integer {what} (or NaN for none), got {v}",
+        known & ~(np.isfinite(values) & (np.floor(values) == values) & (np.abs(values) < 2.0**63)),
+        lambda v: f"expected an integer {what} below 2^63 (or NaN for none), got {v}",
     )
     return np.where(known, values, -1).astype(np.int64)
 
