@@ -75,7 +75,9 @@ def clear_cache(
     folder = folder_of(cache_dir, root)
     keep = ("current", "writing") if stale else ("writing",)
     doomed = [e for e in list_entries(folder) if e.state not in keep]
-    freed = remove_entries(doomed)
+    freed, in_use = remove_entries(doomed)
     remove_orphan_notes(folder)
-    console.print(f"removed {len(doomed)} copies ({human_bytes(freed)}) from {folder}")
+    console.print(f"removed {len(doomed) - len(in_use)} copies ({human_bytes(freed)}) from {folder}")
+    if in_use:
+        console.print(f"{len(in_use)} copies in use by a running gtool shard: left")
     note_other_files(folder)

@@ -70,6 +70,7 @@ from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import default_cache_dir
 from gtool.preprocess.sources.cache.extraction import prepare_source
+from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.sources.nodes.classes import class_count
 from gtool.preprocess.sources.nodes.generated import (
     DEGREE_CLASSES,
@@ -161,6 +162,7 @@ def shard_locked(
     feature_file = open_feature_file(options.features, declared, budget) if options.features else None
     scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
     interrupts.on_abandon(scratch.cleanup)
+    prepared: Preparation | None = None
     try:
         with HighWater(scratch.path) as high_water:
             prepared = prepare_source(
@@ -189,6 +191,8 @@ def shard_locked(
         raise
     finally:
         scratch.cleanup()
+        if prepared is not None:
+            prepared.close()
     summary.store = output
     summary.prepared = prepared
     summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}

@@ -13,6 +13,7 @@ other files, which are neither listed nor removed.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +21,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -118,17 +120,19 @@ def work_copy(
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
     its note; the folder, and its free space against `size` when known, checked first), reused by later
-    runs while intact."""
+    runs while intact; held by this run (Preparation.hold) either way."""
     dest = work_copy_path(workdir, path, suffix)
-    if is_intact(dest):
+    record = recorded()
+    if is_intact(dest) and record.hold(dest):
         note_reuse(dest, path)
-        recorded().reuse(path, os.path.getsize(dest))
+        record.reuse(path, os.path.getsize(dest))
         return dest
     check_room(Path(workdir), size or 0, f"converting {path}")
     start = time.perf_counter()
     write_atomically(dest, write)
     note_source(dest, path)
-    recorded().made([path], os.path.getsize(dest), time.perf_counter() - start)
+    record.hold(dest)
+    record.made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 
 
@@ -211,14 +215,40 @@ def other_files(folder: Path) -> int:
     return sum(1 for p in folder.iterdir() if not ENTRY_NAME.fullmatch(p.name.removesuffix(NOTE_SUFFIX)))
 
 
-def remove_entries(entries: list[CacheEntry]) -> int:
-    """Delete entries with their notes; returns the bytes freed."""
-    freed = 0
+def remove_entries(entries: list[CacheEntry]) -> tuple[int, list[CacheEntry]]:
+    """Delete entries with their notes, but those a running `gtool shard` holds (Preparation.hold); returns
+    the bytes freed and the entries left because they are in use."""
+    freed, in_use = 0, []
     for entry in entries:
-        freed += entry.size
-        for path in (entry.path, Path(str(entry.path) + NOTE_SUFFIX)):
-            path.unlink(missing_ok=True)
-    return freed
+        with exclusively(entry.path) as free:
+            if not free:
+                in_use.append(entry)
+                continue
+            for path in (entry.path, Path(str(entry.path) + NOTE_SUFFIX)):
+                path.unlink(missing_ok=True)
+            freed += entry.size
+    return freed, in_use
+
+
+@contextmanager
+def exclusively(path: Path) -> Iterator[bool]:
+    """Hold an exclusive lock on `path` (True), or False when a running run holds a shared one."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:  # a file system without locks: nothing to respect
+            pass
+        yield True
+    finally:
+        os.close(fd)
 
 
 def remove_orphan_notes(folder: Path) -> None:

@@ -39,7 +39,7 @@ def prepare_source(
     features: FeatureSource | None = None,
 ) -> Preparation:
     """source.prepare(workdir) and features.prepare(workdir) (a --features file), with a progress bar per
-    member extracted; what they did, for the summary."""
+    member extracted; what they did, for the summary, holding the copies they use until its `close`."""
     bars = Progress(
         TextColumn("[bold]{task.description:<18}"),
         BarColumn(),
@@ -51,9 +51,13 @@ def prepare_source(
     )
     start = time.perf_counter()
     with bars, watching(bars) as record:
-        source.prepare(str(workdir))
-        if features is not None:
-            features.prepare(str(workdir))
+        try:
+            source.prepare(str(workdir))
+            if features is not None:
+                features.prepare(str(workdir))
+        except BaseException:
+            record.close()
+            raise
     record.folder, record.seconds = os.path.abspath(workdir), time.perf_counter() - start
     return record
 
@@ -65,12 +69,13 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     The free space for the missing copies is checked first (an error names the folder, what is needed
     and what is free); then the members are extracted in parallel, one thread each."""
     record = recorded()
-    missing = [(member, dest) for member, dest in jobs if not is_intact(dest, member.info.file_size)]
-    done = {dest for _, dest in missing}
+    missing = []
     for member, dest in jobs:
-        if dest not in done:
+        if is_intact(dest, member.info.file_size) and record.hold(dest):
             note_reuse(dest, member.path)
             record.reuse(member.where, member.info.file_size)
+        else:
+            missing.append((member, dest))
     if not missing:
         return
     names = ", ".join(member.where for member, _ in missing)
@@ -81,17 +86,13 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     stop = threading.Event()
     pool = ThreadPoolExecutor(min(len(missing), available_cores()))
     try:
-        for future in as_completed(
-            [pool.submit(extract_one, *job, record.progress, stop) for job in missing]
-        ):
+        for future in as_completed([pool.submit(extract_one, *job, record, stop) for job in missing]):
             future.result()
     except BaseException:
         stop.set()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    for member, dest in missing:
-        note_source(dest, member.path)
     size = sum(member.info.file_size for member, _ in missing)
     record.made([member.where for member, _ in missing], size, time.perf_counter() - start)
 
@@ -100,9 +101,10 @@ class Stopped(Exception):
     """An extraction given up because another one failed or the run was interrupted."""
 
 
-def extract_one(member: NpzMember, dest: str, bars: Progress | None, stop: threading.Event) -> None:
-    """Extract one member, advancing a progress bar of its own; give up (leaving no copy) once `stop` is
-    set."""
+def extract_one(member: NpzMember, dest: str, record: Preparation, stop: threading.Event) -> None:
+    """Extract one member, advancing a progress bar of its own (the record's), then note and hold the copy
+    (so a run stopped later keeps it for the next); give up (leaving no copy) once `stop` is set."""
+    bars = record.progress
     bar = None if bars is None else bars.add_task(f"extract {member.key}", total=member.info.file_size)
 
     def done(n: int) -> None:
@@ -112,3 +114,5 @@ def extract_one(member: NpzMember, dest: str, bars: Progress | None, stop: threa
             bars.advance(bar, n)
 
     member.extract(dest, done)
+    note_source(dest, member.path)
+    record.hold(dest)

@@ -1,7 +1,11 @@
-"""What a run did with the copies of its compressed inputs (made or reused, bytes, time), for its summary."""
+"""What a run did with the copies of its compressed inputs (made or reused, bytes, time), for its summary;
+and the copies it uses, held until it ends so that `gtool cache clear` leaves them."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +27,8 @@ class Preparation:
     extract_seconds: float = 0.0
     folder: str = ""
     seconds: float = 0.0
+    held: list[int] = field(default_factory=list)
+    """Descriptors of the copies this run uses, each with a shared lock (see `hold`)."""
 
     def made(self, where: list[str], size: int, seconds: float) -> None:
         """Copies of `where` were made: `size` bytes in `seconds`."""
@@ -34,6 +40,31 @@ class Preparation:
         """The copy of `where` (`size` bytes) was there already."""
         self.reused.append(where)
         self.reused_bytes += size
+
+    def hold(self, copy: str) -> bool:
+        """Keep `copy` open with a shared lock until `close`: `gtool cache clear`, which takes an exclusive
+        one to remove a copy, leaves it to this run. False when the copy is gone (removed before the lock
+        was had), so the caller makes it again."""
+        try:
+            fd = os.open(copy, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        with contextlib.suppress(OSError):  # a file system without locks: held in name only
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            same = os.stat(copy).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            return False
+        self.held.append(fd)
+        return True
+
+    def close(self) -> None:
+        """Let go of the copies held: the run is over."""
+        while self.held:
+            os.close(self.held.pop())
 
 
 _watching: ContextVar[Preparation | None] = ContextVar("gtool_preparation", default=None)

@@ -19,6 +19,7 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import pipeline
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache import entries, extraction
+from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.sources.fileinfo import MIB
 from gtool.preprocess.sources.npzmember import NpzMember
 from tests.preprocess.sources.ogb.test_ogb import write_binary
@@ -330,3 +331,41 @@ def test_a_feature_file_is_checked_before_extraction_or_cluster(
     monkeypatch.setattr(pipeline, "dask_engine", no_decompression)
     with pytest.raises(InputError, match=message):
         run(gzipped_edges(tmp_path), tmp_path / "s.zarr", num_nodes=500, features=str(features))
+
+
+@pytest.mark.integration
+def test_copies_a_failed_run_finished_are_kept_for_the_next(
+    papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, extract, calls = tmp_path / "cache", NpzMember.extract, []
+
+    def third_fails(self: NpzMember, dest: str, done=None) -> str:
+        calls.append(self.key)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return extract(self, dest, done)
+
+    monkeypatch.setattr(NpzMember, "extract", third_fails)
+    monkeypatch.setattr(extraction, "available_cores", lambda: 1)
+    with pytest.raises(GtoolError, match="no space left"):
+        run(papers, tmp_path / "a.zarr", cache_dir=str(cache))
+    assert [e.state for e in entries.list_entries(cache)] == ["current"] * 2
+    monkeypatch.undo()
+    second = run(papers, tmp_path / "b.zarr", cache_dir=str(cache))
+    assert second.prepared is not None and len(second.prepared.reused) == 2
+    assert len(second.prepared.extracted) == 1
+
+
+def test_clear_leaves_the_copies_a_running_shard_holds(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    copies = [cache / f"x.npz.0123456789abcdef.{key}.npy" for key in ("a", "b")]
+    for copy in copies:
+        copy.write_bytes(b"data")
+    record = Preparation()
+    assert record.hold(str(copies[0])) and not record.hold(str(cache / "gone.0123456789abcdef.npy"))
+    output = cache_cli(cache, "clear")
+    assert "removed 1 copies" in output and "1 copies in use by a running gtool shard: left" in output
+    assert [p.name for p in cache.iterdir()] == [copies[0].name]
+    record.close()
+    assert "removed 1 copies" in cache_cli(cache, "clear") and list(cache.iterdir()) == []
