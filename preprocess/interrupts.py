@@ -5,7 +5,8 @@ unwinds through its own cleanup. Python drops an exception raised where it ignor
 during an import, a finalizer), and a run can then go on or hang; so the first signal also starts a
 watchdog that, if the process still runs GRACE_SECONDS later, runs the registered cleanups itself and
 exits (a second signal does that at once); and before it publishes, the run checks that no signal came
-(`check`), so that a dropped exception cannot let a signalled run end as a success.
+(`check`), so that a dropped exception cannot let a signalled run end as a success. Python's report of
+such a dropped exception (a traceback on stderr) is left out.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from gtool.errors import Terminated
+
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
 
 GRACE_SECONDS = 30.0
 """How long a signalled run may take to unwind before the watchdog cleans up and exits."""
@@ -33,6 +39,7 @@ class Interrupts:
     def __init__(self) -> None:
         self.cleanups: list[Callable[[], None]] = []
         self.previous: dict[int, object] = {}
+        self.previous_hook = sys.unraisablehook
         self.received: int | None = None
 
     def on_abandon(self, cleanup: Callable[[], None]) -> None:
@@ -42,11 +49,21 @@ class Interrupts:
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             self.previous = {s: signal.signal(s, self.handle) for s in SIGNALS}
+            self.previous_hook, sys.unraisablehook = sys.unraisablehook, self.unraisable
         return self
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self.previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
+        if self.previous:
+            sys.unraisablehook = self.previous_hook
+
+    def unraisable(self, unraisable: UnraisableHookArgs) -> None:
+        """Python's report of an exception it dropped (raised in a garbage-collector callback, a
+        finalizer): silent for the one a signal raised, which `check` raises again; others as before."""
+        if self.received is not None and isinstance(unraisable.exc_value, Terminated | KeyboardInterrupt):
+            return
+        self.previous_hook(unraisable)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.received is not None:

@@ -280,6 +280,32 @@ def test_a_signal_whose_exception_was_dropped_is_raised_again_before_publishing(
         watch.check()
 
 
+def test_python_s_report_of_the_dropped_signal_exception_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal that came while distributed's garbage-collector callback ran printed "Exception ignored
+    in ... Traceback" on stderr (the run still ended with 143)."""
+    from gtool.errors import Terminated
+    from gtool.preprocess import interrupts
+
+    def dropped(exc: BaseException) -> SimpleNamespace:
+        return SimpleNamespace(
+            exc_type=type(exc), exc_value=exc, exc_traceback=None, err_msg=None, object=None
+        )
+
+    reported: list[BaseException] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(unraisable.exc_value))
+    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
+    early, late, other = Terminated("early"), Terminated("terminated by SIGTERM"), ValueError("other")
+    with interrupts.Interrupts() as watch:
+        sys.unraisablehook(dropped(early))  # no signal yet: reported
+        with pytest.raises(Terminated):
+            watch.handle(signal.SIGTERM, None)
+        sys.unraisablehook(dropped(late))
+        sys.unraisablehook(dropped(other))
+    assert reported == [early, other]
+    sys.unraisablehook(dropped(late))
+    assert reported == [early, other, late]
+
+
 def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
