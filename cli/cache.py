@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from gtool.errors import GtoolError
 from gtool.preprocess.sources.cache.entries import (
     default_cache_dir,
     list_entries,
@@ -33,7 +34,14 @@ ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOO
 
 
 def folder_of(cache_dir: str | None, root: str | None) -> Path:
-    return Path(cache_dir) if cache_dir else default_cache_dir(root or os.environ.get("GTOOL_DATA"))
+    """The cache folder (--cache-dir, else the default); one that is not a folder is an error, one that is
+    not there is said to be empty."""
+    folder = Path(cache_dir) if cache_dir else default_cache_dir(root or os.environ.get("GTOOL_DATA"))
+    if folder.exists() and not folder.is_dir():
+        raise GtoolError(f"{folder}: not a folder (expected the cache of copies of compressed inputs)")
+    if not folder.exists():
+        console.print(f"{folder}: no such folder: nothing is cached there")
+    return folder
 
 
 @app.command("list")

@@ -76,6 +76,8 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
     machinery then run without sharing one GIL, which threads of one process do not scale past about
     two workers. Each process gets its share of `memory_limit`; Dask's own memory management stays off
     because the pipeline sizes its tasks from the budget and keeps intermediate data in its spill files.
+    No dashboard; the scheduler's own HTTP endpoints take a free port (on 8787, Dask's default, a second
+    run at once would print Dask's warning that the port is taken).
     """
     quiet_dask_logs()
     if scheduler:
@@ -90,6 +92,7 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
             threads_per_worker=1 if processes else workers,
             processes=processes,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
             memory_limit=memory_limit // workers if processes else 0,
         ) as cluster,
         Client(cluster) as client,

@@ -1,4 +1,5 @@
-"""StageRunner: every result of a stage comes back, in batches, and the first failure is raised."""
+"""StageRunner: every result of a stage comes back, in batches, and the first failure is raised; cancelling
+unfinished tasks marks the run as stopping; embedded clusters take free ports."""
 
 from __future__ import annotations
 
@@ -38,3 +39,18 @@ def test_collect_raises_the_task_error(stages):
     with pytest.raises(InputError, match=r"edges\.txt: line 7: bad"):
         list(stages.run("fail", _fails_on, list(range(20)), 7))
     assert not stages.pending
+
+
+def test_two_embedded_clusters_at_once_do_not_contend_for_a_port(recwarn: pytest.WarningsRecorder) -> None:
+    with dask_engine(None, 1, 1 << 30), dask_engine(None, 1, 1 << 30):
+        pass
+    assert not [w for w in recwarn if "already in use" in str(w.message)]
+
+
+def test_a_stage_whose_tasks_are_cancelled_says_it_is_stopping(stages):
+    with StageRunner(stages.client, None, False) as runner:
+        runner.finish(runner.submit("quick", _square, [1, 2]))
+        assert not runner.stopping.is_set()
+        futures = runner.submit("slow", time.sleep, [5])
+        runner.cancel(futures)
+        assert runner.stopping.is_set()

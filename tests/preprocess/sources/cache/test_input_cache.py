@@ -369,3 +369,11 @@ def test_clear_leaves_the_copies_a_running_shard_holds(tmp_path: Path) -> None:
     assert [p.name for p in cache.iterdir()] == [copies[0].name]
     record.close()
     assert "removed 1 copies" in cache_cli(cache, "clear") and list(cache.iterdir()) == []
+
+
+def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
+    assert "no such folder: nothing is cached there" in cache_cli(tmp_path / "typo", "list")
+    (tmp_path / "f.npy").write_bytes(b"x")
+    result = CliRunner().invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path / "f.npy")])
+    assert result.exit_code == 2 and f"error: {tmp_path / 'f.npy'}: not a folder" in result.output
+    assert (tmp_path / "f.npy").exists()
