@@ -68,7 +68,7 @@ def storage_error(exc: OSError, output: str, places: dict[str, str] | None = Non
 
 
 def fullest(places: dict[str, str]) -> str | None:
-    """'FOLDER (WHAT, N MB free ...)' of the place with the least space left (the first of equals), None
+    """'FOLDER (WHAT, N MiB free ...)' of the place with the least space left (the first of equals), None
     when none can be looked at. Asked once the run has removed its files: what they took is free again."""
     left = {}
     for what, folder in places.items():
@@ -77,7 +77,7 @@ def fullest(places: dict[str, str]) -> str | None:
     if not left:
         return None
     what, (free, folder) = min(left.items(), key=lambda item: item[1][0])
-    return f"{folder} ({what}, {free // (1 << 20):,} MB free after removing this run's files)"
+    return f"{folder} ({what}, {free // (1 << 20):,} MiB free after removing this run's files)"
 
 
 def replaceable(fs: AbstractFileSystem, path: str) -> bool:
