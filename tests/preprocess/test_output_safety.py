@@ -185,7 +185,8 @@ def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypa
     monkeypatch.setattr(staging.shutil, "disk_usage", lambda folder: SimpleNamespace(free=free[folder]))
     places = {"the output's folder": "/data/out", "--spill-dir": "/scratch", "the cache": "/data/cache"}
     error = staging.storage_error(OSError("16384 requested and 4080 written"), "/data/out/s.zarr", places)
-    assert str(error).startswith("/scratch (--spill-dir, 3 MiB free after removing this run's files): a short")
+    expected = "/scratch (--spill-dir, 3 MiB free after removing this run's files): a short"
+    assert str(error).startswith(expected)
     named = staging.storage_error(
         OSError(errno.ENOSPC, "No space left", "/data/out/x"), "/data/out/s", places
     )
