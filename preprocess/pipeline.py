@@ -112,6 +112,9 @@ def check_options(options: ShardOptions) -> None:
         )
     if options.seed < 0:
         raise GtoolError(f"--seed must be >= 0, got {options.seed}")
+    for flag, value in (("--cache-dir", options.cache_dir), ("--spill-dir", options.spill_dir)):
+        if value is not None and not value.strip():
+            raise GtoolError(f"{flag} is empty: give a folder, or leave the option out for the default")
 
 
 def shard(

@@ -377,3 +377,9 @@ def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path / "f.npy")])
     assert result.exit_code == 2 and f"error: {tmp_path / 'f.npy'}: not a folder" in result.output
     assert (tmp_path / "f.npy").exists()
+
+
+@pytest.mark.parametrize("flag", ["--cache-dir", "--spill-dir"])
+def test_an_empty_folder_option_is_refused(tmp_path: Path, flag: str) -> None:
+    result = CliRunner().invoke(app, ["shard", "rmat:8:4", "-o", str(tmp_path / "s.zarr"), flag, "", "-q"])
+    assert result.exit_code == 2 and f"error: {flag} is empty" in result.output
