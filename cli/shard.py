@@ -70,7 +70,12 @@ def shard(
         None, "--features", help="Node features .npy/.npz, or a scipy CSR .npz (may be larger than RAM)."
     ),
     labels: str = typer.Option(None, "--labels", help="Node labels .npy/.npz/.txt (-1: unlabelled)."),
-    split: str = typer.Option(None, "--split", help="Split codes .npy (0 train, 1 valid, 2 test, -1 none)."),
+    split: str = typer.Option(
+        None,
+        "--split",
+        help="Split per node: codes (0 train, 1 valid, 2 test, -1 none) or words (train, valid, test, none) "
+        "in a .npy or a text file (one per line), or index sets train/valid/test in an .npz.",
+    ),
     num_features: int = typer.Option(128, "--num-features", help="Random features when the source has none."),
     num_classes: int = typer.Option(
         None,

@@ -153,12 +153,15 @@ def word_text(word: object) -> str:
 
 
 def split_from_words(node_values: NodeValues) -> np.ndarray:
-    """Codes of a string split array ('train', 'valid', 'test', '' and the code digits)."""
+    """Codes of a string split array ('train', 'valid'/'val', 'test', 'none'/'' and the code digits; a text
+    file skips blank lines, so it writes 'none')."""
     words, inverse = np.unique(node_values.values, return_inverse=True)
     codes = np.array([SPLIT_WORDS.get(word_text(word), UNKNOWN) for word in words], dtype=np.int8)
     node_values.fail_first(
         codes[inverse].reshape(node_values.values.shape) == UNKNOWN,
-        lambda v: f"expected 'train', 'valid', 'test' or '', got '{word_text(v)}'",
+        lambda v: (
+            f"expected 'train', 'valid' (or 'val'), 'test', or 'none' (or '') for none, got '{word_text(v)}'"
+        ),
     )
     return codes[inverse].reshape(node_values.values.shape)
 

@@ -106,6 +106,8 @@ def test_split_codes_words_and_index_sets(tmp_path: Path) -> None:
     assert load_split(str(tmp_path / "i.npz"), 5).tolist() == [0, 1, -1, 0, 2]
     (tmp_path / "s.txt").write_text("train\ntest\nvalid\n")
     assert load_split(str(tmp_path / "s.txt"), 3).tolist() == [0, 2, 1]
+    (tmp_path / "n.txt").write_text("train\nnone\nval\n")
+    assert load_split(str(tmp_path / "n.txt"), 3).tolist() == [0, -1, 1]
 
 
 @pytest.mark.parametrize(
