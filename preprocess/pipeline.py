@@ -256,6 +256,8 @@ class ShardRun:
         self.source, self.options, self.store = source, options, store
         self.feature_file = feature_file
         """The --features file, checked and prepared (its compressed members extracted) before the run."""
+        self.label_classes = 0
+        """The class count of the source's or --labels' labels, checked against them by node_inputs."""
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
         self.threads = available_cores()
@@ -374,7 +376,8 @@ class ShardRun:
                 data.split = load_split(opts.split, n)
         if data.labels is not None:
             data.labels = data.labels.astype(np.int64, copy=False)
-            class_count(data.labels, data.num_classes, opts.num_classes, opts.labels or self.source.name)
+            where = opts.labels or self.source.name
+            self.label_classes = class_count(data.labels, data.num_classes, opts.num_classes, where)
         if data.features is not None:
             check_features(data.features, n)
         for name, array in ((opts.labels or "labels", data.labels), (opts.split or "split", data.split)):
@@ -410,13 +413,12 @@ class ShardRun:
         return LabelsInfo(label_origin, kind, layout.LABEL_NONE), split_origin
 
     def labels(self, data: NodeData, node_degrees: np.ndarray) -> tuple[np.ndarray, int]:
-        """Source labels and their class count (checked), or `--num-classes` classes by degree quantile."""
-        given = self.options.num_classes
+        """Source labels and their class count (checked by node_inputs), or `--num-classes` classes by degree
+        quantile."""
         if data.labels is None:
-            classes = given or DEGREE_CLASSES
+            classes = self.options.num_classes or DEGREE_CLASSES
             return degree_classes(node_degrees, classes, self.threads), classes
-        labels = data.labels.astype(np.int64, copy=False)
-        return labels, class_count(labels, data.num_classes, given, self.options.labels or self.source.name)
+        return data.labels, self.label_classes
 
     def original_degrees(self, chunks: list[EdgeChunk], plan: PartitionPlan, budget: Budget) -> np.ndarray:
         """Exact degrees of A + I in original node order: map and dedupe with the identity permutation."""

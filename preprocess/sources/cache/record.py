@@ -29,6 +29,8 @@ class Preparation:
     seconds: float = 0.0
     held: list[int] = field(default_factory=list)
     """Descriptors of the copies this run uses, each with a shared lock (see `hold`)."""
+    holding: bool = True
+    """False for the record kept outside `watching`, which nobody closes: it holds nothing."""
 
     def made(self, where: list[str], size: int, seconds: float) -> None:
         """Copies of `where` were made: `size` bytes in `seconds`."""
@@ -45,6 +47,8 @@ class Preparation:
         """Keep `copy` open with a shared lock until `close`: `gtool cache clear`, which takes an exclusive
         one to remove a copy, leaves it to this run. False when the copy is gone (removed before the lock
         was had), so the caller makes it again."""
+        if not self.holding:
+            return os.path.exists(copy)
         try:
             fd = os.open(copy, os.O_RDONLY)
         except FileNotFoundError:
@@ -82,5 +86,5 @@ def watching(progress: Progress | None = None) -> Iterator[Preparation]:
 
 
 def recorded() -> Preparation:
-    """The record being kept (one that nobody reads outside `watching`)."""
-    return _watching.get() or Preparation()
+    """The record being kept (outside `watching`, one that nobody reads and that holds nothing)."""
+    return _watching.get() or Preparation(holding=False)
