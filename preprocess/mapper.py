@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import socket
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,44 +58,80 @@ class MapJob:
     spill_root: str
 
 
-def map_output(spill_root: str, matrix: int, index: int) -> str:
-    """The file of matrix `matrix`'s entries of chunk `index`, sorted by partition."""
-    return f"{spill_root}/map/m{matrix}/c{index}.npy"
+def thread_file(spill_root: str, matrix: int) -> str:
+    """The map file of matrix `matrix` that the calling thread appends its chunks' entries to: one per thread
+    (named by host, process and thread), so that no two tasks write one file at once."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
+    return f"{spill_root}/map/m{matrix}/{host}-{os.getpid()}-{threading.get_native_id()}.bin"
 
 
 @dataclass(frozen=True)
 class MapOutputs:
-    """A matrix's map outputs, as a dedupe task finds the entries of its partitions in them: one file per
-    chunk (map_output) and `offsets`, a spilled int64 table [chunks, partitions + 1] of where each
-    partition starts in each file. A task carries this, not a slice per chunk, so that what the `gtool`
-    process plans and sends does not grow with tiles x chunks."""
+    """A matrix's map outputs, as a dedupe task finds the entries of its partitions in them.
 
-    spill_root: str
+    Each map task appends a chunk's entries, sorted by partition, to the file of its thread (thread_file),
+    so there are as many files as threads that ran map tasks, whatever the size of the graph. `offsets`
+    is a spilled int64 table [chunks, partitions + 1] of where each partition of each chunk starts in its
+    file, `holders` a spilled int32 table [chunks] of which of `files` holds each chunk. A task carries
+    these paths, not a slice per chunk, so that what the `gtool` process plans and sends does not grow with
+    tiles x chunks."""
+
     matrix: int
+    files: tuple[str, ...]
     offsets: str
+    holders: str
 
-    def slices(self, first: int, last: int) -> list[tuple[str, int, int]]:
-        """(file, start, stop) of partitions [first, last) in every chunk's file that has entries there."""
+    @classmethod
+    def gathered(cls, results: list[MapResult], matrix: int, root: str) -> tuple[MapOutputs, np.ndarray]:
+        """Matrix `matrix`'s outputs of the map tasks `results` (in chunk order), with their tables spilled
+        under `root`, and the entry count of every partition. Takes the counts out of the results."""
+        counts = np.stack([r.counts.pop(matrix) for r in results])
+        files = sorted({r.placed[matrix][0] for r in results})
+        number = {path: k for k, path in enumerate(files)}
+        holders = np.array([number[r.placed[matrix][0]] for r in results], dtype=np.int32)
+        offsets = np.empty((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
+        offsets[:, 0] = [r.placed[matrix][1] for r in results]
+        np.cumsum(counts, axis=1, out=offsets[:, 1:])
+        offsets[:, 1:] += offsets[:, :1]
+        tables = f"{root}/dedupe/m{matrix}"
+        spill.save_to(offsets, f"{tables}/offsets.npy")
+        spill.save_to(holders, f"{tables}/holders.npy")
+        outputs = cls(matrix, tuple(files), f"{tables}/offsets.npy", f"{tables}/holders.npy")
+        return outputs, counts.sum(axis=0, dtype=np.int64)
+
+    def entries(self, first: int, last: int) -> np.ndarray:
+        """The entries of partitions [first, last) of every chunk: one pass over each file, copying the
+        chunks' ranges in compiled code."""
+        from gtool.preprocess.compiled.shuffle import gather_ranges
+
         table = spill.load(self.offsets)
         starts, stops = table[:, first], table[:, last]
-        return [
-            (map_output(self.spill_root, self.matrix, int(k)), int(starts[k]), int(stops[k]))
-            for k in np.flatnonzero(stops > starts)
-        ]
+        holders = spill.load(self.holders)
+        out = np.empty(int((stops - starts).sum()), dtype=np.int64)
+        filled = 0
+        for index, path in enumerate(self.files):
+            held = holders == index
+            source = spill.load_raw(path, out.dtype)
+            if np.any(stops[held] > source.size):
+                raise ValueError(f"{path}: truncated, {source.size} entries where the map tasks wrote more")
+            filled += gather_ranges(source, starts[held], stops[held], out[filled:])
+        return out
 
 
 @dataclass
 class MapResult:
-    """What one map task spilled: per matrix, the entry count of every partition (its file is
-    map_output(spill_root, matrix, index))."""
+    """What one map task spilled: per matrix, the entry count of every partition and where the entries are
+    (the file and the entry at which they start)."""
 
     index: int
     edges: int
     counts: dict[int, np.ndarray]
+    placed: dict[int, tuple[str, int]]
 
 
 def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
-    """Read chunk `index`, validate ids, orient it, and spill each matrix's entries sorted by partition.
+    """Read chunk `index`, validate ids, orient it, and append each matrix's entries, sorted by partition, to
+    the thread's map file of that matrix.
 
     Entries (row, col) of a chunk without self-loops: both directions when symmetrizing, (dst, src) when
     directed (row = the node that aggregates its incoming edges); a SelfLoops chunk keeps its (v, v)."""
@@ -103,13 +143,14 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
     loops = isinstance(chunk, SelfLoops)
     rows, cols = (block.src, block.dst) if loops or not job.directed else (block.dst, block.src)
     mirror = not (loops or job.directed)
-    counts = {}
+    counts, placed = {}, {}
     for m in job.matrices:
         row_inverse, col_inverse = spill.load(m.row_inverse), spill.load(m.col_inverse)
         keys, counts[m.matrix] = bucket_entries(rows, cols, row_inverse, col_inverse, job.plan, mirror, loops)
-        spill.save_to(keys, map_output(job.spill_root, m.matrix, index))
+        path = thread_file(job.spill_root, m.matrix)
+        placed[m.matrix] = (path, spill.append_to(keys, path))
     edges = 0 if loops else len(block)
-    return MapResult(index=index, edges=edges, counts=counts)
+    return MapResult(index=index, edges=edges, counts=counts, placed=placed)
 
 
 @dataclass

@@ -41,7 +41,6 @@ from gtool.preprocess.mapper import (
     MatrixMap,
     SelfLoops,
     map_chunk,
-    map_output,
     scan_chunk,
 )
 from gtool.preprocess.monitor import HighWater
@@ -295,11 +294,12 @@ class ShardRun:
         transposed = two and not opts.directed
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
         feature_writes = self.start_features(features, pc, ipc, budget)
-        maps = self.map_stage(inputs, MapJob(plan, matrices, opts.directed, str(self.scratch.path)))
+        job = MapJob(plan, matrices, opts.directed, str(self.scratch.path))
+        maps = self.map_stage(inputs, job)
         input_edges = sum(m.edges for m in maps)
         if input_edges == 0:
             raise InputError(self.source.name, "empty graph: the source has no edges")
-        runs, degrees = self.dedupe_stage(maps, plan, [m.matrix for m in matrices], budget, transposed)
+        runs, degrees = self.dedupe_stage(maps, job, budget, transposed)
         del maps
         with self.timed("write"):
             scales = self.scales(degrees, pr, pc)
@@ -421,10 +421,13 @@ class ShardRun:
         return data.labels, self.label_classes
 
     def original_degrees(self, chunks: list[EdgeChunk], plan: PartitionPlan, budget: Budget) -> np.ndarray:
-        """Exact degrees of A + I in original node order: map and dedupe with the identity permutation."""
+        """Exact degrees of A + I in original node order: map and dedupe with the identity permutation, in a
+        folder of their own (the files of the later pass must not be confused with these, which are released
+        in the background)."""
         identity = self.scratch.save(inverse(np.arange(plan.num_nodes)), "perm", "identity.npy")
-        job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, str(self.scratch.path))
-        runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), plan, [0], budget, False)
+        root = str(self.scratch.path / "degree-pass")
+        job = MapJob(plan, (MatrixMap(0, identity, identity),), self.options.directed, root)
+        runs, degrees = self.dedupe_stage(self.map_stage(chunks, job), job, budget, False)
         self.scratch.release_later(run.task.out for run in runs[0])
         return degrees
 
@@ -434,31 +437,21 @@ class ShardRun:
         return sorted(results, key=lambda r: r.index)
 
     def dedupe_stage(
-        self,
-        maps: list[MapResult],
-        plan: PartitionPlan,
-        matrices: list[int],
-        budget: Budget,
-        transposed: bool,
+        self, maps: list[MapResult], job: MapJob, budget: Budget, transposed: bool
     ) -> tuple[dict[int, list[DedupeResult]], np.ndarray]:
         """Sort and dedupe runs of partitions; returns the runs per matrix and the degrees in pr order.
 
         With `transposed` (A1 will be written as A0 transposed) A0's runs also count their column slabs."""
-        tasks, sizes, tables = [], [], []
-        spill_root = str(self.scratch.path)
+        tasks, sizes, spilled = [], [], []
+        plan, root, matrices = job.plan, job.spill_root, [m.matrix for m in job.matrices]
         cap = budget.group_entries(sum(int(c.sum()) for r in maps for c in r.counts.values()))
         for m in matrices:
-            counts = np.stack([r.counts.pop(m) for r in maps])
-            offsets = np.zeros((counts.shape[0], counts.shape[1] + 1), dtype=np.int64)
-            np.cumsum(counts, axis=1, out=offsets[:, 1:])
-            totals = counts.sum(axis=0, dtype=np.int64)
-            del counts
-            tables.append(self.scratch.save(offsets, "dedupe", f"offsets{m}.npy"))
-            inputs = MapOutputs(spill_root, m, tables[-1])
+            inputs, totals = MapOutputs.gathered(maps, m, root)
+            spilled += [inputs.offsets, inputs.holders, *inputs.files]
             for i in range(plan.tiles):
                 for j in range(plan.tiles):
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
-                        out = f"{spill_root}/dedupe/m{m}/{i}_{j}_{first}.npy"
+                        out = f"{root}/dedupe/m{m}/{i}_{j}_{first}.npy"
                         tasks.append(DedupeTask(i, j, first, last, inputs, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)
@@ -471,7 +464,7 @@ class ShardRun:
                 for i in sorted({t.i for t in group if t.count_rows}):
                     counted[i].append(future)
             rows = [(i, tuple(futures)) for i, futures in counted.items()]
-            out = f"{self.scratch.path}/degrees"
+            out = f"{root}/degrees"
             summed = self.stages.submit("count degrees", tile_row_degrees, rows, plan, out, priority=1)
             deduped_batches: Iterator[DedupedBatch] = self.stages.collect(deduped)
             for batch in deduped_batches:
@@ -483,8 +476,7 @@ class ShardRun:
                 slab = spill.load(path)
                 degrees[i * plan.tile_size : i * plan.tile_size + slab.size] = slab
                 spill.release(path)
-        outputs = [map_output(spill_root, m, mapped.index) for mapped in maps for m in matrices]
-        self.scratch.release_later([*tables, *outputs])
+        self.scratch.release_later(spilled)
         return runs, degrees
 
     def scales(self, degrees: np.ndarray, pr: np.ndarray, pc: np.ndarray) -> tuple[str, str] | None:

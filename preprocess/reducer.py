@@ -122,9 +122,7 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndar
     it returns on."""
     from gtool.preprocess.compiled.shuffle import unique_counted
 
-    slices = task.inputs.slices(task.first, task.last)
-    keys = np.empty(sum(stop - start for _, start, stop in slices), dtype=np.int64)
-    spill.read_slices_into(slices, keys)
+    keys = task.inputs.entries(task.first, task.last)
     keys.sort()
     row_start = plan.slab_row_start(task.first)
     row_stop = min(plan.slab_row_start(task.last - 1) + plan.slab_rows, plan.tile_rows(task.i))

@@ -149,41 +149,43 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
 
 
 def read_rows_into(path: str, start: int, stop: int, buffer: np.ndarray) -> np.ndarray:
-    """Rows [start, stop) of a spill array read in one sequential pass into the front of `buffer` (of the
-    array's dtype and row shape, at least stop - start rows); returns that part of it."""
-    return read_slices_into([(path, start, stop)], buffer)
-
-
-def read_slices_into(slices: Iterable[tuple[str, int, int]], buffer: np.ndarray) -> np.ndarray:
-    """Rows [start, stop) of each spill array of `slices` (path, start, stop), one after the other, read
-    into the front of `buffer` (of the arrays' dtype and row shape, room for all of them); returns that
-    part of it.
-
-    Each slice is read straight into `buffer` by one pread: a memory map costs ~25 us a file to set up and
-    a page fault for every 4 KiB it reads, which took a dedupe task (one slice of every map file) several
-    times as long as the reads themselves."""
-    row_bytes = buffer[:1].nbytes
-    into = buffer.data.cast("B")
-    filled = 0
-    for path, start, stop in slices:
-        size = (stop - start) * row_bytes
-        _read_slice(path, start, stop, buffer, into[filled : filled + size])
-        filled += size
-    return buffer[: filled // max(1, row_bytes)]
-
-
-def _read_slice(path: str, start: int, stop: int, like: np.ndarray, into: memoryview) -> None:
-    """Rows [start, stop) of a spill array of `like`'s dtype and row shape, into the bytes `into`."""
+    """Rows [start, stop) of a spill array read by one pread into the front of `buffer` (of the array's
+    dtype and row shape, at least stop - start rows); returns that part of it."""
+    part = buffer[: stop - start]
     fd = os.open(path, os.O_RDONLY)
     try:
         header = _parse_header(os.pread(fd, _HEAD_BYTES, 0))
-        if header is None or header[0] != like.dtype or header[1][1:] != like.shape[1:]:
-            raise ValueError(f"{path}: not a spill array of {like.dtype} rows of shape {like.shape[1:]}")
+        if header is None or header[0] != buffer.dtype or header[1][1:] != buffer.shape[1:]:
+            raise ValueError(f"{path}: not a spill array of {buffer.dtype} rows of shape {buffer.shape[1:]}")
         _, shape, offset = header
-        if stop > shape[0] or os.preadv(fd, [into], offset + start * like[:1].nbytes) != into.nbytes:
+        into = part.data.cast("B")
+        if stop > shape[0] or os.preadv(fd, [into], offset + start * buffer[:1].nbytes) != into.nbytes:
             raise ValueError(f"{path}: truncated, rows {start}-{stop} of {shape[0]} are not all there")
     finally:
         os.close(fd)
+    return part
+
+
+def append_to(array: np.ndarray, path: str) -> int:
+    """Append an array's raw bytes to a spill file that only the calling thread writes; returns where they
+    start, counted in items of the array's dtype (load_raw reads the file back as one array)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "ab") as file:
+        end = file.tell()
+        file.write(bytes(-end % array.itemsize))
+        start = file.tell()
+        array.tofile(file)
+    return start // array.itemsize
+
+
+def load_raw(path: str, dtype: np.dtype) -> np.ndarray:
+    """A file of `append_to`, memory-mapped (read-only) as one array of `dtype`."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size // np.dtype(dtype).itemsize
+        if size == 0:
+            return np.empty(0, dtype=dtype)
+        mapped = mmap_module.mmap(file.fileno(), 0, access=mmap_module.ACCESS_READ)
+    return np.frombuffer(mapped, dtype=dtype, count=size)
 
 
 _HEAD_BYTES = 4096

@@ -1,4 +1,5 @@
-"""The shuffle's kernels: a chunk's edges into partition-ordered keys (map), a run's distinct keys (dedupe).
+"""The shuffle's kernels: a chunk's edges into partition-ordered keys (map), the ranges of a map file that a
+dedupe task reads, a run's distinct keys (dedupe).
 
 Map: entry (u, v) goes to position (r, c) = (row_inverse[u], col_inverse[v]) of its matrix, to partition
 (ti * T + tj) * slabs + (r mod S) // slab_rows with key (r mod S) * S + (c mod S) (ti = r // S, tj = c // S;
@@ -76,6 +77,22 @@ def bucket_entries(
 
 
 @njit(nogil=True, cache=True)
+def _gather(source, starts, stops, out):
+    filled = 0
+    for k in range(starts.shape[0]):
+        size = stops[k] - starts[k]
+        out[filled : filled + size] = source[starts[k] : stops[k]]
+        filled += size
+    return filled
+
+
+def gather_ranges(source: np.ndarray, starts: np.ndarray, stops: np.ndarray, out: np.ndarray) -> int:
+    """Copy source[starts[k]:stops[k]] for every k, one after the other, to the front of `out` (room for all
+    of them); returns how many items were copied."""
+    return _gather(source, starts, stops, out)
+
+
+@njit(nogil=True, cache=True)
 def _unique(keys, s, row_start, num_rows, slab_rows, slabs):
     row_counts = np.zeros(num_rows, dtype=np.int32)
     slab_counts = np.zeros(slabs, dtype=np.int64)
@@ -110,4 +127,7 @@ def warm() -> None:
     ids = np.array([0, 1, 3], dtype=np.int64)
     inverse = np.arange(4, dtype=np.int32)
     keys, _ = bucket_entries(ids, ids[::-1].copy(), inverse, inverse, plan, True, False)
+    mapped = keys.copy()
+    mapped.flags.writeable = False
+    gather_ranges(mapped, np.array([1]), np.array([3]), np.empty_like(keys))
     unique_counted(np.sort(keys), plan, 0, 2, True)

@@ -39,31 +39,26 @@ def test_other_headers_go_through_numpy(tmp_path):
     np.testing.assert_array_equal(spill.load(path), np.arange(6).reshape(2, 3))
 
 
-def test_read_slices_into_reads_each_slice_in_turn(tmp_path):
-    rows = [
-        np.arange(12, dtype=np.float32).reshape(4, 3),
-        np.arange(100, 115, dtype=np.float32).reshape(5, 3),
-    ]
-    paths = [str(tmp_path / f"r{k}.npy") for k in range(2)]
-    for array, path in zip(rows, paths, strict=True):
-        spill.save_to(array, path)
+def test_read_rows_into_reads_the_rows_into_the_buffer(tmp_path):
+    rows = np.arange(15, dtype=np.float32).reshape(5, 3)
+    path = str(tmp_path / "r.npy")
+    spill.save_to(rows, path)
     buffer = np.full((8, 3), -1, dtype=np.float32)
-    got = spill.read_slices_into([(paths[0], 1, 3), (paths[1], 2, 2), (paths[1], 0, 4)], buffer)
-    np.testing.assert_array_equal(got, np.concatenate([rows[0][1:3], rows[1][0:4]]))
+    got = spill.read_rows_into(path, 1, 4, buffer)
+    np.testing.assert_array_equal(got, rows[1:4])
     assert np.shares_memory(got, buffer)
-    assert spill.read_slices_into([], buffer).shape == (0, 3)
 
 
-def test_read_slices_into_names_a_short_or_foreign_file(tmp_path):
+def test_read_rows_into_names_a_short_or_foreign_file(tmp_path):
     path = str(tmp_path / "k.npy")
     spill.save_to(np.arange(10, dtype=np.int64), path)
     with pytest.raises(ValueError, match="rows 8-12 of 10 are not all there"):
-        spill.read_slices_into([(path, 8, 12)], np.empty(4, dtype=np.int64))
+        spill.read_rows_into(path, 8, 12, np.empty(4, dtype=np.int64))
     with pytest.raises(ValueError, match="not a spill array of int32"):
-        spill.read_slices_into([(path, 0, 2)], np.empty(2, dtype=np.int32))
+        spill.read_rows_into(path, 0, 2, np.empty(2, dtype=np.int32))
     os.truncate(path, os.path.getsize(path) - 8)
     with pytest.raises(ValueError, match=f"{path}: truncated, rows 5-10 of 10"):
-        spill.read_slices_into([(path, 5, 10)], np.empty(5, dtype=np.int64))
+        spill.read_rows_into(path, 5, 10, np.empty(5, dtype=np.int64))
 
 
 @pytest.mark.parametrize("layout", ["C", "F"])
