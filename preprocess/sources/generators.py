@@ -21,18 +21,27 @@ RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
 DEFAULT_GENERATOR_SEED = 1
 
 
+RMAT_BITS_PER_PASS = 8
+"""Bits of every edge set per pass over a block: the draws of that many bits are held at once (2 bytes per
+edge each)."""
+
+
 def rmat_block(scale: int, seed: int, block: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """`count` R-MAT edges of generator block `block` (vertices in generator order, unscrambled)."""
+    """`count` R-MAT edges of generator block `block` (vertices in generator order, unscrambled): bit k of
+    an edge is drawn as the k-th uint16 array of the block's generator."""
+    from gtool.preprocess.compiled.rmat import set_bits
+
     rng = np.random.default_rng([seed, block])
     src = np.zeros(count, dtype=np.int64)
     dst = np.zeros(count, dtype=np.int64)
-    a, ab, abc = (np.uint16(round(p * 65536)) for p in (RMAT_A, RMAT_A + RMAT_B, RMAT_A + RMAT_B + RMAT_C))
-    for bit in range(scale):
-        u = rng.integers(0, 1 << 16, size=count, dtype=np.uint16)
-        down = u >= ab
-        right = (u >= a) ^ down ^ (u >= abc)
-        src |= down.astype(np.int64) << bit
-        dst |= right.astype(np.int64) << bit
+    quadrants = (RMAT_A, RMAT_A + RMAT_B, RMAT_A + RMAT_B + RMAT_C)
+    thresholds = tuple(np.uint16(round(p * 65536)) for p in quadrants)
+    draws = np.empty((min(RMAT_BITS_PER_PASS, scale), count), dtype=np.uint16)
+    for first in range(0, scale, RMAT_BITS_PER_PASS):
+        bits = min(RMAT_BITS_PER_PASS, scale - first)
+        for k in range(bits):
+            draws[k] = rng.integers(0, 1 << 16, size=count, dtype=np.uint16)
+        set_bits(draws[:bits], first, thresholds, src, dst)
     return src, dst
 
 
