@@ -1,7 +1,9 @@
-"""`--scheduler`: the same store when the work runs on an existing multi-process Dask cluster."""
+"""`--scheduler`: the same store when the work runs on an existing Dask cluster of several processes, each
+with several threads (each thread appends its map tasks' entries to a file of its own)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from distributed import LocalCluster
 
@@ -13,7 +15,7 @@ pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
 @pytest.fixture(scope="module")
 def scheduler():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
         yield cluster.scheduler_address
 
 
@@ -30,3 +32,14 @@ def test_input_errors_cross_process_boundaries(tmp_path, scheduler):
     edges.write_text("0 1\n-3 2\n")
     with pytest.raises(InputError, match=r"e\.txt, line 2: negative source node id -3"):
         make_store(str(edges), tmp_path / "s.zarr", tiles=2, scheduler=scheduler)
+
+
+def test_many_chunks_mapped_by_threads_side_by_side_give_the_same_store(tmp_path, scheduler):
+    rng = np.random.default_rng(5)
+    edges = tmp_path / "edges.npy"
+    np.save(edges, rng.integers(0, 3001, size=(2, 40_000)))
+    options = {"tiles": 3, "seed": 2, "chunk_edges": 1500}
+    local = all_arrays(make_store(str(edges), tmp_path / "a.zarr", **options))
+    remote = all_arrays(make_store(str(edges), tmp_path / "b.zarr", scheduler=scheduler, **options))
+    for name, value in local.items():
+        assert value.tobytes() == remote[name].tobytes(), name
