@@ -79,7 +79,7 @@ from gtool.preprocess.sources.nodes.generated import (
     random_split,
 )
 from gtool.preprocess.spill import SharedReads, SpillDir
-from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
+from gtool.preprocess.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.threaded import gathered, in_parts, scattered
 from gtool.preprocess.tile_arrays import create_matrix_groups
@@ -182,8 +182,8 @@ def shard_locked(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
                 scratch.start_cleanup()
-                interrupts.check()
-                staged.publish()
+                with interrupts.completing(published(output)):
+                    staged.publish()
                 stopping = time.perf_counter()
             cluster_seconds += time.perf_counter() - stopping
     except BaseException:

@@ -50,6 +50,11 @@ def staging_path(location: str) -> str:
     return str(target.parent / f".{target.name}.partial")
 
 
+def published(location: str) -> str:
+    """What a run that published its store made, said should a signal come after: the store is whole."""
+    return f"the store was published: {location} is complete (only the rest of the run was cut short)"
+
+
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
     """The one-line error of a run that failed for lack of space or permission, else None.
 
