@@ -47,9 +47,48 @@ ENTRY_NAME = re.compile(
 or the temporary file of either being written (.partial-PID)."""
 
 
-def default_cache_dir(root: str | None = None) -> Path:
-    """$GTOOL_CACHE, else ROOT/gtool-cache, ROOT being `root` (--root), else $GTOOL_DATA, else ./data."""
-    return Path(os.environ.get("GTOOL_CACHE") or Path(root or default_root()) / CACHE_FOLDER)
+@dataclass(frozen=True)
+class CacheFolder:
+    """The folder of a run's copies and where it came from, so that an error about it says what to change."""
+
+    path: Path
+    origin: str
+    """Where the folder came from ('from $GTOOL_CACHE', ...), said after its path in errors."""
+    fix: str
+    """What to do about a folder that cannot be made or written."""
+
+
+WRITABLE_FIX = "pass --cache-dir with a folder you can write, or --no-cache"
+
+
+def cache_folder(cache_dir: str | None, root: str | None) -> CacheFolder:
+    """The cache folder: `cache_dir` (--cache-dir), else $GTOOL_CACHE, else ROOT/gtool-cache, ROOT being
+    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from."""
+    if cache_dir:
+        return CacheFolder(Path(cache_dir), "given by --cache-dir", WRITABLE_FIX)
+    if environment := os.environ.get("GTOOL_CACHE"):
+        return CacheFolder(
+            Path(environment),
+            "from $GTOOL_CACHE",
+            "set GTOOL_CACHE to a folder you can write (or unset it), pass --cache-dir, or --no-cache",
+        )
+    return CacheFolder(
+        Path(root or default_root()) / CACHE_FOLDER,
+        "the default: ROOT/gtool-cache, ROOT from --root, $GTOOL_DATA or ./data",
+        "pass --cache-dir (or set GTOOL_CACHE) with a folder you can write, or --no-cache",
+    )
+
+
+class CacheFolderError(GtoolError):
+    """The folder of copies cannot be made, is not a folder, cannot be written or lacks room."""
+
+    def __init__(self, folder: str, problem: str, fix: str | None = None):
+        self.folder, self.problem, self.fix = folder, problem, fix
+        super().__init__(f"{folder}: {problem}: {fix or WRITABLE_FIX}")
+
+    def naming(self, where: CacheFolder) -> CacheFolderError:
+        """The same error saying where the folder came from, and what to change there."""
+        return CacheFolderError(f"{self.folder} ({where.origin})", self.problem, self.fix or where.fix)
 
 
 def work_copy_path(workdir: str, path: str, suffix: str) -> str:
@@ -63,12 +102,13 @@ def work_copy_path(workdir: str, path: str, suffix: str) -> str:
 
 def make_folder(workdir: str) -> None:
     """Make the folder of the copies, or fail naming it and why."""
+    if os.path.lexists(workdir) and not os.path.isdir(workdir):
+        raise CacheFolderError(workdir, "not a folder (expected the folder of copies of compressed inputs)")
     try:
         os.makedirs(workdir, exist_ok=True)
     except OSError as exc:
-        raise GtoolError(
-            f"{workdir}: cannot make the folder for copies of compressed inputs ({exc.strerror}): pass "
-            "--cache-dir with a folder you can write, or --no-cache"
+        raise CacheFolderError(
+            workdir, f"cannot make the folder for copies of compressed inputs ({exc.strerror})"
         ) from None
 
 
@@ -275,14 +315,12 @@ def check_room(folder: Path, need: int, what: str) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise GtoolError(
-            f"{what}: cannot write in {folder} ({exc.strerror}): pass --cache-dir with a folder you can "
-            "write, or --no-cache"
-        ) from None
+        raise CacheFolderError(str(folder), f"cannot be written ({exc.strerror}), for {what}") from None
     free = free_bytes(folder)
     if need > free:
-        raise GtoolError(
-            f"{what} needs {need / GIB:.2f} GiB in {folder}, which has {free / GIB:.2f} GiB free: free some "
-            "space (`gtool cache list` shows the cached copies, `gtool cache clear` removes them) or pass "
-            "--cache-dir on a disk with room"
+        raise CacheFolderError(
+            str(folder),
+            f"{what} needs {need / GIB:.2f} GiB there, which has {free / GIB:.2f} GiB free",
+            "free some space (`gtool cache list` shows the cached copies, `gtool cache clear` removes them) "
+            "or pass --cache-dir on a disk with room",
         )

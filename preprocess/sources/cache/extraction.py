@@ -26,20 +26,28 @@ from rich.progress import (
 
 from gtool.cores import available_cores
 from gtool.preprocess.sources.base import FeatureSource, GraphSource
-from gtool.preprocess.sources.cache.entries import check_room, is_intact, note_reuse, note_source
+from gtool.preprocess.sources.cache.entries import (
+    CacheFolder,
+    CacheFolderError,
+    check_room,
+    is_intact,
+    note_reuse,
+    note_source,
+)
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
 
 
 def prepare_source(
     source: GraphSource,
-    workdir: Path,
+    workdir: CacheFolder,
     console: Console | None,
     show: bool,
     features: FeatureSource | None = None,
 ) -> Preparation:
     """source.prepare(workdir) and features.prepare(workdir) (a --features file), with a progress bar per
-    member extracted; what they did, for the summary, holding the copies they use until its `close`."""
+    member extracted; what they did, for the summary, holding the copies they use until its `close`. An
+    error about the folder says where it came from."""
     bars = Progress(
         TextColumn("[bold]{task.description:<18}"),
         BarColumn(),
@@ -52,13 +60,16 @@ def prepare_source(
     start = time.perf_counter()
     with bars, watching(bars) as record:
         try:
-            source.prepare(str(workdir))
+            source.prepare(str(workdir.path))
             if features is not None:
-                features.prepare(str(workdir))
+                features.prepare(str(workdir.path))
+        except CacheFolderError as exc:
+            record.close()
+            raise exc.naming(workdir) from None
         except BaseException:
             record.close()
             raise
-    record.folder, record.seconds = os.path.abspath(workdir), time.perf_counter() - start
+    record.folder, record.seconds = os.path.abspath(workdir.path), time.perf_counter() - start
     return record
 
 
