@@ -6,7 +6,8 @@ MiB, so a changed input gets a new entry and an unchanged one, wherever it was m
 Each entry has a note beside it (ENTRY.source.json) that records the input it was made from, for
 `gtool cache list`, and the copy's own size and modification time: a copy is reused only while they are
 unchanged (one altered or cut since gtool wrote it is made again). Entries are written to a temporary name
-and renamed, so none is ever partial. Only files named like an entry are entries: a cache folder may hold
+and renamed, so none is ever partial; the run that makes an entry again removes the temporary files of it
+that interrupted runs left. Only files named like an entry are entries: a cache folder may hold
 other files, which are neither listed nor removed.
 """
 
@@ -16,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -167,6 +169,7 @@ def work_copy(
         note_reuse(dest, path)
         record.reuse(path, os.path.getsize(dest))
         return dest
+    remove_left_partials(dest, path)
     check_room(Path(workdir), size or 0, f"converting {path}")
     start = time.perf_counter()
     write_atomically(dest, write)
@@ -220,13 +223,48 @@ def list_entries(folder: Path) -> list[CacheEntry]:
         size = path.stat().st_size
         pid = entry_name(path)["pid"]
         if pid is not None:
-            writing = psutil.pid_exists(int(pid)) and time.time() - path.stat().st_mtime < WRITING_SECONDS
-            entries.append(CacheEntry(path, size, None, "writing" if writing else "partial"))
+            entries.append(CacheEntry(path, size, None, "writing" if is_written(path) else "partial"))
             continue
         note = read_note(path)
         state = entry_state(path, note) if note is not None else "unknown"
         entries.append(CacheEntry(path, size, note["source"] if note else None, state))
     return entries
+
+
+def is_written(partial: Path) -> bool:
+    """Whether a temporary file (.partial-PID) is being written: its process lives and it grew within
+    WRITING_SECONDS; else it is a leftover of an interrupted run."""
+    try:
+        grew = time.time() - partial.stat().st_mtime < WRITING_SECONDS
+    except FileNotFoundError:
+        return False
+    return grew and psutil.pid_exists(int(entry_name(partial)["pid"]))
+
+
+def remove_left_partials(copy: str, where: str) -> None:
+    """Before `copy` (of input `where`) is made: remove the temporary files of it and of its note that
+    interrupted runs left (not those being written: is_written), saying so in one line."""
+    name = os.path.basename(copy)
+    left = [
+        p
+        for p in entry_files(Path(copy).parent)
+        if entry_name(p)["pid"] is not None and entry_name(p)["copy"] == name and not is_written(p)
+    ]
+    freed = 0
+    for partial in left:
+        with contextlib.suppress(FileNotFoundError):
+            freed += partial.stat().st_size
+            partial.unlink()
+    if left:
+        pids = ", ".join(sorted({entry_name(p)["pid"] for p in left}, key=int))
+        logging.getLogger("gtool").warning(
+            "notice: removed %d temporary file(s) of %s (%.1f MiB) that interrupted runs (pid %s) left in %s",
+            len(left),
+            where,
+            freed / (1 << 20),
+            pids,
+            Path(copy).parent,
+        )
 
 
 def entry_name(path: Path) -> re.Match[str]:

@@ -33,6 +33,7 @@ from gtool.preprocess.sources.cache.entries import (
     is_intact,
     note_reuse,
     note_source,
+    remove_left_partials,
 )
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
@@ -77,8 +78,10 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
     of the size its zip entry declares).
 
-    The free space for the missing copies is checked first (an error names the folder, what is needed
-    and what is free); then the members are extracted in parallel, one thread each."""
+    The temporary files of a missing copy that interrupted runs left are removed first (see
+    entries.remove_left_partials), then the free space for the missing copies is checked (an error names
+    the folder, what is needed and what is free); then the members are extracted in parallel, one thread
+    each."""
     record = recorded()
     missing = []
     for member, dest in jobs:
@@ -89,6 +92,8 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
             missing.append((member, dest))
     if not missing:
         return
+    for member, dest in missing:
+        remove_left_partials(dest, member.where)
     names = ", ".join(member.where for member, _ in missing)
     for folder in {os.path.dirname(dest) for _, dest in missing}:
         need = sum(m.info.file_size for m, dest in missing if os.path.dirname(dest) == folder)

@@ -396,6 +396,40 @@ def test_an_empty_folder_option_is_refused(tmp_path: Path, flag: str) -> None:
     assert result.exit_code == 2 and f"error: {flag} is empty" in result.output
 
 
+def test_a_copy_made_again_removes_the_temporary_files_interrupted_runs_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Left by `kill -9`: removed by the next run that makes the same copy (gunzipped or extracted), but
+    not one another live process is writing (grown within WRITING_SECONDS), nor another copy's."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.ones((4, 2), dtype=np.float32))
+    member = NpzMember(str(features), "features")
+    copies = {
+        entries.work_copy_path(str(cache), str(edges), ".plain"): lambda copy: entries.work_copy(
+            str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n")
+        ),
+        entries.work_copy_path(str(cache), str(features), ".features.npy"): lambda copy: (
+            extraction.extract_members([(member, copy)])
+        ),
+    }
+    old = time.time() - entries.WRITING_SECONDS - 1
+    for copy, make in copies.items():
+        ends = (".partial-999999999", ".source.json.partial-1", f".partial-{os.getppid()}")
+        dead, stopped, live = (Path(f"{copy}{end}") for end in ends)
+        for partial in (dead, stopped, live):
+            partial.write_bytes(b"cut")
+        os.utime(stopped, (old, old))
+        other = cache / "y.npz.0123456789abcdef.z.npy.partial-999999999"
+        other.write_bytes(b"cut")
+        caplog.clear()
+        make(copy)
+        assert Path(copy).exists() and live.exists() and other.exists()
+        assert not dead.exists() and not stopped.exists()
+        assert "notice: removed 2 temporary file(s) of" in caplog.text and "(pid 1, 999999999)" in caplog.text
+        live.unlink()
+
+
 @pytest.mark.parametrize(
     ("given", "origin"),
     [
