@@ -58,12 +58,13 @@ def make_dataset(folder: Path, nodes: int, features: int, edges: int) -> None:
 
 def prepare(dataset: str, cache: str) -> None:
     """The prepare step of `gtool shard DATASET --cache-dir CACHE`; prints what it did as JSON."""
+    from gtool.preprocess.sources.cache.entries import cache_folder
     from gtool.preprocess.sources.cache.extraction import prepare_source
     from gtool.preprocess.sources.ogb.source import open_ogb
 
     start = time.perf_counter()
     source = open_ogb(dataset)
-    done = prepare_source(source, Path(cache), None, False)
+    done = prepare_source(source, cache_folder(cache, None), None, False)
     source.node_data()
     print(
         json.dumps(

@@ -1,5 +1,5 @@
 """`python -m gtool.cli` runs the gtool command."""
 
-from gtool.cli.main import app
+from gtool.cli.main import program
 
-app()
+program()

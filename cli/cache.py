@@ -10,7 +10,7 @@ from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.preprocess.sources.cache.entries import (
-    default_cache_dir,
+    cache_folder,
     list_entries,
     other_files,
     remove_entries,
@@ -35,12 +35,15 @@ ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOO
 
 def folder_of(cache_dir: str | None, root: str | None) -> Path:
     """The cache folder (--cache-dir, else the default); one that is not a folder is an error, one that is
-    not there is said to be empty."""
-    folder = Path(cache_dir) if cache_dir else default_cache_dir(root or os.environ.get("GTOOL_DATA"))
+    not there is said to be empty (both naming where the folder came from)."""
+    where = cache_folder(cache_dir, root or os.environ.get("GTOOL_DATA"))
+    folder = where.path
     if folder.exists() and not folder.is_dir():
-        raise GtoolError(f"{folder}: not a folder (expected the cache of copies of compressed inputs)")
+        raise GtoolError(
+            f"{folder} ({where.origin}): not a folder (expected the cache of copies of compressed inputs)"
+        )
     if not folder.exists():
-        console.print(f"{folder}: no such folder: nothing is cached there")
+        console.print(f"{folder} ({where.origin}): no such folder: nothing is cached there")
     return folder
 
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from gtool.errors import GtoolError, Terminated
+from gtool.errors import GtoolError, InterruptedWhenDone, Terminated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,7 +20,8 @@ console = Console(stderr=True)
 
 def reports_errors(command: F) -> F:
     """Print a GtoolError as one red line (no traceback) and exit with status 2; Ctrl-C exits 130, SIGTERM
-    (where the command turns it into Terminated) 143."""
+    (where the command turns it into Terminated) 143; either exits 0 once the work was complete (the command
+    turns it into InterruptedWhenDone), saying so."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -29,6 +30,11 @@ def reports_errors(command: F) -> F:
         except GtoolError as exc:
             console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
+        except InterruptedWhenDone as exc:
+            console.print(
+                f"[bold]notice:[/] {escape(str(exc))}; exit status 0", highlight=False, soft_wrap=True
+            )
+            raise typer.Exit(0) from None
         except Terminated:
             console.print("[bold red]terminated[/]")
             raise typer.Exit(128 + signal.SIGTERM) from None
@@ -37,6 +43,26 @@ def reports_errors(command: F) -> F:
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+_final = False
+
+
+def ignore_signals_at_exit() -> None:
+    """The command's work is done and reported: in the `gtool` program, SIGTERM and SIGINT are ignored from
+    its end on, while the interpreter shuts down (~0.2 s), so that they cannot turn its status into 143."""
+    global _final
+    _final = True
+
+
+def run(app: Callable[[], object]) -> None:
+    """Run the `gtool` program's command line `app`, ignoring signals after a command that asked so."""
+    try:
+        app()
+    finally:
+        if _final:
+            for number in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(number, signal.SIG_IGN)
 
 
 def human_bytes(n: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gtool.cli.cache import app as cache_app
+from gtool.cli.common import run
 from gtool.cli.info import info
 from gtool.cli.plan import plan
 from gtool.cli.predict import predict
@@ -48,3 +49,8 @@ app.command("predict")(predict)
 app.command("verify")(verify)
 app.command("plan")(plan)
 app.add_typer(cache_app, name="cache")
+
+
+def program() -> None:
+    """The `gtool` program (its console script, `python -m gtool.cli`)."""
+    run(app)

@@ -15,7 +15,7 @@ from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.summary import ShardSummary
 
-from .common import console, human_bytes, reports_errors
+from .common import console, human_bytes, ignore_signals_at_exit, reports_errors
 
 
 def default_output(source: str) -> str:
@@ -120,6 +120,7 @@ def shard(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""
+    from gtool.preprocess.interrupts import Interrupts
     from gtool.preprocess.pipeline import shard as run_shard
 
     options = ShardOptions(
@@ -144,8 +145,12 @@ def shard(
         overwrite=overwrite,
         progress=not quiet,
     )
-    summary = run_shard(source, output or default_output(source), options, console=console)
-    print_summary(summary, external_cluster=bool(scheduler))
+    # A signal after the store is published, while the pipeline stops its cluster or this prints the
+    # summary, ends the command with status 0 saying the store is complete (preprocess.interrupts).
+    with Interrupts():
+        summary = run_shard(source, output or default_output(source), options, console=console)
+        print_summary(summary, external_cluster=bool(scheduler))
+    ignore_signals_at_exit()
 
 
 def print_summary(s: ShardSummary, external_cluster: bool = False) -> None:

@@ -44,3 +44,8 @@ class DamagedChunkError(StoreError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: the run unwinds as after Ctrl-C, cleaning up what it wrote."""
+
+
+class InterruptedWhenDone(KeyboardInterrupt):
+    """SIGTERM or SIGINT came once the work asked for was complete (a store published): the run stopped early,
+    but what it made is whole; the message says so (the command line exits 0)."""

@@ -7,6 +7,13 @@ watchdog that, if the process still runs GRACE_SECONDS later, runs the registere
 exits (a second signal does that at once); and before it publishes, the run checks that no signal came
 (`check`), so that a dropped exception cannot let a signalled run end as a success. Python's report of
 such a dropped exception (a traceback on stderr) is left out.
+
+Once the work is complete (`completing`: the store is published), a signal still stops the run, but as
+InterruptedWhenDone, whose message says that the work is done and what it made; the watchdog then exits
+with status 0. A signal that comes during the completing step itself waits for its end, so the run always
+knows which side of it the signal fell on. Blocks nest: the completed work of an inner block (the
+pipeline's) is the enclosing block's (the command line's, which then prints the summary) from the moment
+the inner block hands the handlers back.
 """
 
 from __future__ import annotations
@@ -17,11 +24,12 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from gtool.errors import Terminated
+from gtool.errors import InterruptedWhenDone, Terminated
 
 if TYPE_CHECKING:
     from sys import UnraisableHookArgs
@@ -41,6 +49,9 @@ class Interrupts:
         self.previous: dict[int, object] = {}
         self.previous_hook = sys.unraisablehook
         self.received: int | None = None
+        self.done: str | None = None
+        """What the completed work made (set by `completing`), for the message of a later signal."""
+        self.deferring = False
 
     def on_abandon(self, cleanup: Callable[[], None]) -> None:
         """Run `cleanup` (last registered first) should the run be abandoned after a signal."""
@@ -53,6 +64,9 @@ class Interrupts:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        enclosing = getattr(self.previous.get(signal.SIGTERM), "__self__", None)
+        if self.done is not None and isinstance(enclosing, Interrupts):
+            enclosing.done = self.done  # the work is complete for the enclosing block (the command's) too
         for number, handler in self.previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
         if self.previous:
@@ -70,23 +84,49 @@ class Interrupts:
             self.abandon(signum)
         self.received = signum
         threading.Thread(target=self.abandon_later, args=(signum,), daemon=True).start()
-        self.check()
+        if not self.deferring:
+            self.check()
 
     def check(self) -> None:
-        """Raise what a signal received raises (Terminated for SIGTERM, else KeyboardInterrupt), again: the
-        run calls this before it publishes, so that a signal whose exception Python dropped still ends it."""
+        """Raise what a signal received raises (Terminated for SIGTERM, else KeyboardInterrupt; once the work
+        is complete, InterruptedWhenDone), again: the run calls this before it publishes, so that a signal
+        whose exception Python dropped still ends it."""
+        if self.received is None:
+            return
+        if self.done is not None:
+            raise InterruptedWhenDone(self.after_done(self.received))
         if self.received == signal.SIGTERM:
             raise Terminated(f"terminated by {signal.Signals(self.received).name}")
-        if self.received is not None:
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
+
+    def after_done(self, signum: int) -> str:
+        """What a signal that came once the work was complete says."""
+        return f"{signal.Signals(signum).name} came after {self.done}"
+
+    @contextmanager
+    def completing(self, done: str) -> Iterator[None]:
+        """The step that completes the work (publishing the store), of which `done` says what it made: a
+        signal that came before it ends the run as usual; one that comes during it is raised once it is
+        over (as InterruptedWhenDone, when it succeeded); from then on a signal raises InterruptedWhenDone."""
+        self.check()
+        self.deferring = True
+        try:
+            yield
+            self.done = done
+        finally:
+            self.deferring = False
+        self.check()
 
     def abandon_later(self, signum: int) -> None:
         time.sleep(GRACE_SECONDS)
         self.abandon(signum)
 
     def abandon(self, signum: int) -> None:
-        """Run the cleanups and exit with the signal's status."""
+        """Run the cleanups and exit with the signal's status (with 0, saying so, once the work is done)."""
         for cleanup in reversed(self.cleanups):
             with contextlib.suppress(Exception):
                 cleanup()
-        os._exit(128 + signum)
+        if self.done is not None:
+            with contextlib.suppress(OSError):
+                os.write(2, f"notice: {self.after_done(signum)}\n".encode())
+        os._exit(0 if self.done is not None else 128 + signum)

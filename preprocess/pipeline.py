@@ -67,7 +67,7 @@ from gtool.preprocess.reducer import (
 )
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
-from gtool.preprocess.sources.cache.entries import default_cache_dir
+from gtool.preprocess.sources.cache.entries import CacheFolder, cache_folder
 from gtool.preprocess.sources.cache.extraction import prepare_source
 from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.sources.nodes.classes import class_count
@@ -78,7 +78,7 @@ from gtool.preprocess.sources.nodes.generated import (
     random_split,
 )
 from gtool.preprocess.spill import SharedReads, SpillDir
-from gtool.preprocess.staging import StagedOutput, is_url, local_path, storage_error
+from gtool.preprocess.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.threaded import gathered, in_parts, scattered
 from gtool.preprocess.tile_arrays import create_matrix_groups
@@ -140,8 +140,8 @@ def run_places(output: str, options: ShardOptions) -> dict[str, str]:
     if options.spill_dir and not is_url(options.spill_dir):
         places["--spill-dir"] = options.spill_dir
     cache = cache_dir(options)
-    if cache is not None and cache.is_dir():
-        places["the cache of extracted inputs"] = str(cache)
+    if cache is not None and cache.path.is_dir():
+        places["the cache of extracted inputs"] = str(cache.path)
     return places
 
 
@@ -181,8 +181,8 @@ def shard_locked(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
                 scratch.start_cleanup()
-                interrupts.check()
-                staged.publish()
+                with interrupts.completing(published(output)):
+                    staged.publish()
                 stopping = time.perf_counter()
             cluster_seconds += time.perf_counter() - stopping
     except BaseException:
@@ -205,18 +205,23 @@ def shard_locked(
     return summary
 
 
-def work_dir(options: ShardOptions, scratch: SpillDir) -> Path:
+def work_dir(options: ShardOptions, scratch: SpillDir) -> CacheFolder:
     """Where copies of compressed inputs go: the cache, kept for later runs; without one, the spill
     folder (removed at the end)."""
-    return cache_dir(options) or scratch.path / "prepare"
+    why = "--no-cache" if options.no_cache else "--scheduler without --cache-dir"
+    return cache_dir(options) or CacheFolder(
+        scratch.path / "prepare",
+        f"in the spill folder: no cache with {why}",
+        "pass --spill-dir with a folder you can write",
+    )
 
 
-def cache_dir(options: ShardOptions) -> Path | None:
-    """The cache of compressed inputs' copies (--cache-dir, else ROOT/gtool-cache); None with --no-cache,
-    or with an external cluster and no --cache-dir."""
+def cache_dir(options: ShardOptions) -> CacheFolder | None:
+    """The cache of compressed inputs' copies (--cache-dir, else $GTOOL_CACHE, else ROOT/gtool-cache); None
+    with --no-cache, or with an external cluster and no --cache-dir."""
     if options.no_cache or (options.scheduler and not options.cache_dir):
         return None
-    return Path(options.cache_dir) if options.cache_dir else default_cache_dir(options.root)
+    return cache_folder(options.cache_dir, options.root)
 
 
 def open_feature_file(path: str, declared: int, budget: Budget) -> FeatureSource:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import json
 import logging
 import os
@@ -49,6 +50,11 @@ def staging_path(location: str) -> str:
     return str(target.parent / f".{target.name}.partial")
 
 
+def published(location: str) -> str:
+    """What a run that published its store made, said should a signal come after: the store is whole."""
+    return f"the store was published: {location} is complete (only the rest of the run was cut short)"
+
+
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
     """The one-line error of a run that failed for lack of space or permission, else None.
 
@@ -68,8 +74,11 @@ def storage_error(exc: OSError, output: str, places: dict[str, str] | None = Non
 
 
 def fullest(places: dict[str, str]) -> str | None:
-    """'FOLDER (WHAT, N MiB free ...)' of the place with the least space left (the first of equals), None
-    when none can be looked at. Asked once the run has removed its files: what they took is free again."""
+    """'FOLDER (WHAT, N.N MiB free ...)' of the place with the least space left (the first of equals), None
+    when none can be looked at. Asked once the run has removed its files: what they took is free again,
+    once the memory maps of removed files that only garbage (the failed run's reference cycles) still held
+    are collected (till then their blocks stay allocated)."""
+    gc.collect()
     left = {}
     for what, folder in places.items():
         with contextlib.suppress(OSError):
@@ -77,7 +86,7 @@ def fullest(places: dict[str, str]) -> str | None:
     if not left:
         return None
     what, (free, folder) = min(left.items(), key=lambda item: item[1][0])
-    return f"{folder} ({what}, {free // (1 << 20):,} MiB free after removing this run's files)"
+    return f"{folder} ({what}, {free / (1 << 20):,.1f} MiB free after removing this run's files)"
 
 
 def replaceable(fs: AbstractFileSystem, path: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -185,7 +187,7 @@ def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypa
     monkeypatch.setattr(staging.shutil, "disk_usage", lambda folder: SimpleNamespace(free=free[folder]))
     places = {"the output's folder": "/data/out", "--spill-dir": "/scratch", "the cache": "/data/cache"}
     error = staging.storage_error(OSError("16384 requested and 4080 written"), "/data/out/s.zarr", places)
-    expected = "/scratch (--spill-dir, 3 MiB free after removing this run's files): a short"
+    expected = "/scratch (--spill-dir, 3.0 MiB free after removing this run's files): a short"
     assert str(error).startswith(expected)
     named = staging.storage_error(
         OSError(errno.ENOSPC, "No space left", "/data/out/x"), "/data/out/s", places
@@ -193,6 +195,38 @@ def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypa
     assert str(named).startswith("/data/out/x: no space left on the device")
     denied = staging.storage_error(OSError(errno.EACCES, "Permission denied"), "/data/out/s.zarr", places)
     assert str(denied).startswith("/data/out/s.zarr: permission denied")
+
+
+class Cycle:
+    """An object that a reference cycle holds (as a failed run's frames hold memory maps)."""
+
+    itself: Cycle
+
+
+def test_the_free_space_of_a_full_device_counts_what_only_garbage_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Memory maps of removed spill files that only the failed run's reference cycles held kept their
+    blocks (an 8 MiB tmpfs was said to have 6 MiB free): garbage is collected before the space is asked,
+    and the figure is not rounded down to whole MiB."""
+    collected, seen = [], []
+    cycle = Cycle()
+    cycle.itself = cycle
+    weakref.finalize(cycle, collected.append, "mapped spill file")
+    del cycle
+
+    def usage(folder: str) -> SimpleNamespace:
+        seen.append(list(collected))
+        return SimpleNamespace(free=31 << 18)  # 7.75 MiB
+
+    monkeypatch.setattr(staging.shutil, "disk_usage", usage)
+    gc.disable()
+    try:
+        place = staging.fullest({"the output's folder": "/data/out"})
+    finally:
+        gc.enable()
+    assert seen == [["mapped spill file"]]
+    assert place == "/data/out (the output's folder, 7.8 MiB free after removing this run's files)"
 
 
 @pytest.mark.integration

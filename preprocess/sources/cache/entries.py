@@ -6,7 +6,8 @@ MiB, so a changed input gets a new entry and an unchanged one, wherever it was m
 Each entry has a note beside it (ENTRY.source.json) that records the input it was made from, for
 `gtool cache list`, and the copy's own size and modification time: a copy is reused only while they are
 unchanged (one altered or cut since gtool wrote it is made again). Entries are written to a temporary name
-and renamed, so none is ever partial. Only files named like an entry are entries: a cache folder may hold
+and renamed, so none is ever partial; the run that makes an entry again removes the temporary files of it
+that interrupted runs left. Only files named like an entry are entries: a cache folder may hold
 other files, which are neither listed nor removed.
 """
 
@@ -16,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -47,9 +49,48 @@ ENTRY_NAME = re.compile(
 or the temporary file of either being written (.partial-PID)."""
 
 
-def default_cache_dir(root: str | None = None) -> Path:
-    """$GTOOL_CACHE, else ROOT/gtool-cache, ROOT being `root` (--root), else $GTOOL_DATA, else ./data."""
-    return Path(os.environ.get("GTOOL_CACHE") or Path(root or default_root()) / CACHE_FOLDER)
+@dataclass(frozen=True)
+class CacheFolder:
+    """The folder of a run's copies and where it came from, so that an error about it says what to change."""
+
+    path: Path
+    origin: str
+    """Where the folder came from ('from $GTOOL_CACHE', ...), said after its path in errors."""
+    fix: str
+    """What to do about a folder that cannot be made or written."""
+
+
+WRITABLE_FIX = "pass --cache-dir with a folder you can write, or --no-cache"
+
+
+def cache_folder(cache_dir: str | None, root: str | None) -> CacheFolder:
+    """The cache folder: `cache_dir` (--cache-dir), else $GTOOL_CACHE, else ROOT/gtool-cache, ROOT being
+    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from."""
+    if cache_dir:
+        return CacheFolder(Path(cache_dir), "given by --cache-dir", WRITABLE_FIX)
+    if environment := os.environ.get("GTOOL_CACHE"):
+        return CacheFolder(
+            Path(environment),
+            "from $GTOOL_CACHE",
+            "set GTOOL_CACHE to a folder you can write (or unset it), pass --cache-dir, or --no-cache",
+        )
+    return CacheFolder(
+        Path(root or default_root()) / CACHE_FOLDER,
+        "the default: ROOT/gtool-cache, ROOT from --root, $GTOOL_DATA or ./data",
+        "pass --cache-dir (or set GTOOL_CACHE) with a folder you can write, or --no-cache",
+    )
+
+
+class CacheFolderError(GtoolError):
+    """The folder of copies cannot be made, is not a folder, cannot be written or lacks room."""
+
+    def __init__(self, folder: str, problem: str, fix: str | None = None):
+        self.folder, self.problem, self.fix = folder, problem, fix
+        super().__init__(f"{folder}: {problem}: {fix or WRITABLE_FIX}")
+
+    def naming(self, where: CacheFolder) -> CacheFolderError:
+        """The same error saying where the folder came from, and what to change there."""
+        return CacheFolderError(f"{self.folder} ({where.origin})", self.problem, self.fix or where.fix)
 
 
 def work_copy_path(workdir: str, path: str, suffix: str) -> str:
@@ -63,12 +104,13 @@ def work_copy_path(workdir: str, path: str, suffix: str) -> str:
 
 def make_folder(workdir: str) -> None:
     """Make the folder of the copies, or fail naming it and why."""
+    if os.path.lexists(workdir) and not os.path.isdir(workdir):
+        raise CacheFolderError(workdir, "not a folder (expected the folder of copies of compressed inputs)")
     try:
         os.makedirs(workdir, exist_ok=True)
     except OSError as exc:
-        raise GtoolError(
-            f"{workdir}: cannot make the folder for copies of compressed inputs ({exc.strerror}): pass "
-            "--cache-dir with a folder you can write, or --no-cache"
+        raise CacheFolderError(
+            workdir, f"cannot make the folder for copies of compressed inputs ({exc.strerror})"
         ) from None
 
 
@@ -127,6 +169,7 @@ def work_copy(
         note_reuse(dest, path)
         record.reuse(path, os.path.getsize(dest))
         return dest
+    remove_left_partials(dest, path)
     check_room(Path(workdir), size or 0, f"converting {path}")
     start = time.perf_counter()
     write_atomically(dest, write)
@@ -180,13 +223,48 @@ def list_entries(folder: Path) -> list[CacheEntry]:
         size = path.stat().st_size
         pid = entry_name(path)["pid"]
         if pid is not None:
-            writing = psutil.pid_exists(int(pid)) and time.time() - path.stat().st_mtime < WRITING_SECONDS
-            entries.append(CacheEntry(path, size, None, "writing" if writing else "partial"))
+            entries.append(CacheEntry(path, size, None, "writing" if is_written(path) else "partial"))
             continue
         note = read_note(path)
         state = entry_state(path, note) if note is not None else "unknown"
         entries.append(CacheEntry(path, size, note["source"] if note else None, state))
     return entries
+
+
+def is_written(partial: Path) -> bool:
+    """Whether a temporary file (.partial-PID) is being written: its process lives and it grew within
+    WRITING_SECONDS; else it is a leftover of an interrupted run."""
+    try:
+        grew = time.time() - partial.stat().st_mtime < WRITING_SECONDS
+    except FileNotFoundError:
+        return False
+    return grew and psutil.pid_exists(int(entry_name(partial)["pid"]))
+
+
+def remove_left_partials(copy: str, where: str) -> None:
+    """Before `copy` (of input `where`) is made: remove the temporary files of it and of its note that
+    interrupted runs left (not those being written: is_written), saying so in one line."""
+    name = os.path.basename(copy)
+    left = [
+        p
+        for p in entry_files(Path(copy).parent)
+        if entry_name(p)["pid"] is not None and entry_name(p)["copy"] == name and not is_written(p)
+    ]
+    freed = 0
+    for partial in left:
+        with contextlib.suppress(FileNotFoundError):
+            freed += partial.stat().st_size
+            partial.unlink()
+    if left:
+        pids = ", ".join(sorted({entry_name(p)["pid"] for p in left}, key=int))
+        logging.getLogger("gtool").warning(
+            "notice: removed %d temporary file(s) of %s (%.1f MiB) that interrupted runs (pid %s) left in %s",
+            len(left),
+            where,
+            freed / (1 << 20),
+            pids,
+            Path(copy).parent,
+        )
 
 
 def entry_name(path: Path) -> re.Match[str]:
@@ -275,14 +353,12 @@ def check_room(folder: Path, need: int, what: str) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise GtoolError(
-            f"{what}: cannot write in {folder} ({exc.strerror}): pass --cache-dir with a folder you can "
-            "write, or --no-cache"
-        ) from None
+        raise CacheFolderError(str(folder), f"cannot be written ({exc.strerror}), for {what}") from None
     free = free_bytes(folder)
     if need > free:
-        raise GtoolError(
-            f"{what} needs {need / GIB:.2f} GiB in {folder}, which has {free / GIB:.2f} GiB free: free some "
-            "space (`gtool cache list` shows the cached copies, `gtool cache clear` removes them) or pass "
-            "--cache-dir on a disk with room"
+        raise CacheFolderError(
+            str(folder),
+            f"{what} needs {need / GIB:.2f} GiB there, which has {free / GIB:.2f} GiB free",
+            "free some space (`gtool cache list` shows the cached copies, `gtool cache clear` removes them) "
+            "or pass --cache-dir on a disk with room",
         )

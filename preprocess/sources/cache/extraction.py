@@ -26,20 +26,29 @@ from rich.progress import (
 
 from gtool.cores import available_cores
 from gtool.preprocess.sources.base import FeatureSource, GraphSource
-from gtool.preprocess.sources.cache.entries import check_room, is_intact, note_reuse, note_source
+from gtool.preprocess.sources.cache.entries import (
+    CacheFolder,
+    CacheFolderError,
+    check_room,
+    is_intact,
+    note_reuse,
+    note_source,
+    remove_left_partials,
+)
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
 
 
 def prepare_source(
     source: GraphSource,
-    workdir: Path,
+    workdir: CacheFolder,
     console: Console | None,
     show: bool,
     features: FeatureSource | None = None,
 ) -> Preparation:
     """source.prepare(workdir) and features.prepare(workdir) (a --features file), with a progress bar per
-    member extracted; what they did, for the summary, holding the copies they use until its `close`."""
+    member extracted; what they did, for the summary, holding the copies they use until its `close`. An
+    error about the folder says where it came from."""
     bars = Progress(
         TextColumn("[bold]{task.description:<18}"),
         BarColumn(),
@@ -52,13 +61,16 @@ def prepare_source(
     start = time.perf_counter()
     with bars, watching(bars) as record:
         try:
-            source.prepare(str(workdir))
+            source.prepare(str(workdir.path))
             if features is not None:
-                features.prepare(str(workdir))
+                features.prepare(str(workdir.path))
+        except CacheFolderError as exc:
+            record.close()
+            raise exc.naming(workdir) from None
         except BaseException:
             record.close()
             raise
-    record.folder, record.seconds = os.path.abspath(workdir), time.perf_counter() - start
+    record.folder, record.seconds = os.path.abspath(workdir.path), time.perf_counter() - start
     return record
 
 
@@ -66,8 +78,10 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
     of the size its zip entry declares).
 
-    The free space for the missing copies is checked first (an error names the folder, what is needed
-    and what is free); then the members are extracted in parallel, one thread each."""
+    The temporary files of a missing copy that interrupted runs left are removed first (see
+    entries.remove_left_partials), then the free space for the missing copies is checked (an error names
+    the folder, what is needed and what is free); then the members are extracted in parallel, one thread
+    each."""
     record = recorded()
     missing = []
     for member, dest in jobs:
@@ -78,6 +92,8 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
             missing.append((member, dest))
     if not missing:
         return
+    for member, dest in missing:
+        remove_left_partials(dest, member.where)
     names = ", ".join(member.where for member, _ in missing)
     for folder in {os.path.dirname(dest) for _, dest in missing}:
         need = sum(m.info.file_size for m, dest in missing if os.path.dirname(dest) == folder)

@@ -116,7 +116,8 @@ def test_no_room_for_the_copies_is_refused_before_extraction(
     monkeypatch.setattr(entries, "free_bytes", lambda folder: 1000)
     monkeypatch.setattr(NpzMember, "pieces", no_decompression)
     cache = tmp_path / "cache"
-    with pytest.raises(GtoolError, match=rf"needs 0.00 GiB in {cache}, which has 0.00 GiB free"):
+    needs = rf"{cache} \(given by --cache-dir\): extracting .* needs 0.00 GiB there, which has 0.00 GiB free"
+    with pytest.raises(GtoolError, match=needs):
         run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
     assert entries.list_entries(cache) == [] and not (tmp_path / "s.zarr").exists()
 
@@ -254,13 +255,18 @@ def test_a_moved_input_renews_the_notes_of_the_copies_it_reuses(papers: Path, tm
     assert "removed 0 copies" in cache_cli(cache, "clear", "--stale")
 
 
-@pytest.mark.parametrize("where", ["a-file", "a-file/sub"])
-def test_a_cache_dir_that_cannot_be_made_is_one_error_line(papers: Path, tmp_path: Path, where: str) -> None:
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [("a-file", "not a folder"), ("a-file/sub", "cannot make the folder for copies of compressed inputs")],
+)
+def test_a_cache_dir_that_cannot_be_made_is_one_error_line(
+    papers: Path, tmp_path: Path, where: str, problem: str
+) -> None:
     (tmp_path / "a-file").write_bytes(b"x")
     cache = tmp_path / where
     result = CliRunner().invoke(app, ["shard", str(papers), "--cache-dir", str(cache), "-q", "-w", "1"])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
-    assert f"error: {cache}: cannot make the folder for copies of compressed inputs" in result.output
+    assert f"error: {cache} (given by --cache-dir): {problem}" in result.output
     assert not list(tmp_path.glob("*.zarr*"))
 
 
@@ -274,7 +280,9 @@ def test_a_cache_dir_that_cannot_be_written_is_refused_before_extraction(
 
     monkeypatch.setattr(entries.tempfile, "TemporaryFile", refused)
     cache = tmp_path / "cache"
-    with pytest.raises(GtoolError, match=rf"cannot write in {cache} \(Permission denied\)"):
+    with pytest.raises(
+        GtoolError, match=rf"{cache} \(given by --cache-dir\): cannot be written \(Permission"
+    ):
         run(papers, tmp_path / "s.zarr", cache_dir=str(cache))
 
 
@@ -375,7 +383,10 @@ def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
     assert "no such folder: nothing is cached there" in cache_cli(tmp_path / "typo", "list")
     (tmp_path / "f.npy").write_bytes(b"x")
     result = CliRunner().invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path / "f.npy")])
-    assert result.exit_code == 2 and f"error: {tmp_path / 'f.npy'}: not a folder" in result.output
+    assert (
+        result.exit_code == 2
+        and f"error: {tmp_path / 'f.npy'} (given by --cache-dir): not a folder" in result.output
+    )
     assert (tmp_path / "f.npy").exists()
 
 
@@ -383,3 +394,76 @@ def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
 def test_an_empty_folder_option_is_refused(tmp_path: Path, flag: str) -> None:
     result = CliRunner().invoke(app, ["shard", "rmat:8:4", "-o", str(tmp_path / "s.zarr"), flag, "", "-q"])
     assert result.exit_code == 2 and f"error: {flag} is empty" in result.output
+
+
+def test_a_copy_made_again_removes_the_temporary_files_interrupted_runs_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Left by `kill -9`: removed by the next run that makes the same copy (gunzipped or extracted), but
+    not one another live process is writing (grown within WRITING_SECONDS), nor another copy's."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.ones((4, 2), dtype=np.float32))
+    member = NpzMember(str(features), "features")
+    copies = {
+        entries.work_copy_path(str(cache), str(edges), ".plain"): lambda copy: entries.work_copy(
+            str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n")
+        ),
+        entries.work_copy_path(str(cache), str(features), ".features.npy"): lambda copy: (
+            extraction.extract_members([(member, copy)])
+        ),
+    }
+    old = time.time() - entries.WRITING_SECONDS - 1
+    for copy, make in copies.items():
+        ends = (".partial-999999999", ".source.json.partial-1", f".partial-{os.getppid()}")
+        dead, stopped, live = (Path(f"{copy}{end}") for end in ends)
+        for partial in (dead, stopped, live):
+            partial.write_bytes(b"cut")
+        os.utime(stopped, (old, old))
+        other = cache / "y.npz.0123456789abcdef.z.npy.partial-999999999"
+        other.write_bytes(b"cut")
+        caplog.clear()
+        make(copy)
+        assert Path(copy).exists() and live.exists() and other.exists()
+        assert not dead.exists() and not stopped.exists()
+        assert "notice: removed 2 temporary file(s) of" in caplog.text and "(pid 1, 999999999)" in caplog.text
+        live.unlink()
+
+
+@pytest.mark.parametrize(
+    ("given", "origin"),
+    [
+        ("--cache-dir", "given by --cache-dir"),
+        ("GTOOL_CACHE", "from $GTOOL_CACHE"),
+        ("--root", "the default: ROOT/gtool-cache"),
+    ],
+)
+def test_every_error_about_the_cache_folder_says_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, origin: str
+) -> None:
+    """A user who never typed the path learns which setting named it (not a folder, cannot be written)."""
+    root = tmp_path / "root"
+    folder = {"--root": root / "gtool-cache"}.get(given, tmp_path / "in-the-way")
+    folder.parent.mkdir(exist_ok=True)
+    folder.write_bytes(b"x")
+    monkeypatch.delenv("GTOOL_CACHE")
+    args = {"--cache-dir": ["--cache-dir", str(folder)], "--root": ["--root", str(root)]}.get(given, [])
+    if given == "GTOOL_CACHE":
+        monkeypatch.setenv("GTOOL_CACHE", str(folder))
+    edges = gzipped_edges(tmp_path)
+
+    def error(*command: str) -> str:
+        result = CliRunner().invoke(app, [*command, *args], env={"COLUMNS": "300"})
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        return " ".join(result.output.split())
+
+    shard = ("shard", str(edges), "-o", str(tmp_path / "s.zarr"), "--num-nodes", "500", "-q")
+    assert f"error: {folder} ({origin}" in error(*shard) and "not a folder" in error(*shard)
+    assert f"error: {folder} ({origin}" in error("cache", "list")
+    folder.unlink()
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(entries.tempfile, "TemporaryFile", refused)
+    assert f"error: {folder} ({origin}" in error(*shard) and "cannot be written" in error(*shard)

@@ -1,0 +1,86 @@
+"""A signal that comes once the store is published (while the cluster stops, the summary prints or the
+interpreter shuts down) ends `gtool shard` with status 0 and a notice that the store is complete."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gtool.cli import shard as shard_command
+from gtool.cli.main import app
+from gtool.errors import InterruptedWhenDone, Terminated
+from gtool.preprocess import interrupts
+from gtool.preprocess.staging import StagedOutput
+from gtool.store.reader import open_store
+from gtool.store.verify import verify_store
+from tests.preprocess.test_output_safety import leftovers, start_shard
+
+COMPLETE = "came after the store was published: {} is complete"
+
+
+def test_a_signal_during_or_after_the_completing_step_says_the_work_is_done(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Deferred during the step, raised after it as InterruptedWhenDone; the watchdog then exits 0 with the
+    notice; an enclosing block learns that the work is done when the inner one hands the handlers back."""
+    exits: list[int] = []
+    monkeypatch.setattr(interrupts.os, "_exit", exits.append)
+    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
+    with interrupts.Interrupts() as outer:
+        with interrupts.Interrupts() as watch:
+            after = pytest.raises(InterruptedWhenDone, match="^SIGTERM came after the store S$")
+            with after, watch.completing("the store S"):
+                watch.handle(signal.SIGTERM, None)  # deferred: the step goes on
+                assert watch.done is None
+            watch.abandon(signal.SIGTERM)
+            assert exits == [0] and "notice: SIGTERM came after the store S\n" in capfd.readouterr().err
+        assert outer.done == "the store S"
+        with pytest.raises(InterruptedWhenDone, match="SIGINT came after the store S"):
+            outer.handle(signal.SIGINT, None)
+    with interrupts.Interrupts() as early:
+        with pytest.raises(Terminated):
+            early.handle(signal.SIGTERM, None)
+        with pytest.raises(Terminated), early.completing("the store S"):  # a signal before: as before
+            raise AssertionError("the step ran after a signal")
+        assert early.done is None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("moment", ["published", "summary"])
+def test_a_signal_after_publishing_exits_0_saying_the_store_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str
+) -> None:
+    publish, print_summary = StagedOutput.publish, shard_command.print_summary
+
+    def then_signalled(*args: object, **kwargs: object) -> None:
+        (publish if moment == "published" else print_summary)(*args, **kwargs)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    target = "publish" if moment == "published" else "print_summary"
+    monkeypatch.setattr(StagedOutput if moment == "published" else shard_command, target, then_signalled)
+    monkeypatch.setattr(interrupts.Interrupts, "abandon_later", lambda self, signum: None)  # no watchdog
+    out = tmp_path / "s.zarr"
+    result = CliRunner().invoke(app, ["shard", "grid:6x6", "-o", str(out), "-t", "2x2", "-w", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    assert f"notice: SIGTERM {COMPLETE.format(out)}" in " ".join(result.output.split())
+    assert verify_store(open_store(str(out))).ok and leftovers(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.integration
+def test_the_gtool_program_signalled_as_its_store_appears_exits_0(tmp_path: Path) -> None:
+    """As a user's script sees it: SIGTERM as soon as the store is at its path (the run then stops its
+    cluster, prints the summary or shuts the interpreter down)."""
+    out = tmp_path / "s.zarr"
+    proc = start_shard(out, "rmat:12:8")
+    while not out.exists() and proc.poll() is None:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "terminated" not in stderr, stderr
+    assert verify_store(open_store(str(out))).ok and leftovers(tmp_path) == []
