@@ -1,0 +1,41 @@
+"""A worker process that dies during the map stage (killed, out of memory) costs time, not the store: Dask
+runs its tasks again on a fresh worker and the store is byte for byte the one of an undisturbed run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gtool.preprocess import pipeline
+from gtool.preprocess.mapper import map_chunk
+from tests.support.stores import all_arrays, make_store
+
+pytestmark = pytest.mark.integration  # runs worker processes
+
+DEATH_MARK: Path | None = None
+"""Set by the test before the workers are forked: the first map task of chunk 3 to run creates it and
+kills its worker process."""
+
+
+def map_chunk_once_fatal(item, job):
+    if item[0] == 3 and DEATH_MARK is not None and not DEATH_MARK.exists():
+        DEATH_MARK.touch()
+        os._exit(1)
+    return map_chunk(item, job)
+
+
+def test_a_worker_killed_in_the_map_stage_leaves_the_store_unchanged(tmp_path, monkeypatch):
+    edges = tmp_path / "edges.npy"
+    np.save(edges, np.random.default_rng(8).integers(0, 2001, size=(2, 40_000)))
+    options = {"tiles": 3, "seed": 3, "chunk_edges": 4000, "workers": 2}
+    calm = all_arrays(make_store(str(edges), tmp_path / "calm.zarr", **options))
+    monkeypatch.setattr(pipeline, "map_chunk", map_chunk_once_fatal)
+    monkeypatch.setattr(f"{__name__}.DEATH_MARK", tmp_path / "died")
+    disturbed = all_arrays(make_store(str(edges), tmp_path / "disturbed.zarr", **options))
+    assert (tmp_path / "died").exists()
+    assert calm.keys() == disturbed.keys()
+    for name, value in calm.items():
+        assert value.tobytes() == disturbed[name].tobytes(), name
