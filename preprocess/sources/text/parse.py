@@ -1,13 +1,16 @@
 """Parsing blocks of whitespace- or comma-separated text: a fast vectorized path and an exact slow scan.
 
 Both paths read the same language: ',' separates like whitespace, '#' and '%' start a comment that runs
-to the end of the line, blank lines are skipped, and columns beyond the ones asked for are ignored. The
+to the end of the line, blank lines are skipped, and columns beyond the ones asked for are ignored. A
+quote is a character like any other (no quoted fields, which could run over line ends and swallow the lines
+in between), and a UTF-8 byte-order mark at the start of a file is blank. The
 fast path (pandas' C tokenizer) parses a whole block; when it fails, the slow scan walks the block line
 by line to name the first bad line and what is wrong with it.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 import warnings
@@ -19,12 +22,16 @@ import pandas as pd
 NORMALIZE = bytes.maketrans(b",%", b" #")
 COMMENT = re.compile(rb"#[^\n]*")
 FAST_PATH_ERRORS = (ValueError, OverflowError, pd.errors.ParserWarning)
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 
 LineCheck = Callable[[list[bytes]], str | None]
 
 
 def normalize(data: bytes) -> bytes:
-    """Commas to spaces and comments blanked, so that only whitespace separates tokens."""
+    """Commas to spaces, comments and a leading byte-order mark blanked, so that only whitespace separates
+    tokens."""
+    if data.startswith(BYTE_ORDER_MARK):
+        data = b" " * len(BYTE_ORDER_MARK) + data[len(BYTE_ORDER_MARK) :]
     data = data.translate(NORMALIZE)
     return COMMENT.sub(b"", data) if b"#" in data else data
 
@@ -45,6 +52,7 @@ def read_columns(data: bytes, dtypes: list[np.dtype]) -> list[np.ndarray]:
             index_col=False,
             dtype=dict(zip(names, dtypes, strict=True)),
             encoding="latin-1",
+            quoting=csv.QUOTE_NONE,
         )
     return [frame[name].to_numpy(dtype=dtype) for name, dtype in zip(names, dtypes, strict=True)]
 
@@ -80,7 +88,10 @@ def show(token: bytes) -> str:
 
 
 def whole_number(token: bytes) -> int:
-    """The integer a token spells (whole floats like '4.0' allowed, as the fast path allows them)."""
+    """The integer a token spells (whole floats like '4.0' allowed, as the fast path allows them; digits
+    grouped by '_', which Python reads and the fast path does not, are not)."""
+    if b"_" in token:
+        raise ValueError(f"not a number: {show(token)}")
     try:
         return int(token)
     except ValueError:

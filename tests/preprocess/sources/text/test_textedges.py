@@ -98,6 +98,32 @@ def test_comment_only_file_reads_as_empty_blocks(tmp_path: Path) -> None:
     assert [len(c.read()) for c in open_edge_file(empty).edge_chunks(10)] == [0]
 
 
+@pytest.mark.parametrize(
+    "text",
+    ['0 1\n2 3 "note\n4 5\n6 7 end"\n8 9\n', '0 1 1.0\n2 3 1.0 "note\n4 5 1.0\n6 7 1.0 end"\n8 9 1.0\n'],
+)
+def test_a_quote_in_an_ignored_column_swallows_no_line(tmp_path: Path, text: str) -> None:
+    got = read_all(open_edge_file(write_text(tmp_path / "q.txt", text)), tmp_path / "work")
+    assert multiset(*got) == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)]
+
+
+def test_a_quoted_id_is_named_as_any_other_token(tmp_path: Path) -> None:
+    error = first_error(write_text(tmp_path / "q.txt", '0 1\n"2" 3\n'), tmp_path)
+    assert error.line == 2 and "got '\"2\"'" in error.problem
+
+
+def test_a_byte_order_mark_is_blank(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf0,1,2.5\r\n1,2,1.0\r\n")
+    source = open_edge_file(str(path))
+    assert multiset(*read_all(source, tmp_path / "work")) == [(0, 1), (1, 2)]
+
+
+def test_digits_grouped_by_underscores_are_named(tmp_path: Path) -> None:
+    error = first_error(write_text(tmp_path / "u.txt", "0 1\n1_000 2\n"), tmp_path)
+    assert error.line == 2 and "got '1_000'" in error.problem
+
+
 def test_non_integer_token_names_its_line(tmp_path: Path) -> None:
     path = write_text(tmp_path / "bad.txt", "# c1\n% c2\n0 1\n\n2 abc\n3 4\n")
     error = first_error(path, tmp_path)
