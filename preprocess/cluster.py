@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gtool.cores import available_cores
 from gtool.preprocess.iostats import Measured, StageIO, take_totals
+from gtool.preprocess.lost_work import LOST_WORK, lost_work_error, lost_work_key, unreachable_scheduler
 
 T = TypeVar("T")
 
@@ -38,8 +39,10 @@ on Linux."""
 
 
 def quiet_dask_logs() -> None:
-    """A failed task is re-raised here with its message; Dask's own log of it would only repeat it."""
-    logging.getLogger("distributed.worker").setLevel(logging.CRITICAL)
+    """A failed task is re-raised here with its message, a task whose workers died or a lost scheduler as
+    one error line (see gtool.preprocess.lost_work); Dask's own log of them would only repeat it."""
+    for name in ("distributed.worker", "distributed.scheduler", "distributed.client"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
@@ -81,7 +84,11 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
     """
     quiet_dask_logs()
     if scheduler:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler)
+        except OSError as exc:
+            raise unreachable_scheduler(scheduler, exc) from None
+        with client:
             yield Engine(client, max(1, sum(client.nthreads().values())), 0)
         return
     processes = workers > 1
@@ -116,6 +123,8 @@ class StageRunner:
             transient=False,
         )
         self.pending: set[Future] = set()
+        self.labels: dict[str, str] = {}
+        """The stage of each submitted task, by key: what an error about a task whose work was lost names."""
         self.stopping = threading.Event()
         """Set once unfinished tasks are cancelled (the run failed or was interrupted): a cancelled task
         may still be running, so what it reads must stay (see gtool.preprocess.spill.SharedReads)."""
@@ -167,7 +176,20 @@ class StageRunner:
         for future in futures:
             future.add_done_callback(lambda _: self.progress.advance(bar))
         self.pending.update(futures)
+        self.labels.update(dict.fromkeys((str(future.key) for future in futures), label))
         return futures
+
+    @contextmanager
+    def telling_lost_work(self) -> Iterator[None]:
+        """Turn Dask's report of a task whose work was lost (its workers died, the scheduler went away) into
+        one error line naming the task's stage."""
+        try:
+            yield
+        except LOST_WORK as exc:
+            label = self.labels.get(lost_work_key(exc) or "", "a")
+            if (error := lost_work_error(exc, label)) is not None:
+                raise error from None
+            raise
 
     def stage_io(self) -> dict[str, StageIO]:
         """Disk bytes and task seconds of every stage run so far, summed over the workers."""
@@ -181,10 +203,11 @@ class StageRunner:
         """Wait for tasks whose results are not needed (the first failure is raised): a finished task's
         result is not fetched, which would cost a round trip to its worker per task."""
         try:
-            for future in as_completed(futures):
-                if future.status != "finished":
-                    future.result()
-                future.release()
+            with self.telling_lost_work():
+                for future in as_completed(futures):
+                    if future.status != "finished":
+                        future.result()
+                    future.release()
         finally:
             self.cancel(futures)
             self.pending.difference_update(futures)
@@ -195,11 +218,12 @@ class StageRunner:
         call per result costs ~2 ms of this process's time, which a stage of a few hundred short tasks
         on many workers would spend with every worker idle."""
         try:
-            for done in as_completed(futures).batches():
-                results = self.client.gather(done)
-                for future in done:
-                    future.release()
-                yield from results
+            with self.telling_lost_work():
+                for done in as_completed(futures).batches():
+                    results = self.client.gather(done)
+                    for future in done:
+                        future.release()
+                    yield from results
         finally:
             self.cancel(futures)
             self.pending.difference_update(futures)

@@ -77,7 +77,7 @@ from gtool.preprocess.sources.nodes.generated import (
     degree_classes,
     random_split,
 )
-from gtool.preprocess.spill import SharedReads, SpillDir
+from gtool.preprocess.spill import SharedReads, SpillDir, vanished
 from gtool.preprocess.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.preprocess.summary import ShardSummary
 from gtool.preprocess.threaded import gathered, in_parts, scattered
@@ -127,7 +127,8 @@ def shard(
                 interrupts.on_abandon(lock.release)
             return shard_locked(source_spec, output, options, console, interrupts)
     except OSError as exc:
-        if (error := storage_error(exc, output, run_places(output, options))) is not None:
+        error = storage_error(exc, output, run_places(output, options)) or vanished(exc, output)
+        if error is not None:
             raise error from None
         raise
 

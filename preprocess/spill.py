@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import math
 import mmap as mmap_module
@@ -17,7 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gtool.errors import GtoolError
 from gtool.preprocess.npyio import load_npy
+
+FOLDER_TAG = ".spill-"
+SPILL_FOLDER = re.compile(rf"((?:.*/)?\.[^/]*{re.escape(FOLDER_TAG)}[0-9a-f]{{10}})(?:/|$)")
+"""A run's spill folder (SpillDir) at the start of a path."""
 
 
 class SpillDir:
@@ -32,7 +38,7 @@ class SpillDir:
         parent = Path(root) if root else near.parent
         parent.mkdir(parents=True, exist_ok=True)
         tag = hashlib.sha1(target.encode()).hexdigest()[:10]
-        self.path = parent / f".{near.name}.spill-{tag}"
+        self.path = parent / f".{near.name}{FOLDER_TAG}{tag}"
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
         self._removal: threading.Thread | None = None
@@ -103,16 +109,41 @@ class SharedReads:
         self.scratch.release_later(path for path in read if self.readers[path] == 0)
 
 
+def make_folder_of(path: str) -> None:
+    """Make the folder of a spill file, never the run's spill folder itself: a task that runs on once its run
+    ended and removed the folder (a worker of an external cluster finishes the task it has), or whose folder
+    another program removed, fails (FileNotFoundError naming the folder) instead of making a folder that
+    nobody removes, or a map file that would start again at 0 under entries already placed."""
+    folder = SPILL_FOLDER.match(path)
+    if folder and not os.path.isdir(folder.group(1)):
+        raise FileNotFoundError(errno.ENOENT, "the spill folder is gone", folder.group(1))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+
+
+def vanished(exc: OSError, output: str) -> GtoolError | None:
+    """The one-line error of a run whose spill folder (or a file in it) was removed as it ran; else None."""
+    folder = SPILL_FOLDER.match(str(exc.filename or ""))
+    if exc.errno != errno.ENOENT or folder is None:
+        return None
+    path = folder.group(1)
+    inside = "" if exc.filename == path else f" (or {exc.filename} in it)"
+    return GtoolError(
+        f"{path}: the run's spill folder{inside} was removed while the run used it (by another program, such "
+        "as a cleaner of temporary folders?): keep it while gtool runs, or give "
+        f"--spill-dir elsewhere; nothing was published to {output} (a store that was there is unchanged)"
+    )
+
+
 def save_to(array: np.ndarray, path: str) -> None:
     """Write an array as .npy at an explicit path inside a spill directory."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder_of(path)
     np.save(path, array, allow_pickle=False)
 
 
 def save_rows_in_order(rows: np.ndarray, order: np.ndarray, path: str, piece_bytes: int = 16 << 20) -> None:
     """Write rows[order] as a C-order .npy, gathered and written a piece at a time (no second copy of
     `rows`): the header declares C order whatever the layout of `rows`, as tofile writes C order."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder_of(path)
     step = max(1, piece_bytes // max(1, rows[:1].nbytes))
     header = {
         "descr": np.lib.format.dtype_to_descr(rows.dtype),
@@ -169,7 +200,7 @@ def read_rows_into(path: str, start: int, stop: int, buffer: np.ndarray) -> np.n
 def append_to(array: np.ndarray, path: str) -> int:
     """Append an array's raw bytes to a spill file that only the calling thread writes; returns where they
     start, counted in items of the array's dtype (load_raw reads the file back as one array)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder_of(path)
     with open(path, "ab") as file:
         end = file.tell()
         file.write(bytes(-end % array.itemsize))

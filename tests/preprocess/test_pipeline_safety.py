@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +12,9 @@ import time
 import pytest
 import zarr
 
-from gtool.errors import InputError, StoreError, StoreExistsError
-from gtool.preprocess import reducer
+from gtool.errors import GtoolError, InputError, StoreError, StoreExistsError
+from gtool.preprocess import pipeline, reducer
+from gtool.preprocess.mapper import map_chunk
 from gtool.store.reader import open_store
 from tests.support.stores import make_store
 
@@ -44,6 +46,17 @@ def test_failed_run_publishes_nothing_and_keeps_the_old_store(tmp_path, monkeypa
     with pytest.raises(OSError, match="disk full"):
         make_store("grid:6x6", tmp_path / "s.zarr", tiles=2, overwrite=True)
     assert open_store(path).num_nodes == 16
+    assert leftovers(tmp_path) == []
+
+
+def test_a_spill_folder_removed_during_the_run_is_one_error_and_nothing_is_left(tmp_path, monkeypatch):
+    def removing_the_spill_folder(item, job):
+        shutil.rmtree(job.spill_root, ignore_errors=True)
+        return map_chunk(item, job)
+
+    monkeypatch.setattr(pipeline, "map_chunk", removing_the_spill_folder)
+    with pytest.raises(GtoolError, match=r"spill folder( \(or .* in it\))? was removed while the run"):
+        make_store("grid:6x6", tmp_path / "s.zarr", tiles=2)
     assert leftovers(tmp_path) == []
 
 

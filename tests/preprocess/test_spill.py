@@ -1,5 +1,6 @@
 """Spill arrays read back exactly as np.save wrote them, memory-mapped read-only, in memory or a slice at a
-time into a buffer; spill files released in a thread once the tasks that read them are done."""
+time into a buffer; spill files released in a thread once the tasks that read them are done; a task never
+makes the spill folder again once it was removed."""
 
 from __future__ import annotations
 
@@ -124,3 +125,23 @@ def test_shared_reads_keep_the_files_of_tasks_cancelled_while_the_run_stops(tmp_
     shared.when_done([a])(None)
     scratch.cleanup()
     assert not scratch.path.exists()
+
+
+@pytest.mark.parametrize("write", ["append", "save"])
+def test_a_task_writing_after_the_spill_folder_was_removed_fails_and_makes_nothing(tmp_path, write):
+    scratch = spill.SpillDir(None, tmp_path / "out.zarr", "out.zarr")
+    path = f"{scratch.path}/map/m0/host-1-2.bin"
+    scratch.cleanup()
+    with pytest.raises(FileNotFoundError) as info:
+        (spill.append_to if write == "append" else spill.save_to)(np.arange(3), path)
+    assert info.value.filename == str(scratch.path) and os.listdir(tmp_path) == []
+    message = str(spill.vanished(info.value, "out.zarr"))
+    assert message.startswith(f"{scratch.path}: the run's spill folder was removed while the run used it")
+    assert message.endswith("nothing was published to out.zarr (a store that was there is unchanged)")
+
+
+def test_files_outside_a_spill_folder_and_other_errors_are_not_said_to_have_vanished(tmp_path):
+    spill.save_to(np.arange(3), str(tmp_path / "new" / "a.npy"))
+    assert spill.vanished(FileNotFoundError(2, "gone", str(tmp_path / "edges.txt")), "o") is None
+    inside = str(tmp_path / ".o.spill-0123456789" / "a.npy")
+    assert spill.vanished(PermissionError(13, "denied", inside), "o") is None

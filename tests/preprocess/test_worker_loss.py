@@ -1,5 +1,6 @@
 """A worker process that dies during the map stage (killed, out of memory) costs time, not the store: Dask
-runs its tasks again on a fresh worker and the store is byte for byte the one of an undisturbed run."""
+runs its tasks again on a fresh worker and the store is byte for byte the one of an undisturbed run; one
+whose workers keep dying is one error line, and the run leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gtool.errors import GtoolError
 from gtool.preprocess import pipeline
 from gtool.preprocess.mapper import map_chunk
 from tests.support.stores import all_arrays, make_store
@@ -39,3 +41,16 @@ def test_a_worker_killed_in_the_map_stage_leaves_the_store_unchanged(tmp_path, m
     assert calm.keys() == disturbed.keys()
     for name, value in calm.items():
         assert value.tobytes() == disturbed[name].tobytes(), name
+
+
+def map_chunk_always_fatal(item, job):
+    if item[0] == 0:
+        os._exit(1)
+    return map_chunk(item, job)
+
+
+def test_a_task_whose_workers_keep_dying_is_one_error_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "map_chunk", map_chunk_always_fatal)
+    with pytest.raises(GtoolError, match=r"^a 'map edges' task was started 4 times and each time the worker"):
+        make_store("grid:20x17", tmp_path / "s.zarr", tiles=2, workers=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
