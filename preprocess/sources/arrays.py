@@ -141,7 +141,7 @@ def as_node_ids(values: np.ndarray, where: str, index_of: Callable[[int], str]) 
     """`values` as an int64 copy (floats must be whole); errors name `index_of(k)` of the first bad k."""
     check_kind(values.dtype, where, "integer node ids")
     if values.dtype.kind == "f":
-        arr = np.asarray(values)
+        arr = np.asarray(values, dtype=np.promote_types(values.dtype, np.float64))  # float16 cannot hold 2^63
         whole = np.isfinite(arr) & (np.floor(arr) == arr) & (np.abs(arr) < 2.0**63)
         if not whole.all():
             k = int(np.flatnonzero(~whole)[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -70,9 +71,12 @@ def test_npy_of_floats(tmp_path: Path) -> None:
     assert info.value.index == "array[1, 1]" and info.value.where == str(tmp_path / "f.npy")
 
 
-def test_whole_floats_are_ids(tmp_path: Path) -> None:
-    np.save(tmp_path / "f.npy", np.array([[0.0, 2.0], [1.0, 3.0]]))
-    assert multiset(*read_all(open_edge_file(str(tmp_path / "f.npy")), tmp_path)) == [(0, 1), (2, 3)]
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_whole_floats_are_ids(tmp_path: Path, dtype: type) -> None:
+    np.save(tmp_path / "f.npy", np.array([[0.0, 2.0], [1.0, 3.0]], dtype=dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # float16 overflowed comparing with 2^63
+        assert multiset(*read_all(open_edge_file(str(tmp_path / "f.npy")), tmp_path)) == [(0, 1), (2, 3)]
 
 
 def test_id_beyond_declared_count_names_the_edge(tmp_path: Path) -> None:
