@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import socket
 import threading
 from dataclasses import dataclass
@@ -58,11 +59,22 @@ class MapJob:
     spill_root: str
 
 
+_PROCESS_TAGS: dict[int, str] = {}
+"""A random tag of this process, by process id (a forked worker draws its own)."""
+
+
+def process_tag() -> str:
+    """This process's id and a random tag drawn once: workers in containers of one host can share its host
+    name (host networking) and have the same process and thread ids (each container numbers its own)."""
+    pid = os.getpid()
+    return _PROCESS_TAGS.setdefault(pid, f"{pid}.{secrets.token_hex(4)}")
+
+
 def thread_file(spill_root: str, matrix: int) -> str:
     """The map file of matrix `matrix` that the calling thread appends its chunks' entries to: one per thread
     (named by host, process and thread), so that no two tasks write one file at once."""
     host = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname())
-    return f"{spill_root}/map/m{matrix}/{host}-{os.getpid()}-{threading.get_native_id()}.bin"
+    return f"{spill_root}/map/m{matrix}/{host}-{process_tag()}-{threading.get_native_id()}.bin"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from gtool.preprocess import spill
+from gtool.preprocess import mapper, spill
 from gtool.preprocess.mapper import MapOutputs, MapResult, thread_file
 
 
@@ -51,6 +51,12 @@ def test_each_thread_appends_to_a_file_of_its_own(tmp_path):
     worker.join()
     assert thread_file(str(tmp_path), 1) != paths[0]
     assert paths[0].startswith(f"{tmp_path}/map/m1/")
+
+
+def test_processes_with_the_same_host_process_and_thread_ids_append_to_files_of_their_own(tmp_path):
+    first = thread_file(str(tmp_path), 0)
+    mapper._PROCESS_TAGS.clear()  # as in a worker of another container with the same host name and ids
+    assert thread_file(str(tmp_path), 0) != first
 
 
 def test_appends_start_on_a_whole_item_after_a_cut_write(tmp_path):
