@@ -12,7 +12,7 @@ from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import MIB, describe_file
 from gtool.preprocess.sources.text.file import TextChunk, TextFile, TextFileSource, count_data_lines
-from gtool.preprocess.sources.text.parse import show, whole_number
+from gtool.preprocess.sources.text.parse import BYTE_ORDER_MARK, show, whole_number
 
 BANNER = "%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric|skew-symmetric"
 WEIGHTED_FIELDS = {"pattern": False, "real": True, "integer": True}
@@ -63,7 +63,7 @@ def read_mtx_header(file: TextFile) -> MtxHeader:
     """Banner and size line of a coordinate Matrix Market file, and where its entries start."""
     with file.stream() as f:
         banner = f.readline(MIB)
-        value_field, symmetry = parse_banner(file.path, banner)
+        value_field, symmetry = parse_banner(file.path, banner.removeprefix(BYTE_ORDER_MARK))
         offset, line = len(banner), 1
         for text in iter(lambda: f.readline(MIB), b""):
             offset, line = offset + len(text), line + 1

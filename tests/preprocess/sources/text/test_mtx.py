@@ -33,6 +33,12 @@ def test_round_trip_general_pattern(tmp_path: Path) -> None:
     assert source.describe()["symmetry"] == "general"
 
 
+def test_a_byte_order_mark_before_the_banner_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "g.mtx"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{PATTERN.strip()}\r\n3 3 2\r\n1 2\r\n2 3\r\n".encode())
+    assert multiset(*read_all(open_edge_file(str(path)), tmp_path / "work")) == [(0, 1), (1, 2)]
+
+
 def test_symmetric_real_gzipped_is_mirrored(tmp_path: Path) -> None:
     text = "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 0.5\n3 3 1.0\n3 1 -2\n"
     path = tmp_path / "s.mtx.gz"
