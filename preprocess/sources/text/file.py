@@ -30,8 +30,10 @@ from gtool.preprocess.sources.fileinfo import (
 )
 from gtool.preprocess.sources.text.parse import (
     FAST_PATH_ERRORS,
+    data_lines,
     edge_line_check,
     find_bad_line,
+    is_header,
     line_of_row,
     normalize,
     read_columns,
@@ -243,6 +245,9 @@ class TextChunk(EdgeChunk):
         if bad is None:
             return InputError(self.where, f"cannot parse bytes {self.start}-{self.end}: {fast_path_message}")
         index, problem = bad
+        first, tokens = next(data_lines(data))
+        if self.start == 0 and index == first and is_header(tokens):
+            problem += " (a header line? make it a comment: start it with '#')"
         return InputError(self.where, problem, line=self.first_line() + index)
 
 

@@ -101,6 +101,17 @@ def whole_number(token: bytes) -> int:
         return int(value)
 
 
+def is_header(tokens: list[bytes]) -> bool:
+    """Whether a line of tokens looks like a header of column names: none of them is a number."""
+    for token in tokens:
+        try:
+            float(token)
+        except ValueError:
+            continue
+        return False
+    return True
+
+
 def float_problem(token: bytes, what: str) -> str | None:
     """Why `token` is not a finite number, or None."""
     try:

@@ -131,6 +131,15 @@ def test_non_integer_token_names_its_line(tmp_path: Path) -> None:
     assert error.where == path
 
 
+def test_a_header_line_is_named_with_a_hint(tmp_path: Path) -> None:
+    error = first_error(write_text(tmp_path / "h.csv", "# made by hand\nsrc,dst\n0,1\n"), tmp_path)
+    assert error.line == 2 and error.problem == (
+        "expected two integer node ids, got 'src' (a header line? make it a comment: start it with '#')"
+    )
+    error = first_error(write_text(tmp_path / "n.csv", "0,x\n0,1\n"), tmp_path)
+    assert error.problem == "expected two integer node ids, got 'x'"
+
+
 def test_bad_token_line_in_a_later_chunk(tmp_path: Path) -> None:
     lines = ["# c"] + [f"{i} {i + 1}" for i in range(300)]
     lines[250] = "7 1.5"
