@@ -18,7 +18,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gtool.cores import available_cores
 from gtool.preprocess.iostats import Measured, StageIO, take_totals
-from gtool.preprocess.lost_work import LOST_WORK, lost_work_error, lost_work_key, unreachable_scheduler
+from gtool.preprocess.lost_work import (
+    LOST_WORK,
+    WorkerWatch,
+    lost_work_error,
+    lost_work_key,
+    unreachable_scheduler,
+)
 
 T = TypeVar("T")
 
@@ -88,7 +94,7 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
             client = Client(scheduler)
         except OSError as exc:
             raise unreachable_scheduler(scheduler, exc) from None
-        with client:
+        with client, WorkerWatch(client, scheduler):
             yield Engine(client, max(1, sum(client.nthreads().values())), 0)
         return
     processes = workers > 1

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from typing import Any
+
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
@@ -39,3 +44,44 @@ def unreachable_scheduler(address: str, exc: OSError) -> GtoolError:
         f"--scheduler {address}: cannot connect ({exc}): is a Dask scheduler running at that address and "
         "reachable from this machine?"
     )
+
+
+class WorkerWatch:
+    """Says once (a `notice:` line) when an external cluster has had no workers for `patience` seconds: its
+    tasks then wait for workers to join (an adaptive cluster starts them, a job scheduler may be slow to), and
+    the run, whose progress bars stand still, would seem stuck. Said again should they all go once more."""
+
+    def __init__(self, client: Any, address: str, patience: float = 60.0, poll: float = 5.0):
+        self.client, self.address, self.patience, self.poll = client, address, patience, poll
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.watch, name="gtool-worker-watch", daemon=True)
+
+    def __enter__(self) -> WorkerWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join()
+
+    def watch(self) -> None:
+        """Poll the scheduler's worker count until the run ends."""
+        without: float | None = None
+        told = False
+        while not self.stopping.wait(self.poll):
+            try:
+                workers = len(self.client.nthreads())
+            except Exception:  # a lost scheduler is reported by the tasks' results
+                continue
+            if workers:
+                without, told = None, False
+                continue
+            without = without if without is not None else time.monotonic()
+            if not told and time.monotonic() - without >= self.patience:
+                told = True
+                logging.getLogger("gtool").warning(
+                    "notice: the Dask cluster at %s has had no workers for %.0f s: the run waits for workers "
+                    "to join (start some, or stop the run with Ctrl-C)",
+                    self.address,
+                    self.patience,
+                )

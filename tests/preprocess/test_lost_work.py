@@ -1,7 +1,11 @@
 """A task whose work the cluster lost (its worker processes died, the scheduler went away) and a --scheduler
-that cannot be reached are one error line naming the stage or the address, not a Dask traceback."""
+that cannot be reached are one error line naming the stage or the address, not a Dask traceback; a cluster
+that has had no workers for a while is said to wait for them."""
 
 from __future__ import annotations
+
+import logging
+import time
 
 import pytest
 from distributed.client import FutureCancelledError
@@ -10,6 +14,7 @@ from distributed.scheduler import KilledWorker
 from gtool.errors import GtoolError
 from gtool.preprocess import cluster
 from gtool.preprocess.cluster import StageRunner, dask_engine
+from gtool.preprocess.lost_work import WorkerWatch
 
 
 def told(exc: BaseException) -> str:
@@ -45,3 +50,33 @@ def test_a_scheduler_that_cannot_be_reached_is_named(monkeypatch: pytest.MonkeyP
     with pytest.raises(GtoolError) as info, dask_engine("tcp://head:8786", 1, 1 << 30):
         pass
     assert str(info.value).startswith("--scheduler tcp://head:8786: cannot connect (Timed out trying to")
+
+
+class FakeClient:
+    """A client whose cluster has the worker counts given, one per poll, then the last one."""
+
+    def __init__(self, *counts: int):
+        self.counts = list(counts)
+
+    def nthreads(self) -> dict[str, int]:
+        count = self.counts.pop(0) if len(self.counts) > 1 else self.counts[0]
+        return {f"tcp://w{i}": 1 for i in range(count)}
+
+
+def watched(client: FakeClient, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The notices of a WorkerWatch on `client` over 50 polls."""
+    with caplog.at_level(logging.WARNING, logger="gtool"), WorkerWatch(client, "tcp://h:8786", 0.01, 0.001):
+        time.sleep(0.1)
+    return [record.getMessage() for record in caplog.records]
+
+
+def test_a_cluster_without_workers_is_said_once_to_wait_for_them(caplog: pytest.LogCaptureFixture) -> None:
+    notices = watched(FakeClient(2, 0), caplog)
+    assert notices == [
+        "notice: the Dask cluster at tcp://h:8786 has had no workers for 0 s: the run waits for workers to "
+        "join (start some, or stop the run with Ctrl-C)"
+    ]
+
+
+def test_a_cluster_with_workers_is_not_told_about(caplog: pytest.LogCaptureFixture) -> None:
+    assert watched(FakeClient(0, 2), caplog) == []
