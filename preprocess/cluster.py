@@ -20,10 +20,10 @@ from gtool.cores import available_cores
 from gtool.preprocess.iostats import Measured, StageIO, take_totals
 from gtool.preprocess.lost_work import (
     LOST_WORK,
-    WorkerWatch,
     lost_work_error,
     lost_work_key,
     unreachable_scheduler,
+    watching_workers,
 )
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
             client = Client(scheduler)
         except OSError as exc:
             raise unreachable_scheduler(scheduler, exc) from None
-        with client, WorkerWatch(client, scheduler):
+        with client, watching_workers(client, scheduler):
             yield Engine(client, max(1, sum(client.nthreads().values())), 0)
         return
     processes = workers > 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from distributed.client import FutureCancelledError
@@ -46,42 +48,41 @@ def unreachable_scheduler(address: str, exc: OSError) -> GtoolError:
     )
 
 
-class WorkerWatch:
-    """Says once (a `notice:` line) when an external cluster has had no workers for `patience` seconds: its
-    tasks then wait for workers to join (an adaptive cluster starts them, a job scheduler may be slow to), and
-    the run, whose progress bars stand still, would seem stuck. Said again should they all go once more."""
+@contextmanager
+def watching_workers(client: Any, address: str, patience: float = 60.0, poll: float = 5.0) -> Iterator[None]:
+    """While open, say once (a `notice:` line) when an external cluster has had no workers for `patience`
+    seconds: its tasks then wait for workers to join (an adaptive cluster starts them, a job scheduler may be
+    slow to), and the run, whose progress bars stand still, would seem stuck. Said again should they all go
+    once more."""
+    stopping = threading.Event()
+    watch = (client, address, patience, poll, stopping)
+    thread = threading.Thread(target=watch_workers, args=watch, name="gtool-workers", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stopping.set()
+        thread.join()
 
-    def __init__(self, client: Any, address: str, patience: float = 60.0, poll: float = 5.0):
-        self.client, self.address, self.patience, self.poll = client, address, patience, poll
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.watch, name="gtool-worker-watch", daemon=True)
 
-    def __enter__(self) -> WorkerWatch:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopping.set()
-        self.thread.join()
-
-    def watch(self) -> None:
-        """Poll the scheduler's worker count until the run ends."""
-        without: float | None = None
-        told = False
-        while not self.stopping.wait(self.poll):
-            try:
-                workers = len(self.client.nthreads())
-            except Exception:  # a lost scheduler is reported by the tasks' results
-                continue
-            if workers:
-                without, told = None, False
-                continue
-            without = without if without is not None else time.monotonic()
-            if not told and time.monotonic() - without >= self.patience:
-                told = True
-                logging.getLogger("gtool").warning(
-                    "notice: the Dask cluster at %s has had no workers for %.0f s: the run waits for workers "
-                    "to join (start some, or stop the run with Ctrl-C)",
-                    self.address,
-                    self.patience,
-                )
+def watch_workers(client: Any, address: str, patience: float, poll: float, stopping: threading.Event) -> None:
+    """Poll the scheduler's worker count every `poll` seconds until `stopping` is set (watching_workers)."""
+    without: float | None = None
+    told = False
+    while not stopping.wait(poll):
+        try:
+            workers = len(client.nthreads())
+        except Exception:  # a lost scheduler is reported by the tasks' results
+            continue
+        if workers:
+            without, told = None, False
+            continue
+        without = without if without is not None else time.monotonic()
+        if not told and time.monotonic() - without >= patience:
+            told = True
+            logging.getLogger("gtool").warning(
+                "notice: the Dask cluster at %s has had no workers for %.0f s: the run waits for workers to "
+                "join (start some, or stop the run with Ctrl-C)",
+                address,
+                patience,
+            )

@@ -14,7 +14,7 @@ from distributed.scheduler import KilledWorker
 from gtool.errors import GtoolError
 from gtool.preprocess import cluster
 from gtool.preprocess.cluster import StageRunner, dask_engine
-from gtool.preprocess.lost_work import WorkerWatch
+from gtool.preprocess.lost_work import watching_workers
 
 
 def told(exc: BaseException) -> str:
@@ -64,8 +64,8 @@ class FakeClient:
 
 
 def watched(client: FakeClient, caplog: pytest.LogCaptureFixture) -> list[str]:
-    """The notices of a WorkerWatch on `client` over 50 polls."""
-    with caplog.at_level(logging.WARNING, logger="gtool"), WorkerWatch(client, "tcp://h:8786", 0.01, 0.001):
+    """The notices of watching_workers on `client` over 50 polls."""
+    with caplog.at_level(logging.WARNING, logger="gtool"), watching_workers(client, "tcp://h", 0.01, 0.001):
         time.sleep(0.1)
     return [record.getMessage() for record in caplog.records]
 
@@ -73,8 +73,8 @@ def watched(client: FakeClient, caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_a_cluster_without_workers_is_said_once_to_wait_for_them(caplog: pytest.LogCaptureFixture) -> None:
     notices = watched(FakeClient(2, 0), caplog)
     assert notices == [
-        "notice: the Dask cluster at tcp://h:8786 has had no workers for 0 s: the run waits for workers to "
-        "join (start some, or stop the run with Ctrl-C)"
+        "notice: the Dask cluster at tcp://h has had no workers for 0 s: the run waits for workers to join "
+        "(start some, or stop the run with Ctrl-C)"
     ]
 
 
