@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
+from gtool.preprocess.staging import make_folder
 
 
 class OutputLockedError(GtoolError):
@@ -56,7 +57,7 @@ class OutputLock:
         self.fd: int | None = None
 
     def __enter__(self) -> OutputLock:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.target.parent, "the output's folder")
         fd = self.lock()
         self.take_over(fd, read_owner(fd))
         self.fd = fd

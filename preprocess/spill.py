@@ -20,6 +20,7 @@ import numpy as np
 
 from gtool.errors import GtoolError
 from gtool.preprocess.npyio import load_npy
+from gtool.preprocess.staging import make_folder
 
 FOLDER_TAG = ".spill-"
 SPILL_FOLDER = re.compile(rf"((?:.*/)?\.[^/]*{re.escape(FOLDER_TAG)}[0-9a-f]{{10}})(?:/|$)")
@@ -36,7 +37,7 @@ class SpillDir:
 
     def __init__(self, root: str | None, near: Path, target: str):
         parent = Path(root) if root else near.parent
-        parent.mkdir(parents=True, exist_ok=True)
+        make_folder(parent, "given by --spill-dir" if root else "the output's folder")
         tag = hashlib.sha1(target.encode()).hexdigest()[:10]
         self.path = parent / f".{near.name}{FOLDER_TAG}{tag}"
         shutil.rmtree(self.path, ignore_errors=True)

@@ -55,6 +55,14 @@ def published(location: str) -> str:
     return f"the store was published: {location} is complete (only the rest of the run was cut short)"
 
 
+def make_folder(path: Path, what: str) -> None:
+    """Make folder `path` and its parents; a file in the way is an error naming the folder and what it is."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise GtoolError(f"{path} ({what}): not a folder: a file is in the way (there, or above)") from None
+
+
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
     """The one-line error of a run that failed for lack of space or permission, else None.
 

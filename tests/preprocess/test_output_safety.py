@@ -182,6 +182,19 @@ def test_storage_failures_are_one_error_line(
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("where", "what"), [("--spill-dir", "given by --spill-dir"), ("-o", "the output's folder")]
+)
+def test_a_file_in_the_way_of_a_folder_is_one_error_line(tmp_path: Path, where: str, what: str) -> None:
+    folder = tmp_path / "f"
+    folder.write_text("")
+    options = ["-o", str(folder / "s.zarr")] if where == "-o" else ["--spill-dir", str(folder)]
+    code, output = shard_cli("grid:3x3", "-o", str(tmp_path / "s.zarr"), *options)
+    assert code == 2
+    assert output.strip() == f"error: {folder} ({what}): not a folder: a file is in the way (there, or above)"
+    assert leftovers(tmp_path) == []
+
+
 def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypatch: pytest.MonkeyPatch):
     free = {"/data/out": 900 << 30, "/scratch": 3 << 20, "/data/cache": 900 << 30}
     monkeypatch.setattr(staging.shutil, "disk_usage", lambda folder: SimpleNamespace(free=free[folder]))
