@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import shutil
 import zlib
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from gtool.preprocess.sources.text.parse import (
 )
 
 GZIP_MAGIC = b"\x1f\x8b"
+LONE_CARRIAGE_RETURN = re.compile(rb"\r(?!\n|$)")
 NEWLINE = ord("\n")
 BLANK = np.zeros(256, dtype=bool)
 BLANK[list(b" \t\r\v\f,")] = True
@@ -172,9 +174,13 @@ class TextFile:
         return self.plain_path
 
     def first_data_tokens(self) -> list[bytes]:
-        """Tokens of the first non-blank, non-comment line ([] if there is none)."""
+        """Tokens of the first non-blank, non-comment line ([] if there is none); lines that end in a lone
+        carriage return (classic Mac OS) are refused, since the file would read as one line."""
         with self.stream() as f:
             for line in iter(lambda: f.readline(MIB), b""):
+                if LONE_CARRIAGE_RETURN.search(line):
+                    ends = "lines end in a lone carriage return (\\r); expected \\n or \\r\\n line ends"
+                    raise InputError(self.path, ends)
                 tokens = normalize(line).split()
                 if tokens:
                     return tokens

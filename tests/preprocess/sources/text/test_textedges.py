@@ -119,6 +119,13 @@ def test_a_byte_order_mark_is_blank(tmp_path: Path) -> None:
     assert multiset(*read_all(source, tmp_path / "work")) == [(0, 1), (1, 2)]
 
 
+def test_lines_ending_in_a_lone_carriage_return_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"0 1\r1 2\r2 3\r")
+    with pytest.raises(InputError, match=r"mac\.txt: lines end in a lone carriage return \(\\r\); expected"):
+        open_edge_file(str(path)).edge_chunks(10)
+
+
 def test_digits_grouped_by_underscores_are_named(tmp_path: Path) -> None:
     error = first_error(write_text(tmp_path / "u.txt", "0 1\n1_000 2\n"), tmp_path)
     assert error.line == 2 and "got '1_000'" in error.problem
