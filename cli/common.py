@@ -41,6 +41,8 @@ def reports_errors(command: F) -> F:
         except KeyboardInterrupt:
             console.print("[bold red]interrupted[/]")
             raise typer.Exit(130) from None
+        except EOFError as exc:  # typer would print only "Aborted." (it takes it for a prompt's end of input)
+            raise RuntimeError(f"unexpected end of data: {exc}") from exc
 
     return wrapper  # type: ignore[return-value]
 

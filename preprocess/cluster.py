@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
@@ -134,6 +135,9 @@ class StageRunner:
         self.stopping = threading.Event()
         """Set once unfinished tasks are cancelled (the run failed or was interrupted): a cancelled task
         may still be running, so what it reads must stay (see gtool.preprocess.spill.SharedReads)."""
+        self.let_go: set[str] = set()
+        """Keys of finished tasks whose results were let go of (`finish`, `when_finished`): their futures
+        read 'cancelled'."""
 
     def __enter__(self) -> StageRunner:
         self.progress.__enter__()
@@ -205,14 +209,32 @@ class StageRunner:
                 totals.setdefault(stage, StageIO()).add(io)
         return totals
 
+    def when_finished(self, futures: list[Future], then: list[Callable[[], None]]) -> None:
+        """Call then[k]() once futures[k] has finished, after letting go of its result (its future is
+        released), unless the run is stopping by then. Dask runs a finished task again when the worker that
+        holds its result dies while a client still holds the future; then[k] may free what the task reads
+        (a spill file), so the future goes first. For tasks whose results are not needed (`finish`)."""
+        for future, action in zip(futures, then, strict=True):
+            future.add_done_callback(functools.partial(self._finished, then=action))
+
+    def _finished(self, future: Future, then: Callable[[], None]) -> None:
+        """The callback of `when_finished`: a future that `finish` let go of first reads 'cancelled'."""
+        if self.stopping.is_set():
+            return
+        if future.status == "finished" or str(future.key) in self.let_go:
+            self.let_go.add(str(future.key))
+            future.release()
+            then()
+
     def finish(self, futures: list[Future]) -> None:
         """Wait for tasks whose results are not needed (the first failure is raised): a finished task's
         result is not fetched, which would cost a round trip to its worker per task."""
         try:
             with self.telling_lost_work():
                 for future in as_completed(futures):
-                    if future.status != "finished":
+                    if future.status != "finished" and str(future.key) not in self.let_go:
                         future.result()
+                    self.let_go.add(str(future.key))
                     future.release()
         finally:
             self.cancel(futures)

@@ -12,6 +12,7 @@ that grows with the number of edges is ever held in memory outside one bounded c
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import time
@@ -476,6 +477,7 @@ class ShardRun:
             for batch in deduped_batches:
                 for result in batch.runs:
                     runs[result.task.matrix].append(result)
+                spilled += [counts.path for counts in batch.row_counts.values()]
             row_degrees: Iterator[str] = self.stages.collect(summed)
             for path in row_degrees:
                 i = int(Path(path).stem)
@@ -541,9 +543,8 @@ class ShardRun:
         """Free each deduplicated run as soon as every tile write that reads it is done (A0's runs are read
         twice when A1 is written as their transpose), while the other tiles are still being written."""
         reads = [[path for tile in batch for path in tile.runs] for batch in batches]
-        shared = SharedReads(self.scratch, reads, self.stages.stopping)
-        for future, paths in zip(writes, reads, strict=True):
-            future.add_done_callback(shared.when_done(paths))
+        shared = SharedReads(self.scratch, reads)
+        self.stages.when_finished(writes, [functools.partial(shared.done, paths) for paths in reads])
 
     def start_features(
         self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget

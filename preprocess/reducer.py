@@ -134,15 +134,15 @@ def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndar
 
 
 def tile_row_degrees(item: tuple[int, tuple[DedupedBatch, ...]], plan: PartitionPlan, out: str) -> str:
-    """Sum the row counts of tile row i, one file from each batch that has A0 runs in it (spilled by the
-    dedupe tasks, which are done with them), into the degrees of its rows; returns the spill file of those
-    degrees (int64)."""
+    """Sum the row counts of tile row i, one file from each batch that has A0 runs in it, into the degrees
+    of its rows; returns the spill file of those degrees (int64). The row count files stay: should the
+    worker that holds the result die before it is fetched, Dask runs the task again (the `gtool` process
+    releases them after the stage)."""
     i, done = item
     degrees = np.zeros(plan.tile_rows(i), dtype=np.int64)
     for part in (batch.row_counts[i] for batch in done):
         counts = spill.load(part.path)
         degrees[part.start : part.start + counts.size] += counts
-        spill.release(part.path)
     path = f"{out}/{i}.npy"
     spill.save_to(degrees, path)
     return path

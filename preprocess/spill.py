@@ -12,7 +12,7 @@ import re
 import shutil
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,21 +87,14 @@ class SpillDir:
 
 class SharedReads:
     """Spill files read by several tasks: each is released (`SpillDir.release_later`) once every task that
-    reads it is done. `done` is called once per task, from one thread at a time."""
+    reads it is done. `done` is called once per task, from one thread at a time (a StageRunner's
+    `when_finished` says when, and never once the run is stopping: a task cancelled because the run failed
+    may still be running and read its files, and emptying a file under a memory map kills its reader with
+    SIGBUS; the spill folder goes at the end either way)."""
 
-    def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]], stopping: threading.Event):
+    def __init__(self, scratch: SpillDir, reads: Iterable[Iterable[str]]):
         self.scratch = scratch
         self.readers = Counter(path for paths in reads for path in set(paths))
-        self.stopping = stopping
-
-    def when_done(self, paths: list[str]) -> Callable[[object], None]:
-        """A callback for the future of a task that reads `paths`: `done(paths)` once the task is done, unless
-        `stopping` is set by then. A future's status cannot tell: one released after its result was
-        fetched reads 'cancelled' too, while a task cancelled because the run failed may still be running
-        and read its files (emptying a file under a memory map kills its reader with SIGBUS); the spill
-        folder goes at the end either way. Dask calls a future's callbacks in one thread, one after the
-        other."""
-        return lambda _future: None if self.stopping.is_set() else self.done(paths)
 
     def done(self, paths: Iterable[str]) -> None:
         """A task that read `paths` is done."""
@@ -136,9 +129,14 @@ def vanished(exc: OSError, output: str) -> GtoolError | None:
 
 
 def save_to(array: np.ndarray, path: str) -> None:
-    """Write an array as .npy at an explicit path inside a spill directory."""
+    """Write an array as .npy at an explicit path inside a spill directory, whole or not at all: written
+    beside it, then renamed over it. A task that Dask runs again (its worker died holding the result) thus
+    never changes a file under another task that is reading the first run's copy."""
     make_folder_of(path)
-    np.save(path, array, allow_pickle=False)
+    part = f"{path}.{os.getpid()}-{threading.get_native_id()}.part"
+    with open(part, "wb") as file:
+        np.save(file, array, allow_pickle=False)
+    os.replace(part, path)
 
 
 def save_rows_in_order(rows: np.ndarray, order: np.ndarray, path: str, piece_bytes: int = 16 << 20) -> None:

@@ -54,3 +54,27 @@ def test_a_stage_whose_tasks_are_cancelled_says_it_is_stopping(stages):
         futures = runner.submit("slow", time.sleep, [5])
         runner.cancel(futures)
         assert runner.stopping.is_set()
+
+
+def test_when_finished_lets_go_of_a_result_before_freeing_what_the_task_read(stages):
+    with StageRunner(stages.client, None, False) as runner:
+        futures = runner.submit("quick", _square, [1, 2, 3])
+        freed: list[int] = []
+        runner.when_finished(futures, [lambda k=k: freed.append(k) for k in range(3)])
+        runner.finish(futures)
+        deadline = time.monotonic() + 5
+        while len(freed) < 3 and time.monotonic() < deadline:  # the callbacks run in the client's thread
+            time.sleep(0.01)
+        assert sorted(freed) == [0, 1, 2]
+        assert runner.let_go >= {str(f.key) for f in futures}
+        assert all(f.status == "cancelled" for f in futures)  # released: never run again
+
+
+def test_when_finished_frees_nothing_once_the_run_is_stopping(stages):
+    with StageRunner(stages.client, None, False) as runner:
+        futures = runner.submit("slow", time.sleep, [0.5])
+        freed: list[int] = []
+        runner.when_finished(futures, [lambda: freed.append(1)])
+        runner.cancel(futures)
+        time.sleep(0.8)
+        assert freed == []

@@ -5,7 +5,6 @@ makes the spill folder again once it was removed."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
@@ -107,24 +106,23 @@ def test_release_later_after_cleanup_began_leaves_files_to_the_removal(tmp_path)
 def test_shared_reads_release_a_file_once_its_last_reader_is_done(tmp_path):
     scratch = spill_dir(tmp_path)
     a, b, c = (scratch.save(np.arange(100), f"{name}.npy") for name in "abc")
-    shared = spill.SharedReads(scratch, [[a, b], [b, c], [c, c]], threading.Event())
+    shared = spill.SharedReads(scratch, [[a, b], [b, c], [c, c]])
     shared.done([a, b])
     shared.done([c, c])
     assert sizes_become([a, b, c], [0, 928, 928])
-    shared.when_done([b, c])(None)
+    shared.done([b, c])
     assert sizes_become([a, b, c], [0, 0, 0])
     scratch.cleanup()
 
 
-def test_shared_reads_keep_the_files_of_tasks_cancelled_while_the_run_stops(tmp_path):
-    scratch = spill_dir(tmp_path)
-    a = scratch.save(np.arange(100), "a.npy")
-    stopping = threading.Event()
-    shared = spill.SharedReads(scratch, [[a]], stopping)
-    stopping.set()
-    shared.when_done([a])(None)
-    scratch.cleanup()
-    assert not scratch.path.exists()
+def test_saving_again_leaves_a_reader_of_the_first_copy_its_data(tmp_path):
+    path = str(tmp_path / "run.npy")
+    spill.save_to(np.arange(1000), path)
+    reading = spill.load(path)
+    spill.save_to(np.arange(5), path)
+    np.testing.assert_array_equal(reading, np.arange(1000))
+    np.testing.assert_array_equal(spill.load(path), np.arange(5))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npy"]
 
 
 @pytest.mark.parametrize("write", ["append", "save"])
