@@ -59,15 +59,32 @@ class MapJob:
     spill_root: str
 
 
-_PROCESS_TAGS: dict[int, str] = {}
-"""A random tag of this process, by process id (a forked worker draws its own)."""
+def draw_process_tag() -> str:
+    """This process's id and a random tag: workers in containers of one host can share its host name (host
+    networking) and have the same process and thread ids (each container numbers its own)."""
+    return f"{os.getpid()}.{secrets.token_hex(4)}"
+
+
+_process_tag = draw_process_tag()
+
+
+def redraw_process_tag() -> None:
+    """A forked worker draws its own tag."""
+    global _process_tag
+    _process_tag = draw_process_tag()
+
+
+os.register_at_fork(after_in_child=redraw_process_tag)
 
 
 def process_tag() -> str:
-    """This process's id and a random tag drawn once: workers in containers of one host can share its host
-    name (host networking) and have the same process and thread ids (each container numbers its own)."""
-    pid = os.getpid()
-    return _PROCESS_TAGS.setdefault(pid, f"{pid}.{secrets.token_hex(4)}")
+    """The tag of this process (draw_process_tag), drawn once per process."""
+    return _process_tag
+
+
+def dedupe_folder(spill_root: str, matrix: int) -> str:
+    """The folder of matrix `matrix`'s dedupe stage: the tables of its map outputs and its sorted runs."""
+    return f"{spill_root}/dedupe/m{matrix}"
 
 
 def thread_file(spill_root: str, matrix: int) -> str:
@@ -105,7 +122,7 @@ class MapOutputs:
         offsets[:, 0] = [r.placed[matrix][1] for r in results]
         np.cumsum(counts, axis=1, out=offsets[:, 1:])
         offsets[:, 1:] += offsets[:, :1]
-        tables = f"{root}/dedupe/m{matrix}"
+        tables = dedupe_folder(root, matrix)
         spill.save_to(offsets, f"{tables}/offsets.npy")
         spill.save_to(holders, f"{tables}/holders.npy")
         outputs = cls(matrix, tuple(files), f"{tables}/offsets.npy", f"{tables}/holders.npy")

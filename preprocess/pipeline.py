@@ -41,6 +41,7 @@ from gtool.preprocess.mapper import (
     MapResult,
     MatrixMap,
     SelfLoops,
+    dedupe_folder,
     map_chunk,
     scan_chunk,
 )
@@ -458,7 +459,7 @@ class ShardRun:
             for i in range(plan.tiles):
                 for j in range(plan.tiles):
                     for first, last in group_partitions(plan.tile_partitions(i, j), totals, cap):
-                        out = f"{root}/dedupe/m{m}/{i}_{j}_{first}.npy"
+                        out = f"{dedupe_folder(root, m)}/{i}_{j}_{first}.npy"
                         tasks.append(DedupeTask(i, j, first, last, inputs, out, m == 0, transposed))
                         sizes.append(int(totals[first:last].sum()))
         degrees = np.zeros(plan.num_nodes, dtype=np.int64)

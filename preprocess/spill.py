@@ -46,10 +46,10 @@ class SpillDir:
         self._releases = ThreadPoolExecutor(1, thread_name_prefix="gtool-spill-release")
 
     def file(self, *parts: str) -> str:
-        """Path of a spill file, creating its folder."""
-        path = self.path.joinpath(*parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return str(path)
+        """Path of a spill file, creating its folder (make_folder_of)."""
+        path = str(self.path.joinpath(*parts))
+        make_folder_of(path)
+        return path
 
     def save(self, array: np.ndarray, *parts: str) -> str:
         """Write an array as .npy (no pickles), returning its path."""

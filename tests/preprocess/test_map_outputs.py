@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 
 import numpy as np
@@ -55,8 +56,14 @@ def test_each_thread_appends_to_a_file_of_its_own(tmp_path):
 
 def test_processes_with_the_same_host_process_and_thread_ids_append_to_files_of_their_own(tmp_path):
     first = thread_file(str(tmp_path), 0)
-    mapper._PROCESS_TAGS.clear()  # as in a worker of another container with the same host name and ids
+    mapper.redraw_process_tag()  # as in a worker of another container with the same host name and ids
     assert thread_file(str(tmp_path), 0) != first
+
+
+@pytest.mark.integration
+def test_a_forked_worker_draws_a_tag_of_its_own():
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(mapper.process_tag) != mapper.process_tag()
 
 
 def test_appends_start_on_a_whole_item_after_a_cut_write(tmp_path):
