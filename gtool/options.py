@@ -13,6 +13,7 @@ messages that name the flag:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,8 @@ class Option:
         flag = self.flag_of(name)
         if self.choices is not None and value not in self.choices:
             return f"{flag} must be one of {', '.join(self.choices)}, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{flag} must be a finite number, got {value}"  # nan passes every bound
         low = self.minimum is not None and value < self.minimum
         high = self.below is not None and value >= self.below
         if (low or high) and self.minimum is not None and self.below is not None:

@@ -25,6 +25,14 @@ LABEL_NONE = -1
 
 TILE_FIELDS = ("row", "col", "val")
 TILE_DTYPES = {"row": "int32", "col": "int32", "val": "float32"}
+NODE_DTYPES = {
+    PERM_ROWS: "int64",
+    PERM_COLS: "int64",
+    FEATURES: "float32",
+    **{path: "int64" for path in LABELS.values()},
+    **{path: "int8" for path in SPLIT.values()},
+}
+"""The dtype `gtool shard` gives each node array (docs/store-format.md, Arrays)."""
 ENTRY_BYTES = 12
 """Bytes of one stored nonzero: its row, col and val."""
 
@@ -53,3 +61,11 @@ def tile_group(matrix: int, i: int, j: int) -> str:
 def tile_array(matrix: int, i: int, j: int, field: str) -> str:
     """Path of one field (row, col or val) of tile (i, j)."""
     return f"{tile_group(matrix, i, j)}/{field}"
+
+
+def documented_dtype(path: str) -> str | None:
+    """The dtype the format gives the array at `path` (a node array or a tile field), None for others."""
+    if path in NODE_DTYPES:
+        return NODE_DTYPES[path]
+    field = path.rsplit("/", 1)[-1]
+    return TILE_DTYPES[field] if path.startswith("adj/") and field in TILE_DTYPES else None

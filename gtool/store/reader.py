@@ -49,6 +49,15 @@ def tile_problem(tile: TileData, height: int, width: int) -> str | None:
     return weight_problem(tile.val)
 
 
+def dtype_problem(array: zarr.Array) -> str | None:
+    """What is wrong with a layout array's dtype: not of the kind the format gives it (an integer `val`
+    would read as weights, float labels as class ids), or None. The width is free (zarr decodes by it)."""
+    documented = layout.documented_dtype(array.path)
+    if documented is None or array.dtype.kind == np.dtype(documented).kind:
+        return None
+    return f"array {array.path} has dtype {array.dtype}, expected {documented} (docs/store-format.md)"
+
+
 class Store:
     """A complete gtool store opened for reading (a path or any fsspec URL zarr accepts)."""
 
@@ -149,6 +158,9 @@ class Store:
         if len(arrays) < len(paths):
             missing = next(p for p, a in zip(paths, nodes, strict=True) if not isinstance(a, zarr.Array))
             raise StoreError(f"{where}: missing array {missing}")
+        for array in arrays:
+            if problem := dtype_problem(array):
+                raise StoreError(f"{where}: {problem}")
         parts = [self.read(a, where=where) for a in arrays]
         expected = int(self.tile_nnz(matrix)[i, j])
         if any(p.shape != (expected,) for p in parts):
@@ -216,6 +228,9 @@ class Store:
                 raise StoreError(
                     f"{self.location}: array {path} has shape {tuple(got)}, metadata implies {shape}"
                 )
+        for path in layout.NODE_DTYPES:
+            if problem := dtype_problem(self.array(path)):
+                raise StoreError(f"{self.location}: {problem}")
         for order in ("r", "c"):
             got = self.array(layout.LABELS[order]).shape
             if got[0] != n:
@@ -239,6 +254,11 @@ class Store:
         for m in self.matrices:
             if self.tile_nnz(m).shape != (t, t):
                 raise StoreError(f"{self.location}: stats of A{m} do not describe a {t}x{t} tiling")
+            if (counted := int(self.tile_nnz(m).sum())) != self.meta.nnz[m]:
+                raise StoreError(
+                    f"{self.location}: metadata nnz of A{m} is {self.meta.nnz[m]}, its stats' tile_nnz "
+                    f"add up to {counted}"
+                )
 
 
 def store_arrays(store: Store) -> dict[str, zarr.Array]:

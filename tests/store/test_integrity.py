@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from zarr.codecs import ZstdCodec
 
 from gtool.cli.main import app
-from gtool.errors import DamagedChunkError
+from gtool.errors import DamagedChunkError, StoreError
 from gtool.loader import load_rank
 from gtool.preprocess import chunk_writer
 from gtool.store import layout
@@ -200,6 +200,27 @@ def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: P
     ]
     for text in expected:
         assert any(p.startswith(text) for p in problems), (text, problems)
+
+
+def test_arrays_of_another_dtype_kind_are_refused_naming_them(store: Path, tmp_path: Path) -> None:
+    """A zarr.json edited to a dtype of the same width decodes: int32 weights or float64 labels would read
+    as numbers; reads, verify and the open refuse them, and nnz that the tile counts disagree with."""
+    copy = shutil.copytree(store, tmp_path / "kinds.zarr")
+    val = layout.tile_array(0, 1, 1, "val")
+    edit_json(copy / val / "zarr.json", lambda d: d.update(data_type="int32"))
+    opened = open_store(str(copy))
+    expected = f"array {val} has dtype int32, expected float32"
+    with pytest.raises(StoreError, match=rf"matrix A0 tile \(1, 1\): {expected}"):
+        opened.read_tile(0, 1, 1)
+    assert [p for p in verify_store(opened).problems if p.startswith(expected)]
+    labels = copy / layout.LABELS["c"] / "zarr.json"
+    edit_json(labels, lambda d: d.update(data_type="float64", fill_value=0.0))
+    with pytest.raises(StoreError, match="array nodes/labels/c has dtype float64, expected int64"):
+        open_store(str(copy))
+    edit_json(labels, lambda d: d.update(data_type="int64", fill_value=0))
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"]["nnz"].update({"0": 5}))
+    with pytest.raises(StoreError, match="metadata nnz of A0 is 5, its stats' tile_nnz add up to"):
+        open_store(str(copy))
 
 
 def without_chunk(store: Path, target: Path, chunk: Path) -> Path:

@@ -123,6 +123,9 @@ def test_config_rejects_bad_values() -> None:
         TrainConfig.of("s", layers=0)
     with pytest.raises(ValueError, match="--optimizer must be one of"):
         TrainConfig.of("s", algorithm="sgd")
+    not_finite = r"--dropout must be a finite number, got inf; --lr must be a finite number, got nan"
+    with pytest.raises(ValueError, match=not_finite):  # nan passes every bound; an inf timeout overflowed
+        TrainConfig.of("s", lr=float("nan"), dropout=float("inf"))
 
 
 @pytest.mark.parametrize("content", [b'{"epoch": 3, "pa', b"\xff\xfe", b'["epoch-000003"]'])
