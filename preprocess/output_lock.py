@@ -1,4 +1,5 @@
-"""One writer per output: an exclusive lock on `.NAME.lock` beside the output for a whole `gtool shard` run.
+"""One writer per output: an exclusive lock on `.NAME.lock` beside the output for a whole `gtool shard` run
+(for `gtool predict`, while its rank 0 publishes).
 
 The lock is the kernel's (flock) on that file, so it goes with its process, however the process ends; the
 file also records its owner (pid, host, start time) for the message a second run gets. A file left by an
@@ -15,11 +16,12 @@ import json
 import logging
 import os
 import socket
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.preprocess.staging import make_folder
+from gtool.preprocess.staging import is_url, local_path, make_folder
 
 
 class OutputLockedError(GtoolError):
@@ -51,8 +53,9 @@ def read_owner(fd: int) -> dict[str, Any]:
 class OutputLock:
     """Held from `__enter__` to `__exit__`: the exclusive right to write `target` and its staging folders."""
 
-    def __init__(self, target: Path):
+    def __init__(self, target: Path, command: str = "gtool shard"):
         self.target = target
+        self.command = command
         self.path = lock_path(target)
         self.fd: int | None = None
 
@@ -73,7 +76,7 @@ class OutputLock:
                 owner = read_owner(fd)
                 os.close(fd)
                 raise OutputLockedError(
-                    f"{self.target}: another gtool shard run is writing this output ({owner_text(owner)}; "
+                    f"{self.target}: another {self.command} run is writing this output ({owner_text(owner)}; "
                     f"lock file {self.path}); wait for it to end, or stop it"
                 ) from None
             if self.same_file(fd):
@@ -93,8 +96,8 @@ class OutputLock:
         if previous and previous.get("host") != host:
             os.close(fd)  # the file stays: it is that run's
             raise OutputLockedError(
-                f"{self.target}: locked by a gtool shard run on another host ({owner_text(previous)}; lock "
-                f"file {self.path}); if that run has ended, remove the lock file"
+                f"{self.target}: locked by a {self.command} run on another host ({owner_text(previous)}; "
+                f"lock file {self.path}); if that run has ended, remove the lock file"
             )
         if previous:
             logging.getLogger("gtool").warning(
@@ -119,3 +122,8 @@ class OutputLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def output_lock(output: str, command: str = "gtool shard") -> AbstractContextManager:
+    """The lock of a local output (one writer per output); URLs are not locked."""
+    return nullcontext() if is_url(output) else OutputLock(Path(os.path.abspath(local_path(output))), command)

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -54,7 +54,7 @@ from gtool.preprocess.node_writer import (
     write_permutations,
 )
 from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.output_lock import OutputLock
+from gtool.preprocess.output_lock import output_lock
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.reducer import (
@@ -146,11 +146,6 @@ def run_places(output: str, options: ShardOptions) -> dict[str, str]:
     if cache is not None and cache.path.is_dir():
         places["the cache of extracted inputs"] = str(cache.path)
     return places
-
-
-def output_lock(output: str) -> AbstractContextManager:
-    """The lock of a local output (one writer per output); URLs are not locked."""
-    return nullcontext() if is_url(output) else OutputLock(Path(os.path.abspath(local_path(output))))
 
 
 def shard_locked(

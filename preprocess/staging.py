@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import fsspec
@@ -97,9 +98,22 @@ def fullest(places: dict[str, str]) -> str | None:
     return f"{folder} ({what}, {free / (1 << 20):,.1f} MiB free after removing this run's files)"
 
 
-def replaceable(fs: AbstractFileSystem, path: str) -> bool:
-    """Whether --overwrite may remove what is at `path`: a gtool store (a Zarr group whose attributes hold
-    gtool's metadata) or an empty folder; never a file or any other folder."""
+@dataclass(frozen=True)
+class OutputKind:
+    """What a command writes: the attribute that marks its outputs (the only Zarr groups its --overwrite
+    replaces, with empty folders) and their name in messages."""
+
+    marker: str
+    name: str
+
+
+STORE_OUTPUT = OutputKind(layout.META_KEY, "a gtool store")
+"""`gtool shard`'s outputs: groups holding gtool's metadata."""
+
+
+def replaceable(fs: AbstractFileSystem, path: str, kind: OutputKind = STORE_OUTPUT) -> bool:
+    """Whether --overwrite may remove what is at `path`: an output of `kind` (a Zarr group whose attributes
+    hold its marker) or an empty folder; never a file or any other folder (a graph store for predictions)."""
     if not fs.isdir(path):
         return False
     if not fs.ls(path, detail=False):
@@ -109,20 +123,31 @@ def replaceable(fs: AbstractFileSystem, path: str) -> bool:
     except (OSError, ValueError):
         return False
     attributes = document.get("attributes") if isinstance(document, dict) else None
-    return isinstance(attributes, dict) and isinstance(attributes.get(layout.META_KEY), dict)
+    return isinstance(attributes, dict) and isinstance(attributes.get(kind.marker), dict)
 
 
-def check_replaceable(fs: AbstractFileSystem, path: str, location: str, overwrite: bool) -> None:
+def check_replaceable(
+    fs: AbstractFileSystem, path: str, location: str, overwrite: bool, kind: OutputKind = STORE_OUTPUT
+) -> None:
     """Refuse an existing output without --overwrite, and one --overwrite may not replace."""
     if not fs.exists(path):
         return
     if not overwrite:
         raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
-    if not replaceable(fs, path):
+    if not replaceable(fs, path, kind):
         raise StoreExistsError(
-            f"{location} exists and is neither a gtool store nor an empty folder: --overwrite replaces "
+            f"{location} exists and is neither {kind.name} nor an empty folder: --overwrite replaces "
             "only those (remove it yourself, or choose another -o)"
         )
+
+
+def check_output(location: str, overwrite: bool, kind: OutputKind = STORE_OUTPUT) -> None:
+    """`check_replaceable` for an output path or URL (before a run starts: StagedOutput checks again)."""
+    if is_url(location):
+        fs, path = fsspec.core.url_to_fs(location)
+    else:
+        fs, path = fsspec.filesystem("file"), local_path(location)
+    check_replaceable(fs, path, location, overwrite, kind)
 
 
 def identity(path: Path) -> tuple[int, int] | None:
@@ -152,12 +177,12 @@ class StagedOutput:
     `complete` is set last, so readers refuse them until the end).
     """
 
-    def __init__(self, location: str, overwrite: bool):
+    def __init__(self, location: str, overwrite: bool, kind: OutputKind = STORE_OUTPUT):
         self.target = location
         self.published = False
         if is_url(location):
             fs, path = fsspec.core.url_to_fs(location)
-            check_replaceable(fs, path, location, overwrite)
+            check_replaceable(fs, path, location, overwrite, kind)
             if fs.exists(path):
                 fs.rm(path, recursive=True)
             self.path = location
@@ -169,8 +194,8 @@ class StagedOutput:
                 f"-o {location}: the output would hold the current folder; name a new folder for the store"
             )
         self.recover_old()
-        check_replaceable(fsspec.filesystem("file"), str(target), location, overwrite)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        check_replaceable(fsspec.filesystem("file"), str(target), location, overwrite, kind)
+        make_folder(target.parent, "the output's folder")
         self.path = staging_path(location)
         shutil.rmtree(self.path, ignore_errors=True)
         self.started_from = identity(target)

@@ -14,6 +14,7 @@ written into a staging folder and moved into place by rank 0 once every array is
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from gtool.geometry.bands import Band
 from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
 from gtool.preprocess.chunk_writer import ChunkSink
-from gtool.preprocess.staging import StagedOutput, staging_path
+from gtool.preprocess.output_lock import output_lock
+from gtool.preprocess.staging import OutputKind, StagedOutput, check_output, staging_path, storage_error
 from gtool.store.reader import open_store
 from gtool.trainer.checkpoint import CheckpointError, latest_manifest
 from gtool.trainer.config import RuntimeConfig, TrainConfig
@@ -43,6 +45,8 @@ from gtool.trainer.run import join_grid, start_ranks
 
 ATTRIBUTES = "gtool_predictions"
 """The output group's attribute that describes it (its `complete` is set last)."""
+PREDICTIONS = OutputKind(ATTRIBUTES, "a gtool predict output")
+"""What --overwrite replaces (with an empty folder): an earlier output, never a graph store."""
 
 
 @dataclass(frozen=True)
@@ -97,8 +101,7 @@ def prediction_job(
         )
     if embeddings and model.layers < 2:
         raise GtoolError("--embeddings needs a model of 2 or more layers (a 1-layer GCN has no hidden layer)")
-    if Path(output).exists() and not overwrite:
-        raise GtoolError(f"{output} already exists; pass --overwrite to replace it")
+    check_output(output, overwrite, PREDICTIONS)
     config = TrainConfig(store, grid, model=model, runtime=runtime)
     return PredictJob(config, manifest, output, embeddings, overwrite)
 
@@ -144,7 +147,10 @@ def _write(
     rows = {}
     for name, values in outputs.items():
         held, columns, width = _held(model, comm, name, values)
-        written = write_node_rows(sink, name, store, held, columns, width, comm.everyone)
+        try:
+            written = write_node_rows(sink, name, store, held, columns, width, comm.everyone)
+        except OSError as exc:  # a full device or a read-only one: one line naming where
+            raise storage_error(exc, job.output) or exc from None
         total = torch.tensor([written], dtype=torch.int64, device=comm.everyone.device)
         rows[name] = int(comm.everyone.all_reduce(total).item())
     return rows
@@ -153,8 +159,8 @@ def _write(
 def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: Reporter) -> dict[str, Any]:
     """What one rank of the prediction grid does once joined; returns the figures of the summary.
 
-    Rank 0 prepares the staging location, and publishes it once every rank has written (or removes it
-    when it fails)."""
+    Rank 0 locks the output (a second run writing it is refused), prepares the staging location, and
+    publishes it once every rank has written (or removes it when it fails)."""
     config = job.config
     started = time.perf_counter()
     data = load_model_rank(config, comm.grid, comm.rank, device)
@@ -167,28 +173,32 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
         accuracy, unscored = None, str(error)
     del data
     computed = time.perf_counter() - started
-    staged = StagedOutput(job.output, job.overwrite) if comm.rank == 0 else None
-    try:
-        if staged is not None:
-            zarr.open_group(store=staged.path, mode="w")
-        comm.everyone.barrier()
-        summary = {
-            "store": config.store,
-            "checkpoint": job.manifest["path"],
-            "epoch": job.manifest["epoch"],
-            "grid": "x".join(map(str, comm.grid.dims)),
-            "rows": _write(comm, job, outputs, model),
-            "accuracy": accuracy,
-            "unscored": unscored,
-            "seconds": {"forward": computed, "total": time.perf_counter() - started},
-        }
-        if staged is not None:
-            zarr.open_group(store=staged.path, mode="r+").attrs[ATTRIBUTES] = {**summary, "complete": True}
-            staged.publish()
-    except BaseException:
-        if staged is not None:
-            staged.discard()
-        raise
+    with output_lock(job.output, "gtool predict") if comm.rank == 0 else nullcontext():  # one writer
+        staged = StagedOutput(job.output, job.overwrite, PREDICTIONS) if comm.rank == 0 else None
+        try:
+            if staged is not None:
+                zarr.open_group(store=staged.path, mode="w")
+            comm.everyone.barrier()
+            summary = {
+                "store": config.store,
+                "checkpoint": job.manifest["path"],
+                "epoch": job.manifest["epoch"],
+                "grid": "x".join(map(str, comm.grid.dims)),
+                "rows": _write(comm, job, outputs, model),
+                "accuracy": accuracy,
+                "unscored": unscored,
+                "seconds": {"forward": computed, "total": time.perf_counter() - started},
+            }
+            if staged is not None:
+                zarr.open_group(store=staged.path, mode="r+").attrs[ATTRIBUTES] = {
+                    **summary,
+                    "complete": True,
+                }
+                staged.publish()
+        except BaseException:
+            if staged is not None:
+                staged.discard()
+            raise
     reporter.message(_summary_text(job.output, summary, model.dims))
     return summary
 

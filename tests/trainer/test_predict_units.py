@@ -6,13 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import zarr
 
+from gtool.errors import StoreExistsError
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_layers
+from gtool.preprocess.output_lock import OutputLockedError, output_lock
+from gtool.preprocess.staging import StagedOutput, check_output
 from gtool.trainer.checkpoint import CheckpointError, rank_file
 from gtool.trainer.distributed import CastBuffers
 from gtool.trainer.model import block_of_weight
 from gtool.trainer.node_output import chunk_bounds
+from gtool.trainer.predict import ATTRIBUTES, PREDICTIONS
 from gtool.trainer.reshard import TrainedParameters
 from gtool.trainer.sharding import flat_part, from_parts
 
@@ -110,3 +115,19 @@ def test_cast_buffers_are_reused_and_grown_once() -> None:
     assert other.data_ptr() != big.data_ptr()
     grown = buffers.cast(("H", 0), torch.ones(5, 5))
     assert grown.numel() == 25 and buffers.cast(("H", 0), torch.ones(3)).data_ptr() == grown.data_ptr()
+
+
+def test_predict_overwrites_an_earlier_output_never_a_graph_store_and_one_run_at_a_time(tmp_path) -> None:
+    """--overwrite used to replace any gtool store (the input store itself) and refuse its own outputs."""
+    graph = tmp_path / "graph.zarr"
+    zarr.open_group(str(graph), mode="w").attrs["gtool"] = {"layout": 1, "complete": True}
+    for check in (check_output, StagedOutput):
+        with pytest.raises(StoreExistsError, match="is neither a gtool predict output nor an empty folder"):
+            check(str(graph), True, PREDICTIONS)
+    earlier = tmp_path / "out.zarr"
+    zarr.open_group(str(earlier), mode="w").attrs[ATTRIBUTES] = {"complete": True}
+    check_output(str(earlier), True, PREDICTIONS)
+    StagedOutput(str(earlier), True, PREDICTIONS)
+    first, second = (output_lock(str(earlier), "gtool predict") for _ in range(2))
+    with first, pytest.raises(OutputLockedError, match="another gtool predict run is writing this output"):
+        second.__enter__()
