@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import torch
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.preprocess.staging import STORAGE_FAILURES
 from gtool.trainer.distributed import GridComm
 
 LATEST = "latest.json"
@@ -38,13 +40,24 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_atomically(path: Path, write: Any) -> None:
-    """Call write(file) on a temporary file next to `path`, flush it to disk, rename it to `path`."""
+    """Call write(file) on a temporary file next to `path`, flush it to disk, rename it to `path`. A failed
+    write removes the temporary file (left behind, such files filled the device run after run) and is a
+    CheckpointError naming `path`: the latest complete checkpoint is unchanged."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except (OSError, RuntimeError) as exc:  # torch.save reports a short write (a full device) as RuntimeError
+        temporary.unlink(missing_ok=True)
+        why = STORAGE_FAILURES.get(getattr(exc, "errno", None) or 0) or f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, RuntimeError):  # torch.save's short write
+            why += f"; {shutil.disk_usage(path.parent).free / (1 << 20):,.1f} MiB free there"
+        raise CheckpointError(
+            f"{path}: cannot be written ({why}); the latest complete checkpoint is unchanged"
+        ) from None
 
 
 def _write_json(path: Path, content: dict[str, Any]) -> None:
@@ -72,6 +85,19 @@ def _epoch_dir(epoch: int) -> str:
 def rank_file(folder: str | Path, rank: int) -> Path:
     """Rank `rank`'s part of the checkpoint in `folder` (a manifest's "path")."""
     return Path(folder) / f"rank-{rank:05d}.pt"
+
+
+def read_rank_file(folder: str | Path, rank: int, device: torch.device | str, mmap: bool = False) -> Any:
+    """Rank `rank`'s part of the checkpoint in `folder`, as plain tensors; a missing or unreadable file
+    (truncated, overwritten) is a CheckpointError naming it."""
+    path = rank_file(folder, rank)
+    if not path.exists():
+        raise CheckpointError(f"{path} is missing: the checkpoint does not have rank {rank}'s part")
+    try:
+        return torch.load(path, map_location=device, weights_only=True, mmap=mmap)
+    except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as exc:
+        reason = str(exc).split(". ")[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(f"{path}: cannot be read ({reason}); the checkpoint is damaged") from None
 
 
 def latest_manifest(directory: Path) -> dict[str, Any] | None:
@@ -138,7 +164,4 @@ class Checkpoints:
 
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:
         """This rank's state from the checkpoint `manifest` describes."""
-        path = rank_file(manifest["path"], self.comm.rank)
-        if not path.exists():
-            raise CheckpointError(f"{path} is missing: the checkpoint does not have this rank's part")
-        return torch.load(path, map_location=device, weights_only=True)
+        return read_rank_file(manifest["path"], self.comm.rank, device)

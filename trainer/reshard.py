@@ -17,7 +17,7 @@ import torch
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import LayerGeometry, rank_layers
-from gtool.trainer.checkpoint import CheckpointError, rank_file, recorded_shape
+from gtool.trainer.checkpoint import CheckpointError, read_rank_file, recorded_shape
 from gtool.trainer.model import ParallelGCN, block_of_weight
 from gtool.trainer.sharding import flat_part, from_parts
 
@@ -47,10 +47,7 @@ class TrainedParameters:
     def _parts(self, rank: int) -> dict[str, torch.Tensor]:
         """Rank `rank`'s parameter parts, memory-mapped (read when used)."""
         if rank not in self.states:
-            path = rank_file(self.folder, rank)
-            if not path.exists():
-                raise CheckpointError(f"{path} is missing: the checkpoint does not have rank {rank}'s part")
-            self.states[rank] = torch.load(path, map_location="cpu", weights_only=True, mmap=True)["model"]
+            self.states[rank] = read_rank_file(self.folder, rank, "cpu", mmap=True)["model"]
         return self.states[rank]
 
     def _region(self, name: str, layer: int, bands: BlockBands, rows: range, cols: range) -> torch.Tensor:

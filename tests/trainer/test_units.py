@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import pytest
 import scipy.sparse as sp
 import torch
 
-from gtool.trainer.checkpoint import CheckpointError, Checkpoints
+from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import RankEnv, environment_rank, numba_share
 from gtool.trainer.layers import split_rows
@@ -116,6 +117,28 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     reordered = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, True]})
     with pytest.raises(CheckpointError, match=r"transform_first: checkpoint \[False, False\] vs run"):
         reordered.latest()
+
+
+def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_path, monkeypatch) -> None:
+    """A truncated rank file was torch's traceback; a write that failed (a full device) left its temporary
+    file behind, which filled the device again on the next try."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    state = {"model": {"weight.0": torch.arange(6.0)}}
+    checkpoints.save(3, state, {})
+    manifest = checkpoints.latest()
+    os.truncate(rank_file(manifest["path"], 0), 100)
+    with pytest.raises(CheckpointError, match=r"rank-00000.pt: cannot be read \(.*\); the checkpoint is dam"):
+        checkpoints.load(manifest, CPU)
+
+    def full_device(state, handle) -> None:
+        handle.write(b"part")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_device)
+    with pytest.raises(CheckpointError, match="rank-00000.pt: cannot be written .no space left on the dev"):
+        checkpoints.save(4, state, {})
+    assert [p.name for p in (tmp_path / "epoch-000004").iterdir()] == []
+    assert checkpoints.latest()["epoch"] == 3
 
 
 def test_config_rejects_bad_values() -> None:
