@@ -83,6 +83,7 @@ def stats(
     --layers and --hidden (as gtool train's) size the model for --grid."""
     plan = grid_plan(grid, model)
     opened = open_store(store)
+    opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
     with scan_progress() as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)
     if plot:

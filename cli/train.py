@@ -39,6 +39,7 @@ def train(
     """
     from gtool.plan.model.planner import PlanRequest
     from gtool.trainer.launch import RankFailed, environment_rank
+    from gtool.trainer.minibatch.schedule import batch_problem
     from gtool.trainer.run import train as run_training
 
     opened = open_store(store)
@@ -70,6 +71,9 @@ def train(
         else:
             refuse_ranks(ranks)
         config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
+        batch = config.minibatch.batch_size
+        if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
+            raise ValueError(f"{problem} of {store}")  # before any rank starts
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:

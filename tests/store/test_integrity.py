@@ -393,6 +393,8 @@ def test_verify_of_metadata_claiming_a_trillion_nodes_lists_the_missing_chunks_w
     for path in [*node_arrays, *layout.SPLIT.values()]:
         assert any(p.startswith(f"array {path}, chunk ") and "more: missing" in p for p in report.problems)
     assert not report.clean("chunks")
+    stats = CliRunner().invoke(app, ["stats", str(copy)], env={"COLUMNS": "300"})  # allocated 233 GiB
+    assert stats.exit_code == 2 and "more: missing (no chunk file" in stats.output, stats.output
 
 
 def test_verify_refuses_a_permutation_check_beyond_its_memory_budget(store: Path) -> None:

@@ -148,6 +148,7 @@ def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
         (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
         (["--resume"], "--resume needs --checkpoint DIR"),
         (["--backend", "nccl", "--device", "cpu"], "--backend nccl needs --device cuda"),
+        (["--batch-size", "513"], "--batch-size 513 is more than the 512 nodes of"),  # before ranks start
     ],
 )
 def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> None:

@@ -19,6 +19,13 @@ SAMPLE_STREAM = 4
 """The derive_seed stream of the epoch permutations (1: initial weights, 2: dropout, 3: sampled dropout)."""
 
 
+def batch_problem(batch_size: int, num_nodes: int) -> str | None:
+    """Why steps of `batch_size` nodes cannot be cut from `num_nodes` nodes, or None."""
+    if batch_size > num_nodes:
+        return f"--batch-size {batch_size} is more than the {num_nodes} nodes"
+    return None
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Steps of `batch_size` nodes out of `num_nodes`, dealt to `replicas` replicas."""
@@ -28,8 +35,8 @@ class Schedule:
     replicas: int
 
     def __post_init__(self) -> None:
-        if self.batch_size > self.num_nodes:
-            raise ValueError(f"--batch-size {self.batch_size} is more than the {self.num_nodes} nodes")
+        if problem := batch_problem(self.batch_size, self.num_nodes):
+            raise ValueError(problem)
 
     @property
     def steps(self) -> int:
