@@ -49,6 +49,7 @@ def predict(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.plan.model.planner import PlanRequest
+    from gtool.preprocess.interrupts import Interrupts
     from gtool.trainer.launch import RankFailed
     from gtool.trainer.predict import checkpoint_model, prediction_job
     from gtool.trainer.predict import predict as run_prediction
@@ -65,7 +66,8 @@ def predict(
         raise GtoolError(str(error)) from None
     job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite)
     try:
-        run_prediction(job)
+        with Interrupts():  # SIGTERM too unwinds: the ranks are stopped, nothing is published
+            run_prediction(job)
     except RankFailed as error:
         if error.details:
             console.print(error.details, highlight=False, markup=False)

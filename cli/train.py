@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from gtool.errors import GtoolError
+from gtool.errors import GtoolError, Terminated
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import open_store
@@ -38,6 +38,7 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.plan.model.planner import PlanRequest
+    from gtool.preprocess.interrupts import Interrupts
     from gtool.trainer.launch import RankFailed, environment_rank
     from gtool.trainer.minibatch.schedule import batch_problem
     from gtool.trainer.run import train as run_training
@@ -77,12 +78,14 @@ def train(
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:
-        run_training(config)
+        with Interrupts():  # SIGTERM too unwinds: the ranks are stopped and the reason is said
+            run_training(config)
     except RankFailed as error:
         if error.details:
             console.print(error.details, highlight=False, markup=False)
         console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        console.print("[bold red]interrupted[/]: the latest complete checkpoint (if any) can be resumed")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as interrupt:
+        what, status = ("terminated", 143) if isinstance(interrupt, Terminated) else ("interrupted", 130)
+        console.print(f"[bold red]{what}[/]: the latest complete checkpoint (if any) can be resumed")
+        raise typer.Exit(status) from None

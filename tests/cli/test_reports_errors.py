@@ -1,12 +1,19 @@
 """How a command's failures reach the user: an unexpected EOFError (a truncated file read inside a task) is
-an unexpected error with its traceback, not typer's bare "Aborted." (its take on a prompt's end of input)."""
+an unexpected error with its traceback, not typer's bare "Aborted." (its take on a prompt's end of input);
+SIGTERM during training is said, with its own status."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import typer
 from typer.testing import CliRunner
 
+from gtool.cli import train as train_command
 from gtool.cli.common import reports_errors
+from gtool.cli.main import app
+from gtool.errors import Terminated
+from gtool.trainer import run
 
 
 def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
@@ -22,3 +29,17 @@ def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
     assert "Aborted" not in result.output
     assert isinstance(result.exception, RuntimeError)
     assert "unexpected end of data: No data left in file" in str(result.exception)
+
+
+def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
+    """SIGTERM (a scheduler's, docker stop) ended `gtool train` without a word; its ranks noticed later."""
+    store = SimpleNamespace(num_nodes=10, check_every_chunk=lambda: None)
+    monkeypatch.setattr(train_command, "open_store", lambda path: store)
+
+    def terminated(config) -> None:
+        raise Terminated("terminated by SIGTERM")
+
+    monkeypatch.setattr(run, "train", terminated)
+    result = CliRunner().invoke(app, ["train", "graph.zarr"])
+    assert result.exit_code == 143
+    assert "terminated: the latest complete checkpoint (if any) can be resumed" in result.output
