@@ -61,8 +61,8 @@ def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
     )
     table.add_row(
         "nodes",
-        f"{report.node_rows:,} feature rows finite; labels and splits of both orders in range"
-        + checked(report.clean("nodes/")),
+        f"{report.node_rows:,} feature rows finite; labels and splits of both orders in range and "
+        "alike (older stores: in range)" + checked(report.clean("nodes/")),
     )
     return table
 

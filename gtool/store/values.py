@@ -41,3 +41,25 @@ def first_non_finite_row(block: np.ndarray) -> int | None:
     if finite.all():
         return None
     return int(np.flatnonzero(~finite.reshape(finite.shape[0], -1).all(axis=1))[0])
+
+
+MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+"""splitmix64's finalizer multipliers."""
+STEP = np.uint64(0x9E3779B97F4A7C15)
+DIGESTS = 1 << 64
+"""Digests are sums modulo 2^64: those of blocks add up modulo DIGESTS."""
+
+
+def node_value_digest(ids: np.ndarray, values: np.ndarray) -> int:
+    """An order-free digest of the (node id, value row) pairs of `ids` and `values` (rows): the sum modulo
+    2^64 of a 64-bit mix of each pair, so that two arrays holding the same nodes' values in different
+    orders (labels/r and labels/c) have the same digest, and almost surely not otherwise."""
+    rows = values.reshape(ids.shape[0], -1).astype(np.int64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        mixed = ids.astype(np.int64).view(np.uint64) * STEP
+        for column in rows.T:  # one for class ids, K for multi-label rows
+            mixed = mixed + column
+            mixed = (mixed ^ (mixed >> np.uint64(30))) * MIX[0]
+            mixed = (mixed ^ (mixed >> np.uint64(27))) * MIX[1]
+            mixed = mixed ^ (mixed >> np.uint64(31))
+        return int(np.sum(mixed, dtype=np.uint64))

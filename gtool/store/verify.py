@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 import numpy as np
 import psutil
@@ -31,7 +32,7 @@ from gtool.store.chunks import (
     stored_keys,
 )
 from gtool.store.reader import Store, TileData, dtype_problem, store_arrays, tile_problem
-from gtool.store.values import first_non_finite_row, label_problem, split_problem
+from gtool.store.values import DIGESTS, first_non_finite_row, label_problem, node_value_digest, split_problem
 
 Progress = Callable[[int], None]
 """Called with the number of chunks just read."""
@@ -321,15 +322,44 @@ class Verifier:
                     f"array {layout.FEATURES}: non-finite values (first in row {rows.start + bad})",
                     layout.FEATURES,
                 )
+        step = block_rows(self.store.array(layout.PERM_ROWS))
+        arrays = {"labels": layout.LABELS, "split": layout.SPLIT}
+        checks = {"labels": lambda labels: label_problem(labels, classes), "split": split_problem}
+        digests: dict[str, list[int | None]] = {name: [] for name in arrays}
         for order in ("r", "c"):
-            for path, check in (
-                (layout.LABELS[order], lambda labels: label_problem(labels, classes)),
-                (layout.SPLIT[order], split_problem),
-            ):
-                for rows, values in self.blocks(path):
-                    problem = None if values is None else check(values)
+            perm = self.order_ids(order)
+            digest: dict[str, int | None] = {name: None if perm is None else 0 for name in arrays}
+            blocks = (self.blocks(paths[order], step) for paths in arrays.values())
+            for parts in zip_longest(*blocks, fillvalue=(None, None)):
+                ids = None
+                for name, (rows, values) in zip(arrays, parts, strict=True):
+                    problem = None if values is None else checks[name](values)
                     if problem:
+                        path = arrays[name][order]
                         self.problem(f"array {path}: {problem} in rows {rows.start}-{rows.stop - 1}", path)
+                    if values is None or problem or perm is None or digest[name] is None:
+                        digest[name] = None
+                        continue
+                    ids = read_checked(perm, (rows,), every_chunk=False) if ids is None else ids
+                    digest[name] = (digest[name] + node_value_digest(ids, values)) % DIGESTS
+            for name in arrays:
+                digests[name].append(digest[name])
+        for name, (by_rows, by_cols) in digests.items():
+            if by_rows is not None and by_cols is not None and by_rows != by_cols:
+                self.problem(
+                    f"arrays {arrays[name]['r']} and {arrays[name]['c']} disagree: some node's {name} value "
+                    "differs between the two orders (a chunk of another array or store, its checksum valid?)",
+                    *arrays[name].values(),
+                )
+
+    def order_ids(self, order: str) -> zarr.Array | None:
+        """perm/r or perm/c, for the digests that compare the two orders of labels and splits: when the
+        permutations checked clean and the store stores every chunk (older stores step over unwritten
+        chunks, so their label and permutation blocks do not align)."""
+        path = layout.PERMS[order]
+        if not self.store.meta.every_chunk or not self.report.clean("perm") or path in self.incomplete:
+            return None
+        return self.arrays.get(path)
 
 
 def row_spans(array: zarr.Array, written: np.ndarray | None, step: int) -> Iterator[tuple[slice, bool]]:

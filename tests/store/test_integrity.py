@@ -223,6 +223,18 @@ def test_arrays_of_another_dtype_kind_are_refused_naming_them(store: Path, tmp_p
         open_store(str(copy))
 
 
+def test_verify_finds_label_orders_that_disagree(store: Path, tmp_path: Path) -> None:
+    """labels/c's chunk copied over labels/r's: valid checksum, every value in range; the orders disagree."""
+    copy = shutil.copytree(store, tmp_path / "mixed.zarr")
+    for chunk in array_chunks(copy / layout.LABELS["c"]):
+        shutil.copy(chunk, copy / layout.LABELS["r"] / chunk.name)
+    problems = verify_store(open_store(str(copy))).problems
+    assert problems == [
+        "arrays nodes/labels/r and nodes/labels/c disagree: some node's labels value differs between the two "
+        "orders (a chunk of another array or store, its checksum valid?)"
+    ]
+
+
 def without_chunk(store: Path, target: Path, chunk: Path) -> Path:
     """A fresh copy of the store with one chunk file removed."""
     shutil.copytree(store, target)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.store.values import first_non_finite_row, label_problem, split_problem, weight_problem
+from gtool.store.values import (
+    DIGESTS,
+    first_non_finite_row,
+    label_problem,
+    node_value_digest,
+    split_problem,
+    weight_problem,
+)
 
 
 def test_value_checks() -> None:
@@ -21,3 +28,22 @@ def test_value_checks() -> None:
     assert split_problem(np.array([3], np.int8)) == "codes other than [-1, 0, 1, 2]"
     assert first_non_finite_row(np.ones((3, 2), np.float32)) is None
     assert first_non_finite_row(np.array([[1, 2], [3, np.inf], [np.nan, 0]], np.float32)) == 1
+
+
+def test_the_node_value_digest_ignores_the_order_and_sees_a_changed_or_moved_value() -> None:
+    rng = np.random.default_rng(0)
+    ids, labels = rng.permutation(1000), rng.integers(-1, 7, 1000)
+    order = rng.permutation(1000)
+    digest = node_value_digest(ids, labels)
+    assert node_value_digest(ids[order], labels[order]) == digest
+    blocks = [
+        node_value_digest(ids[order][k : k + 300], labels[order][k : k + 300]) for k in range(0, 1000, 300)
+    ]
+    assert sum(blocks) % DIGESTS == digest  # as verify adds up its blocks
+    swapped = labels.copy()
+    other = int(np.flatnonzero(labels != labels[0])[0])
+    swapped[[0, other]] = swapped[[other, 0]]  # the same values, two nodes' exchanged
+    assert node_value_digest(ids, swapped) != digest
+    multi = rng.integers(0, 2, (1000, 3))
+    assert node_value_digest(ids[order], multi[order]) == node_value_digest(ids, multi)
+    assert node_value_digest(ids, multi[:, ::-1]) != node_value_digest(ids, multi)
