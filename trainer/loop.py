@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import torch
 
+from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.loader import load_rank
 from gtool.loader.rank_data import RankData
@@ -269,6 +270,11 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         history.update(record)
         summary.epochs.append(record)
         reporter.epoch(record)
+        if not math.isfinite(record.loss):  # the same on every rank: all stop, before checkpointing it
+            raise GtoolError(
+                f"the loss is {record.loss} at epoch {epoch}: training diverged (try a lower --lr); "
+                "no checkpoint of this or later epochs was written"
+            )
         if checkpoints is not None and (
             epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs
         ):

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import errno
+import json
+import math
 import os
+from types import SimpleNamespace
 
 import pytest
 import scipy.sparse as sp
 import torch
 
+from gtool.errors import GtoolError
+from gtool.trainer import loop
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import RankEnv, environment_rank, numba_share
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
+from gtool.trainer.report import EpochRecord, Reporter
 from gtool.trainer.serial import torch_csr
 from tests.trainer.cases import single_rank_comm
 
@@ -139,6 +145,22 @@ def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_p
         checkpoints.save(4, state, {})
     assert [p.name for p in (tmp_path / "epoch-000004").iterdir()] == []
     assert checkpoints.latest()["epoch"] == 3
+
+
+def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypatch) -> None:
+    """A NaN loss (an lr too high) trained on to the end, exit 0, and replaced the last good checkpoint."""
+    losses = {1: 1.5, 2: math.nan, 3: math.nan}
+    trainer = SimpleNamespace(
+        config=TrainConfig.of("s", epochs=3, checkpoint=str(tmp_path), checkpoint_every=1),
+        comm=single_rank_comm(),
+        train_epoch=lambda epoch: EpochRecord(epoch, losses[epoch], 0.0, 0.0, 0.0, 0.0),
+        evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
+        state=lambda: {"model": {}},
+    )
+    monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
+    with pytest.raises(GtoolError, match="the loss is nan at epoch 2: training diverged"):
+        loop.fit(trainer, Reporter(False, None, append=False), CPU)
+    assert json.loads((tmp_path / "latest.json").read_text())["epoch"] == 1
 
 
 def test_config_rejects_bad_values() -> None:
