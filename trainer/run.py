@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.preprocess.staging import make_folder
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
@@ -96,7 +98,20 @@ def train(config: TrainConfig) -> None:
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
+    prepare_run_files(config)
     start_ranks(config, "train", run_rank, config)
+
+
+def prepare_run_files(config: TrainConfig) -> None:
+    """The folders of --checkpoint and --log, made before any rank starts: a file in their way, or a --log
+    that is a folder, is an error naming it (it was a rank's traceback once the store was loaded)."""
+    if config.runtime.checkpoint:
+        make_folder(Path(config.runtime.checkpoint), "--checkpoint")
+    if config.runtime.log:
+        log = Path(config.runtime.log)
+        if log.is_dir():
+            raise GtoolError(f"--log {log}: a folder; name a file for the JSON lines")
+        make_folder(log.parent, "the folder of --log")
 
 
 def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *args: Any) -> None:

@@ -6,6 +6,7 @@ import errno
 import json
 import math
 import os
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -20,6 +21,7 @@ from gtool.trainer.launch import RankEnv, environment_rank, numba_share
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
 from gtool.trainer.report import EpochRecord, Reporter
+from gtool.trainer.run import prepare_run_files
 from gtool.trainer.serial import torch_csr
 from tests.trainer.cases import single_rank_comm
 
@@ -161,6 +163,20 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
     with pytest.raises(GtoolError, match="the loss is nan at epoch 2: training diverged"):
         loop.fit(trainer, Reporter(False, None, append=False), CPU)
     assert json.loads((tmp_path / "latest.json").read_text())["epoch"] == 1
+
+
+def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> None:
+    file = tmp_path / "file"
+    file.write_text("")
+    for options, message in (
+        ({"checkpoint": str(file)}, "file (--checkpoint): not a folder: a file is in the way"),
+        ({"log": str(file / "log.jsonl")}, "file (the folder of --log): not a folder"),
+        ({"log": str(tmp_path)}, "a folder; name a file for the JSON lines"),
+    ):
+        with pytest.raises(GtoolError, match=re.escape(message)):
+            prepare_run_files(TrainConfig.of("s", **options))
+    prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
+    assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
 
 
 def test_config_rejects_bad_values() -> None:
