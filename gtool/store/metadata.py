@@ -8,6 +8,7 @@ know (a newer writer's) are kept in `extra` and written back unchanged.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +76,12 @@ class Fields:
         return value
 
     def number(self, key: str) -> float:
-        return float(self.typed(key, (int, float), "a number"))
+        value = float(self.typed(key, (int, float), "a number"))
+        if not math.isfinite(value):  # JSON has no NaN: `gtool info --json` would print invalid JSON
+            raise StoreError(
+                f"{self.where}: metadata '{self.path}{key}' is {value}, expected a finite number"
+            )
+        return value
 
     def text(self, key: str, choices: tuple[str, ...] | None = None) -> str:
         value = self.typed(key, str, "a string")

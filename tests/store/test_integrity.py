@@ -339,6 +339,10 @@ def no_stats(copy: Path) -> None:
     edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"].pop("stats"))
 
 
+def nan_mean(copy: Path) -> None:
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"]["stats"]["0"].update(mean=float("nan")))
+
+
 def zarr_v2(copy: Path) -> None:
     shutil.rmtree(copy)
     zarr.open_group(str(copy), mode="w", zarr_format=2).attrs["gtool"] = {"layout": 1, "complete": True}
@@ -349,9 +353,10 @@ def zarr_v2(copy: Path) -> None:
     [
         (unknown_codec, "perm/r/zarr.json cannot be read (UnknownCodecError: Unknown codec: 'nosuchcodec')"),
         (no_stats, "metadata has no 'stats' (re-run gtool shard)"),
+        (nan_mean, "metadata 'stats.0.mean' is nan, expected a finite number"),  # info --json printed NaN
         (zarr_v2, "a Zarr v2 group, expected Zarr v3"),
     ],
-    ids=["unknown-codec", "no-stats", "zarr-v2"],
+    ids=["unknown-codec", "no-stats", "nan-mean", "zarr-v2"],
 )
 @pytest.mark.parametrize("command", ["info", "verify", "stats"])
 def test_unreadable_store_metadata_is_one_error_line(
