@@ -107,7 +107,8 @@ def read_node_rows(
     store: Store, read: NodeRead, stats: ReadStats, device: torch.device | str
 ) -> torch.Tensor:
     """A padded band of a node array as a tensor on `device`, its values checked, counting the bytes read."""
-    block, nbytes = read_band(store.array(read.path), read.rows, read.cols, read.fill, store.meta.every_chunk)
+    array, every_chunk = store.array(read.path), store.meta.every_chunk
+    block, nbytes = read_band(array, read.rows, read.cols, read.fill, every_chunk, store.location)
     problem = read.problem(block)
     if problem:
         rows = f"rows {read.rows.start}-{read.rows.stop - 1}"

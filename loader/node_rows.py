@@ -10,7 +10,12 @@ from gtool.store.chunks import block_rows, read_checked
 
 
 def read_band(
-    array: zarr.Array, rows: Band, cols: Band | None, fill: int | float, every_chunk: bool = True
+    array: zarr.Array,
+    rows: Band,
+    cols: Band | None,
+    fill: int | float,
+    every_chunk: bool = True,
+    where: str | None = None,
 ) -> tuple[np.ndarray, int]:
     """array[real rows of `rows`, real columns of `cols`], padded to rows.size x cols.size with `fill`,
     and the number of bytes read.
@@ -32,6 +37,6 @@ def read_band(
     while first < rows.stop:
         last = min((first // step + 1) * step, rows.stop)
         target = (slice(first - rows.start, last - rows.start), *target_cols)
-        out[target] = read_checked(array, (slice(first, last), *source_cols), every_chunk=every_chunk)
+        out[target] = read_checked(array, (slice(first, last), *source_cols), where, every_chunk=every_chunk)
         first = last
     return out, rows.real * width * array.dtype.itemsize

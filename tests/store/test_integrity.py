@@ -269,7 +269,7 @@ def test_a_missing_chunk_file_of_any_array_fails_verify_and_reads_naming_the_arr
 def test_loading_a_rank_refuses_a_missing_feature_chunk(store: Path, tmp_path: Path) -> None:
     chunk = chunk_files(store)["features"][0]
     copy = without_chunk(store, tmp_path / "m.zarr", chunk)
-    with pytest.raises(DamagedChunkError, match=r"array nodes/features, chunk \(0, 0\): missing"):
+    with pytest.raises(DamagedChunkError, match=rf"{copy}: array nodes/features, chunk \(0, 0\): missing"):
         load_rank(str(copy), (1, 1, 1), 0, 2)
 
 
