@@ -67,7 +67,8 @@ def write_metadata_store(path: str, meta: StoreMeta) -> None:
     shapes = {layout.PERM_ROWS: (n,), layout.PERM_COLS: (n,), layout.FEATURES: (n, meta.num_features)}
     shapes |= {path: (n,) for path in (*layout.SPLIT.values(), *layout.LABELS.values())}
     for name, shape in shapes.items():
-        group.create_array(name, shape=shape, dtype="int64", chunks=(min(n, 1 << 20), *shape[1:]))
+        dtype = layout.NODE_DTYPES[name]
+        group.create_array(name, shape=shape, dtype=dtype, chunks=(min(n, 1 << 20), *shape[1:]))
     for matrix in meta.matrices:
         group.create_group(f"adj/{matrix}")
     group.attrs[layout.META_KEY] = meta.to_dict()

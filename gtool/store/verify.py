@@ -337,11 +337,12 @@ class Verifier:
                     if problem:
                         path = arrays[name][order]
                         self.problem(f"array {path}: {problem} in rows {rows.start}-{rows.stop - 1}", path)
-                    if values is None or problem or perm is None or digest[name] is None:
+                    sum_so_far = digest[name]
+                    if values is None or problem or perm is None or sum_so_far is None:
                         digest[name] = None
                         continue
                     ids = read_checked(perm, (rows,), every_chunk=False) if ids is None else ids
-                    digest[name] = (digest[name] + node_value_digest(ids, values)) % DIGESTS
+                    digest[name] = (sum_so_far + node_value_digest(ids, values)) % DIGESTS
             for name in arrays:
                 digests[name].append(digest[name])
         for name, (by_rows, by_cols) in digests.items():
