@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.preprocess.staging import make_folder
+from gtool.preprocess.output.staging import make_folder
 
 
 class OutputLockedError(GtoolError):
