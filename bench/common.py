@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gtool.preprocess.monitor import TreePeak
+from gtool.preprocess.engine.monitor import TreePeak
 
 REPO = Path(__file__).resolve().parents[1]
 PEAKMEM = REPO.parent / "shared" / "tools" / "peakmem"
@@ -40,7 +40,7 @@ def steal_seconds() -> float:
 
 def measured(command: list[str]) -> tuple[dict[str, float], str]:
     """Run `command`: its peak RSS (MB, summed over the process tree: by ../shared/tools/peakmem where
-    present, else sampled the same way by gtool.preprocess.monitor.TreePeak), wall time, CPU steal
+    present, else sampled the same way by gtool.preprocess.engine.monitor.TreePeak), wall time, CPU steal
     during the run and standard output."""
     stolen, start = steal_seconds(), time.perf_counter()
     stdout, peak = under_peakmem(command) if PEAKMEM.exists() else sampled(command)

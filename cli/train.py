@@ -38,7 +38,7 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.plan.model.planner import PlanRequest
-    from gtool.preprocess.interrupts import Interrupts
+    from gtool.preprocess.engine.interrupts import Interrupts
     from gtool.trainer.launch import RankFailed, environment_rank
     from gtool.trainer.minibatch.schedule import batch_problem
     from gtool.trainer.run import train as run_training

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.preprocess.balanced import balanced_permutations
-from gtool.preprocess.threaded import in_parts
+from gtool.preprocess.engine.threaded import in_parts
 
 SCHEMES = ("double", "single", "none", "balanced")
 DEGREE_SCHEMES = frozenset({"balanced"})

@@ -32,10 +32,7 @@ from gtool.cores import available_cores
 from gtool.errors import GtoolError, InputError
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
-from gtool.preprocess.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
-from gtool.preprocess.feature_shuffle import assemble_bucket, plan_shuffle, route_block
-from gtool.preprocess.interrupts import Interrupts
-from gtool.preprocess.mapper import (
+from gtool.preprocess.edges.mapper import (
     MapJob,
     MapOutputs,
     MapResult,
@@ -45,19 +42,7 @@ from gtool.preprocess.mapper import (
     map_chunk,
     scan_chunk,
 )
-from gtool.preprocess.monitor import HighWater
-from gtool.preprocess.node_writer import (
-    create_features,
-    feature_tasks,
-    write_feature_rows,
-    write_node_arrays,
-    write_permutations,
-)
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.output_lock import output_lock
-from gtool.preprocess.partitions import PartitionPlan
-from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
-from gtool.preprocess.reducer import (
+from gtool.preprocess.edges.reducer import (
     DedupedBatch,
     DedupeResult,
     DedupeTask,
@@ -67,6 +52,24 @@ from gtool.preprocess.reducer import (
     tile_row_degrees,
     write_tiles,
 )
+from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
+from gtool.preprocess.engine.interrupts import Interrupts
+from gtool.preprocess.engine.monitor import HighWater
+from gtool.preprocess.engine.threaded import gathered, in_parts, scattered
+from gtool.preprocess.nodes.feature_shuffle import assemble_bucket, plan_shuffle, route_block
+from gtool.preprocess.nodes.node_writer import (
+    create_features,
+    feature_tasks,
+    write_feature_rows,
+    write_node_arrays,
+    write_permutations,
+)
+from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.output.output_lock import output_lock
+from gtool.preprocess.output.staging import StagedOutput, is_url, local_path, published, storage_error
+from gtool.preprocess.output.tile_arrays import create_matrix_groups
+from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import CacheFolder, cache_folder
@@ -80,10 +83,7 @@ from gtool.preprocess.sources.nodes.generated import (
     random_split,
 )
 from gtool.preprocess.spill import SharedReads, SpillDir, vanished
-from gtool.preprocess.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.preprocess.summary import ShardSummary
-from gtool.preprocess.threaded import gathered, in_parts, scattered
-from gtool.preprocess.tile_arrays import create_matrix_groups
 from gtool.store import layout
 from gtool.store.metadata import (
     CLASS_INDEX,
@@ -548,7 +548,7 @@ class ShardRun:
         """Start writing X'[i] = X[pc[i]] in the background: workers take these tasks whenever the edge
         stages leave them idle (while this process plans a stage or writes node arrays, and at the tail of
         every stage). Features read from a file are permuted by sequential passes (route, then assemble:
-        gtool.preprocess.feature_shuffle); generated or in-memory ones are gathered chunk by chunk."""
+        gtool.preprocess.nodes.feature_shuffle); generated or in-memory ones are gathered chunk by chunk."""
         pc_path = self.scratch.save(pc, "perm", "pc.npy")
         n = pc.shape[0]
         metadata = create_features(self.store, n, features.num_features)

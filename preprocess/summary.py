@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gtool.preprocess.iostats import StageIO
+from gtool.preprocess.engine.iostats import StageIO
 from gtool.preprocess.sources.cache.record import Preparation
 from gtool.store.metadata import MatrixStats
 

@@ -3,7 +3,7 @@
 Rows are un-permuted through the store's perm/r or perm/c and dealt to the ranks in whole chunks: rank w
 writes chunks [K w / W, K (w + 1) / W) of the K chunks of the array. One all-to-all moves each held row
 to the rank writing its chunk, so no rank ever holds more than its blocks and the rows it writes. Chunks
-are encoded with the store's codecs (compressed, crc32c-checked: gtool.preprocess.chunk_writer).
+are encoded with the store's codecs (compressed, crc32c-checked: gtool.preprocess.output.chunk_writer).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch.distributed as dist
 
 from gtool.geometry.bands import Band, ceil_div
 from gtool.loader.node_rows import read_band
-from gtool.preprocess.chunk_writer import ChunkSink, array_metadata, write_chunk
-from gtool.preprocess.node_writer import feature_chunk_rows
+from gtool.preprocess.nodes.node_writer import feature_chunk_rows
+from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.store import layout
 from gtool.store.reader import Store
 from gtool.trainer.distributed import AxisGroup

@@ -27,9 +27,15 @@ from gtool.errors import GtoolError
 from gtool.geometry.bands import Band
 from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
-from gtool.preprocess.chunk_writer import ChunkSink
-from gtool.preprocess.output_lock import output_lock
-from gtool.preprocess.staging import OutputKind, StagedOutput, check_output, staging_path, storage_error
+from gtool.preprocess.output.chunk_writer import ChunkSink
+from gtool.preprocess.output.output_lock import output_lock
+from gtool.preprocess.output.staging import (
+    OutputKind,
+    StagedOutput,
+    check_output,
+    staging_path,
+    storage_error,
+)
 from gtool.store.reader import open_store
 from gtool.trainer.checkpoint import CheckpointError, latest_manifest
 from gtool.trainer.config import RuntimeConfig, TrainConfig

@@ -66,7 +66,8 @@ class FeatureSource(ABC):
     where: str
     on_disk: bool = False
     """True when the rows are read from a file: the pipeline then permutes them by sequential passes
-    (gtool.preprocess.feature_shuffle) rather than gathering each output chunk's rows at random positions."""
+    (gtool.preprocess.nodes.feature_shuffle) rather than gathering each output chunk's rows at random
+    positions."""
 
     @abstractmethod
     def read_rows(self, rows: np.ndarray) -> np.ndarray:

@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from gtool.cli import shard as shard_command
 from gtool.cli.main import app
 from gtool.errors import InterruptedWhenDone, Terminated
-from gtool.preprocess import interrupts
-from gtool.preprocess.staging import StagedOutput
+from gtool.preprocess.engine import interrupts
+from gtool.preprocess.output.staging import StagedOutput
 from gtool.store.reader import open_store
 from gtool.store.verify import verify_store
-from tests.preprocess.test_output_safety import leftovers, start_shard
+from tests.support.shard_runs import leftovers, start_shard
 
 COMPLETE = "came after the store was published: {} is complete"
 

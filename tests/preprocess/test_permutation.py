@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool.preprocess import threaded
+from gtool.preprocess.engine import threaded
+from gtool.preprocess.engine.threaded import gathered, scattered
 from gtool.preprocess.permutation import inverse, make_permutations
-from gtool.preprocess.threaded import gathered, scattered
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 1000, 10_007])

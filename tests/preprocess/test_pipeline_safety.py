@@ -13,16 +13,14 @@ import pytest
 import zarr
 
 from gtool.errors import GtoolError, InputError, StoreError, StoreExistsError
-from gtool.preprocess import pipeline, reducer
-from gtool.preprocess.mapper import map_chunk
+from gtool.preprocess import pipeline
+from gtool.preprocess.edges import reducer
+from gtool.preprocess.edges.mapper import map_chunk
 from gtool.store.reader import open_store
+from tests.support.shard_runs import leftovers
 from tests.support.stores import make_store
 
 pytestmark = pytest.mark.integration  # builds stores / runs the command line
-
-
-def leftovers(folder) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
 def test_existing_store_needs_overwrite(tmp_path):

@@ -13,8 +13,8 @@ import pytest
 
 from gtool.errors import GtoolError
 from gtool.preprocess import pipeline
-from gtool.preprocess.mapper import map_chunk
-from gtool.preprocess.reducer import tile_row_degrees, write_tiles
+from gtool.preprocess.edges.mapper import map_chunk
+from gtool.preprocess.edges.reducer import tile_row_degrees, write_tiles
 from tests.support.stores import all_arrays, make_store
 
 pytestmark = pytest.mark.integration  # runs worker processes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool.preprocess import threaded
+from gtool.preprocess.engine import threaded
 from gtool.preprocess.sources.nodes.generated import degree_classes, degree_order
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from gtool.cli.shard import stage_io_text
-from gtool.preprocess.iostats import Measured, StageIO, take_totals, thread_io
+from gtool.preprocess.engine.iostats import Measured, StageIO, take_totals, thread_io
 from gtool.preprocess.summary import ShardSummary
 
 

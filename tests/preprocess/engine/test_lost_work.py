@@ -12,9 +12,9 @@ from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
 from gtool.errors import GtoolError
-from gtool.preprocess import cluster
-from gtool.preprocess.cluster import StageRunner, dask_engine
-from gtool.preprocess.lost_work import watching_workers
+from gtool.preprocess.engine import cluster
+from gtool.preprocess.engine.cluster import StageRunner, dask_engine
+from gtool.preprocess.engine.lost_work import watching_workers
 
 
 def told(exc: BaseException) -> str:

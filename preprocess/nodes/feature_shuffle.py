@@ -15,7 +15,7 @@ import numpy as np
 from zarr.core.metadata import ArrayV3Metadata
 
 from gtool.preprocess import spill
-from gtool.preprocess.chunk_writer import ChunkSink, write_chunk
+from gtool.preprocess.output.chunk_writer import ChunkSink, write_chunk
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
 

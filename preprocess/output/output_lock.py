@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.preprocess.staging import is_url, local_path, make_folder
+from gtool.preprocess.output.staging import is_url, local_path, make_folder
 
 
 class OutputLockedError(GtoolError):

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtool.cores import available_cores
-from gtool.preprocess.iostats import Measured, StageIO, take_totals
-from gtool.preprocess.lost_work import (
+from gtool.preprocess.engine.iostats import Measured, StageIO, take_totals
+from gtool.preprocess.engine.lost_work import (
     LOST_WORK,
     lost_work_error,
     lost_work_key,
@@ -47,7 +47,7 @@ on Linux."""
 
 def quiet_dask_logs() -> None:
     """A failed task is re-raised here with its message, a task whose workers died or a lost scheduler as
-    one error line (see gtool.preprocess.lost_work); Dask's own log of them would only repeat it."""
+    one error line (see gtool.preprocess.engine.lost_work); Dask's own log of them would only repeat it."""
     for name in ("distributed.worker", "distributed.scheduler", "distributed.client"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("distributed").setLevel(logging.ERROR)

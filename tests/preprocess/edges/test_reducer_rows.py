@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.preprocess.reducer import added
+from gtool.preprocess.edges.reducer import added
 
 
 def test_row_counts_add_up_over_the_union_of_the_runs_rows():

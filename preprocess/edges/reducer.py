@@ -12,10 +12,10 @@ from itertools import groupby
 import numpy as np
 
 from gtool.preprocess import spill
-from gtool.preprocess.chunk_writer import AppendWriter, ChunkSink
-from gtool.preprocess.mapper import MapOutputs
+from gtool.preprocess.edges.mapper import MapOutputs
+from gtool.preprocess.output.chunk_writer import AppendWriter, ChunkSink
+from gtool.preprocess.output.tile_arrays import tile_metadata
 from gtool.preprocess.partitions import PartitionPlan
-from gtool.preprocess.tile_arrays import tile_metadata
 from gtool.store import layout
 
 

@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from gtool.preprocess import mapper, spill
-from gtool.preprocess.mapper import MapOutputs, MapResult, thread_file
+from gtool.preprocess import spill
+from gtool.preprocess.edges import mapper
+from gtool.preprocess.edges.mapper import MapOutputs, MapResult, thread_file
 
 
 def appended(root: str, chunks: list[np.ndarray], counts: list[list[int]], writers: list[int]) -> list:

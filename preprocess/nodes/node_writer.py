@@ -8,10 +8,10 @@ import numpy as np
 from zarr.core.metadata import ArrayV3Metadata
 
 from gtool.preprocess import spill
-from gtool.preprocess.chunk_writer import ChunkSink, array_metadata, write_chunk
-from gtool.preprocess.codecs import create_array
+from gtool.preprocess.engine.threaded import gathered
+from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata, write_chunk
+from gtool.preprocess.output.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
-from gtool.preprocess.threaded import gathered
 from gtool.store import layout
 
 FEATURE_CHUNK_BYTES = 8 << 20

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import weakref
@@ -22,18 +21,16 @@ from typer.testing import CliRunner
 
 from gtool.cli.main import app
 from gtool.errors import GtoolError, StoreExistsError
-from gtool.preprocess import pipeline, staging
-from gtool.preprocess.output_lock import OutputLock, OutputLockedError
-from gtool.preprocess.staging import StagedOutput
+from gtool.preprocess import pipeline
+from gtool.preprocess.output import staging
+from gtool.preprocess.output.output_lock import OutputLock, OutputLockedError
+from gtool.preprocess.output.staging import StagedOutput
 from gtool.store.reader import open_store
 from gtool.store.verify import verify_store
+from tests.support.shard_runs import leftovers, start_shard
 from tests.support.stores import make_store
 
 LOCKED = "another gtool shard run is writing this output"
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
 def fake_store(path: Path) -> Path:
@@ -256,24 +253,6 @@ def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, mon
     assert leftovers(tmp_path) == []
 
 
-def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
-    cmd = [
-        sys.executable,
-        "-m",
-        "gtool.cli",
-        "shard",
-        source,
-        "-o",
-        str(out),
-        "--tiles",
-        "4x4",
-        "-q",
-        "-w",
-        "1",
-    ]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("sent", "status", "said"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
@@ -314,7 +293,7 @@ def test_a_signal_whose_exception_was_dropped_is_raised_again_before_publishing(
 ) -> None:
     """A flaky run exited 0 with its store after SIGTERM: Python had dropped the handler's exception."""
     from gtool.errors import Terminated
-    from gtool.preprocess import interrupts
+    from gtool.preprocess.engine import interrupts
 
     monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
     with interrupts.Interrupts() as watch:
@@ -332,7 +311,7 @@ def test_python_s_report_of_the_dropped_signal_exception_is_left_out(monkeypatch
     """A signal that came while distributed's garbage-collector callback ran printed "Exception ignored
     in ... Traceback" on stderr (the run still ended with 143)."""
     from gtool.errors import Terminated
-    from gtool.preprocess import interrupts
+    from gtool.preprocess.engine import interrupts
 
     def dropped(exc: BaseException) -> SimpleNamespace:
         return SimpleNamespace(
@@ -360,7 +339,7 @@ def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
     """The first signal raises in the main thread; where Python drops that exception the watchdog (here
     called at once) or a second signal runs the cleanups, last registered first, and exits."""
     from gtool.errors import Terminated
-    from gtool.preprocess import interrupts
+    from gtool.preprocess.engine import interrupts
 
     exits, done = [], []
     monkeypatch.setattr(interrupts.os, "_exit", exits.append)

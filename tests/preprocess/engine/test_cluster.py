@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gtool.errors import InputError
-from gtool.preprocess.cluster import StageRunner, dask_engine
+from gtool.preprocess.engine.cluster import StageRunner, dask_engine
 
 pytestmark = pytest.mark.integration  # starts processes
 

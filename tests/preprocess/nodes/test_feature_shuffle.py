@@ -11,15 +11,15 @@ import zarr
 
 from gtool.errors import InputError
 from gtool.preprocess.budget import MB, Budget
-from gtool.preprocess.chunk_writer import ChunkSink, array_metadata
-from gtool.preprocess.feature_shuffle import (
+from gtool.preprocess.nodes.feature_shuffle import (
     INDEX_BYTES_PER_ROW,
     FeatureShuffle,
     assemble_bucket,
     plan_shuffle,
     route_block,
 )
-from gtool.preprocess.node_writer import feature_tasks, write_feature_rows
+from gtool.preprocess.nodes.node_writer import feature_tasks, write_feature_rows
+from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata
 from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.nodes.files import FeatureArray

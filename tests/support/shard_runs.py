@@ -1,0 +1,31 @@
+"""`gtool shard` runs as a user starts them, and what they leave beside their output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def leftovers(folder: Path) -> list[str]:
+    """The hidden entries of `folder`: a run's partial store, lock, spill folder."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
+    """`gtool shard SOURCE -o OUT` in a process of its own (4x4 tiles, one worker, quiet), stderr piped."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "gtool.cli",
+        "shard",
+        source,
+        "-o",
+        str(out),
+        "--tiles",
+        "4x4",
+        "-q",
+        "-w",
+        "1",
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
