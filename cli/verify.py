@@ -75,12 +75,15 @@ def checked(clean: bool) -> str:
 @reports_errors
 def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
+    from gtool.preprocess.engine.interrupts import Interrupts
+
     opened = open_store(store)
     arrays = store_arrays(opened)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
-        report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))
+        with Interrupts():  # SIGTERM says 'terminated' as Ctrl-C says 'interrupted'
+            report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))
     console.print(summary_table(report, opened.meta.every_chunk))
     if report.ok:
         console.print("[bold green]ok[/]: no problems found")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.preprocess.output.staging import is_url, local_path, make_folder
+from gtool.preprocess.output.staging import is_url, local_path, make_folder, storage_error
 
 
 class OutputLockedError(GtoolError):
@@ -62,7 +62,11 @@ class OutputLock:
     def __enter__(self) -> OutputLock:
         make_folder(self.target.parent, "the output's folder")
         fd = self.lock()
-        self.take_over(fd, read_owner(fd))
+        try:
+            self.take_over(fd, read_owner(fd))
+        except OSError as exc:  # a full device: the owner record cannot be written
+            os.close(fd)
+            raise storage_error(exc, str(self.target)) or exc from None
         self.fd = fd
         return self
 

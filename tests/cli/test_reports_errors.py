@@ -4,12 +4,15 @@ SIGTERM during training is said, with its own status."""
 
 from __future__ import annotations
 
+import os
+import signal
 from types import SimpleNamespace
 
 import typer
 from typer.testing import CliRunner
 
 from gtool.cli import train as train_command
+from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
 from gtool.errors import Terminated
@@ -43,3 +46,14 @@ def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
     result = CliRunner().invoke(app, ["train", "graph.zarr"])
     assert result.exit_code == 143
     assert "terminated: the latest complete checkpoint (if any) can be resumed" in result.output
+
+
+def test_sigterm_during_verify_says_so_and_exits_143(monkeypatch) -> None:
+    def signalled(*args) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled in this (the main) thread before kill returns
+
+    monkeypatch.setattr(verify_command, "open_store", lambda path: SimpleNamespace())
+    monkeypatch.setattr(verify_command, "store_arrays", lambda store: {})
+    monkeypatch.setattr(verify_command, "verify_store", signalled)
+    result = CliRunner().invoke(app, ["verify", "graph.zarr"])
+    assert result.exit_code == 143 and "terminated" in result.output

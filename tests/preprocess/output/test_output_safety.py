@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from gtool.cli.main import app
 from gtool.errors import GtoolError, StoreExistsError
 from gtool.preprocess import pipeline
-from gtool.preprocess.output import staging
+from gtool.preprocess.output import output_lock, staging
 from gtool.preprocess.output.output_lock import OutputLock, OutputLockedError
 from gtool.preprocess.output.staging import StagedOutput
 from gtool.store.reader import open_store
@@ -52,6 +52,18 @@ def test_a_second_lock_on_an_output_is_refused_naming_its_owner(tmp_path: Path) 
             OutputLock(tmp_path / "s.zarr").__enter__()
     assert leftovers(tmp_path) == []
     with OutputLock(tmp_path / "s.zarr"):  # free again
+        pass
+
+
+def test_a_full_device_at_locking_is_one_error_and_frees_the_lock(tmp_path: Path, monkeypatch) -> None:
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(output_lock.os, "pwrite", full)
+    with pytest.raises(GtoolError, match="s.zarr: no space left on the device"):
+        OutputLock(tmp_path / "s.zarr").__enter__()
+    monkeypatch.undo()
+    with OutputLock(tmp_path / "s.zarr"):  # the failed attempt let go of the lock
         pass
 
 
