@@ -115,3 +115,17 @@ def read_node_rows(
         raise StoreError(f"{store.location}: array {read.path} ({rows}): {problem}; the store is damaged")
     stats.add_bytes(nbytes)
     return torch.from_numpy(block).to(device)
+
+
+def read_node_ids(store: Store, order: str, rows: Band) -> np.ndarray:
+    """The original node ids of the real rows of band `rows` in order `order` (perm/r or perm/c), checked
+    to lie in [0, N): a damaged permutation would put a node's row out of bounds or into another's."""
+    path = layout.PERMS[order]
+    ids = read_band(store.array(path), rows, None, -1, store.meta.every_chunk, store.location)[0][: rows.real]
+    if ids.size and (ids.min() < 0 or ids.max() >= store.num_nodes):
+        where = f"rows {rows.start}-{rows.start + rows.real - 1}"
+        raise StoreError(
+            f"{store.location}: array {path} ({where}): node ids outside [0, {store.num_nodes}); "
+            "the store is damaged"
+        )
+    return ids

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from gtool.errors import StoreError
 from gtool.geometry.bands import Band, ceil_div
-from gtool.loader.node_rows import read_band
+from gtool.loader.load import read_node_ids
 from gtool.preprocess.nodes.node_writer import feature_chunk_rows
 from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.store import layout
@@ -92,8 +93,7 @@ def write_node_rows(
     metadata = array_metadata(dtype, (num_nodes, width), (chunk_rows, width))
     bounds = chunk_bounds(num_nodes, chunk_rows, group.size)
     if held.writes:
-        perm = store.array(layout.PERM_ROWS if held.order == "r" else layout.PERM_COLS)
-        ids = read_band(perm, held.rows, None, -1)[0][: held.rows.real]
+        ids = read_node_ids(store, held.order, held.rows)
         values = held.values[: held.rows.real].detach().cpu()
     else:
         ids = np.zeros(0, dtype=np.int64)
@@ -102,13 +102,18 @@ def write_node_rows(
     first, last = int(bounds[group.index]), int(bounds[group.index + 1])
     out = np.zeros((last - first, width), dtype=dtype)
     column_bands = {band for band in sources if band.real}
-    received = 0
+    pieces = np.zeros(last - first, dtype=np.int64)
     for source_ids, source_values, cols in zip(got_ids, got_values, sources, strict=True):
         out[source_ids - first, cols.start : cols.stop] = source_values[:, : cols.real].numpy()
-        received += source_ids.size if cols.real else 0
-    expected = (last - first) * len(column_bands)
-    if received != expected:
-        raise RuntimeError(f"{path}: {received} row pieces came for rows [{first}, {last}), not {expected}")
+        if cols.real:
+            pieces += np.bincount(source_ids - first, minlength=last - first)
+    if (pieces != len(column_bands)).any():  # each row once from every column band, else ids repeat
+        row = first + int(np.flatnonzero(pieces != len(column_bands))[0])
+        raise StoreError(
+            f"{store.location}: array {layout.PERMS[held.order]}: node {row} appears {pieces[row - first]} "
+            f"times over {len(column_bands)} column band(s) of {path}, not once each: the permutation "
+            "repeats node ids (the store is damaged; gtool verify names it)"
+        )
     if group.index == 0:
         sink.put_array(path, metadata)
     for chunk in range(first // chunk_rows, ceil_div(last, chunk_rows)):

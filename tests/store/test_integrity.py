@@ -12,17 +12,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import zarr
 from typer.testing import CliRunner
 from zarr.codecs import ZstdCodec
 
 from gtool.cli.main import app
 from gtool.errors import DamagedChunkError, StoreError
+from gtool.geometry.bands import Band
 from gtool.loader import load_rank
+from gtool.loader.load import read_node_ids
 from gtool.preprocess.output import chunk_writer
+from gtool.preprocess.output.chunk_writer import ChunkSink
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.store.verify import row_spans, verify_store
+from gtool.trainer.distributed import AxisGroup
+from gtool.trainer.node_output import HeldBlock, write_node_rows
+from gtool.trainer.timing import PhaseTimer
 from tests.support.reference import assert_same_sparse, reassemble
 from tests.support.storefiles import CHUNK_KEY, array_chunks
 from tests.support.stores import StoreFactory, make_store
@@ -233,6 +240,25 @@ def test_verify_finds_label_orders_that_disagree(store: Path, tmp_path: Path) ->
         "arrays nodes/labels/r and nodes/labels/c disagree: some node's labels value differs between the two "
         "orders (a chunk of another array or store, its checksum valid?)"
     ]
+
+
+def test_ranks_refuse_a_permutation_that_would_misplace_rows(store: Path, tmp_path: Path) -> None:
+    """perm/r with an id out of range (an IndexError in predict) or repeated (predict published a zero row
+    as complete): each is refused naming the array."""
+    copy = shutil.copytree(store, tmp_path / "perm.zarr")
+    perm = zarr.open_array(str(copy / layout.PERM_ROWS), mode="r+")
+    ids = perm[:]
+    n = ids.size
+    rows, cols = Band(0, 0, n, n), Band(0, 0, 2, 2)
+    perm[1] = n
+    with pytest.raises(StoreError, match=rf"array perm/r \(rows 0-{n - 1}\): node ids outside \[0, {n}\)"):
+        read_node_ids(open_store(str(copy)), "r", rows)
+    perm[1] = ids[0]
+    held = HeldBlock(torch.ones(n, 2), rows, "r", cols, True)
+    alone = AxisGroup(1, 0, None, PhaseTimer(torch.device("cpu")), torch.device("cpu"))
+    sink = ChunkSink(str(tmp_path / "out.zarr"))
+    with pytest.raises(StoreError, match=f"array perm/r: node {ids[1]} appears 0 times"):
+        write_node_rows(sink, "logits", open_store(str(copy)), held, [cols], 2, alone)
 
 
 def without_chunk(store: Path, target: Path, chunk: Path) -> Path:

@@ -14,9 +14,8 @@ import torch
 
 from gtool.geometry.bands import Band
 from gtool.geometry.layers import LayerGeometry, order_of_layer_output, rank_layers
-from gtool.loader.node_rows import read_band
+from gtool.loader.load import read_node_ids
 from gtool.loader.rank_data import RankData
-from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.trainer.layers import BlockedAdjacency
 from gtool.trainer.minibatch.cut import BandMembers, BandNodes, SampledBlock, cut_shard
@@ -100,8 +99,8 @@ class RankSampler:
 
     def _band_nodes(self, opened: Store, key: BandKey, device: torch.device) -> BandNodes:
         order, band = key
-        ids, _ = read_band(opened.array(layout.PERMS[order]), band, None, -1)
-        return BandNodes(ids[: band.real], self.schedule.num_nodes, band.size, device)
+        ids = read_node_ids(opened, order, band)
+        return BandNodes(ids, self.schedule.num_nodes, band.size, device)
 
     def epoch_order(self, seed: int, epoch: int) -> torch.Tensor:
         """The node order of `epoch`, drawn once per epoch."""
