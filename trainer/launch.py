@@ -34,6 +34,8 @@ from gtool.errors import GtoolError
 DEFAULT_PORT = 29500
 LOOPBACK = "127.0.0.1"
 WATCH_S = 0.5
+RANK_BASE_BYTES = 300 << 20
+"""Memory of a spawned rank before it loads anything (Python, torch, zarr: about 380 MB RSS measured)."""
 """How often a local launch looks for stopped ranks while it waits for them."""
 
 
@@ -222,8 +224,21 @@ def numba_share(world_size: int) -> Iterator[None]:
         del os.environ["NUMBA_NUM_THREADS"]
 
 
+def refuse_beyond_memory(world_size: int) -> None:
+    """Refuse to spawn more local ranks than this machine's available memory holds at RANK_BASE_BYTES each
+    (`--grid auto --ranks 100000` would have started 100,000 processes)."""
+    available = psutil.virtual_memory().available
+    if world_size * RANK_BASE_BYTES > available:
+        raise GtoolError(
+            f"{world_size} local ranks need at least {world_size * RANK_BASE_BYTES / 2**30:,.1f} GiB (about "
+            f"{RANK_BASE_BYTES >> 20} MiB each before any data), but {available / 2**30:,.1f} GiB is "
+            "available: use a smaller grid, or start the ranks on several machines with torchrun or srun"
+        )
+
+
 def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
     """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
+    refuse_beyond_memory(world_size)
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
         with numba_share(world_size):

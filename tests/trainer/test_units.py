@@ -17,7 +17,7 @@ from gtool.errors import GtoolError
 from gtool.trainer import loop
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import RankEnv, environment_rank, numba_share
+from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
 from gtool.trainer.report import EpochRecord, Reporter
@@ -177,6 +177,12 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> No
             prepare_run_files(TrainConfig.of("s", **options))
     prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
+
+
+def test_local_ranks_beyond_the_machines_memory_are_refused_before_any_starts() -> None:
+    """`--grid auto --ranks 100000` planned for 100,000 ranks and would have spawned them all."""
+    with pytest.raises(GtoolError, match="10000000 local ranks need at least .* GiB .* use a smaller grid"):
+        launch_local(10_000_000, print)
 
 
 def test_config_rejects_bad_values() -> None:
