@@ -29,7 +29,7 @@ def auto_grid(
     or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
     rank plans alike, so every rank finds the same)."""
     from gtool.plan.model.auto import choose_layout
-    from gtool.trainer.launch import environment_rank
+    from gtool.trainer.launch import environment_rank, refuse_beyond_memory
 
     env = environment_rank()
     if env is not None and env.world_size > 1:
@@ -38,6 +38,8 @@ def auto_grid(
         ranks = env.world_size
     if ranks is None:
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
+    if env is None or env.world_size == 1:
+        refuse_beyond_memory(ranks)  # local ranks: before planning for them (minutes for 10^5)
     replicas, grid, why = choose_layout(store, request(ranks), profile)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)

@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from gtool.cli.autogrid import auto_grid
 from gtool.errors import GtoolError
 from gtool.trainer import loop
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
@@ -183,6 +184,8 @@ def test_local_ranks_beyond_the_machines_memory_are_refused_before_any_starts() 
     """`--grid auto --ranks 100000` planned for 100,000 ranks and would have spawned them all."""
     with pytest.raises(GtoolError, match="10000000 local ranks need at least .* GiB .* use a smaller grid"):
         launch_local(10_000_000, print)
+    with pytest.raises(GtoolError, match="10000000 local ranks need"):  # before planning for them
+        auto_grid(None, 10_000_000, None, print)
 
 
 def test_config_rejects_bad_values() -> None:
