@@ -65,17 +65,19 @@ WRITABLE_FIX = "pass --cache-dir with a folder you can write, or --no-cache"
 
 def cache_folder(cache_dir: str | None, root: str | None) -> CacheFolder:
     """The cache folder: `cache_dir` (--cache-dir), else $GTOOL_CACHE, else ROOT/gtool-cache, ROOT being
-    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from."""
+    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from. A leading ~ is the home folder,
+    as a shell would expand it (one that does not, as in an env file or a quoted value, would otherwise
+    make a folder named ~ wherever gtool runs)."""
     if cache_dir:
-        return CacheFolder(Path(cache_dir), "given by --cache-dir", WRITABLE_FIX)
+        return CacheFolder(Path(cache_dir).expanduser(), "given by --cache-dir", WRITABLE_FIX)
     if environment := os.environ.get("GTOOL_CACHE"):
         return CacheFolder(
-            Path(environment),
+            Path(environment).expanduser(),
             "from $GTOOL_CACHE",
             "set GTOOL_CACHE to a folder you can write (or unset it), pass --cache-dir, or --no-cache",
         )
     return CacheFolder(
-        Path(root or default_root()) / CACHE_FOLDER,
+        Path(root or default_root()).expanduser() / CACHE_FOLDER,
         "the default: ROOT/gtool-cache, ROOT from --root, $GTOOL_DATA or ./data",
         "pass --cache-dir (or set GTOOL_CACHE) with a folder you can write, or --no-cache",
     )
@@ -169,7 +171,7 @@ def work_copy(
         note_reuse(dest, path)
         record.reuse(path, os.path.getsize(dest))
         return dest
-    remove_left_partials(dest, path)
+    make_way(dest, path)
     check_room(Path(workdir), size or 0, f"converting {path}")
     start = time.perf_counter()
     write_atomically(dest, write)
@@ -205,14 +207,22 @@ def entry_state(copy: Path, note: dict) -> str:
     return "current" if (stat.st_size, stat.st_mtime_ns) == (note["size"], note["mtime_ns"]) else "stale"
 
 
+NOTE_TYPES = {"source": str, "size": int, "mtime_ns": int}
+"""What a note must hold (and `copy_size`, `copy_mtime_ns`, when there, are ints too)."""
+
+
 def read_note(copy: Path) -> dict | None:
-    """The note of a copy, or None when it has none or it cannot be read."""
+    """The note of a copy, or None when it has none, it cannot be read or it holds other things (edited by
+    hand: a source that is no path, a size that is no number)."""
     try:
         with open(str(copy) + NOTE_SUFFIX) as f:
             note = json.load(f)
     except (OSError, ValueError):
         return None
-    return note if isinstance(note, dict) and {"source", "size", "mtime_ns"} <= note.keys() else None
+    if not isinstance(note, dict):
+        return None
+    types = NOTE_TYPES | {key: int for key in ("copy_size", "copy_mtime_ns") if key in note}
+    return note if all(isinstance(note.get(key), kind) for key, kind in types.items()) else None
 
 
 def list_entries(folder: Path) -> list[CacheEntry]:
@@ -241,9 +251,17 @@ def is_written(partial: Path) -> bool:
     return grew and psutil.pid_exists(int(entry_name(partial)["pid"]))
 
 
-def remove_left_partials(copy: str, where: str) -> None:
-    """Before `copy` (of input `where`) is made: remove the temporary files of it and of its note that
-    interrupted runs left (not those being written: is_written), saying so in one line."""
+def make_way(copy: str, where: str) -> None:
+    """Before `copy` (of input `where`) is made: fail when something that is no file has its name (a
+    folder made there by hand, which the finished copy could not replace), and remove the temporary files
+    of it and of its note that interrupted runs left (not those being written: is_written), saying so in
+    one line."""
+    if os.path.lexists(copy) and not os.path.isfile(copy):
+        raise CacheFolderError(
+            os.path.dirname(copy),
+            f"{os.path.basename(copy)} there, where the copy of {where} goes, is not a file",
+            f"remove it (`rm -r {copy}`), or pass another --cache-dir",
+        )
     name = os.path.basename(copy)
     left = [
         p

@@ -31,9 +31,9 @@ from gtool.preprocess.sources.cache.entries import (
     CacheFolderError,
     check_room,
     is_intact,
+    make_way,
     note_reuse,
     note_source,
-    remove_left_partials,
 )
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
@@ -78,10 +78,10 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
     of the size its zip entry declares).
 
-    The temporary files of a missing copy that interrupted runs left are removed first (see
-    entries.remove_left_partials), then the free space for the missing copies is checked (an error names
-    the folder, what is needed and what is free); then the members are extracted in parallel, one thread
-    each."""
+    A missing copy's name taken by something that is no file is refused, and the temporary files of it
+    that interrupted runs left are removed, first (see entries.make_way); then the free space for the
+    missing copies is checked (an error names the folder, what is needed and what is free); then the
+    members are extracted in parallel, one thread each."""
     record = recorded()
     missing = []
     for member, dest in jobs:
@@ -93,7 +93,7 @@ def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     if not missing:
         return
     for member, dest in missing:
-        remove_left_partials(dest, member.where)
+        make_way(dest, member.where)
     names = ", ".join(member.where for member, _ in missing)
     for folder in {os.path.dirname(dest) for _, dest in missing}:
         need = sum(m.info.file_size for m, dest in missing if os.path.dirname(dest) == folder)

@@ -6,6 +6,7 @@ by what `gtool cache --help` says."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import time
 from pathlib import Path
@@ -467,3 +468,38 @@ def test_every_error_about_the_cache_folder_says_where_it_came_from(
 
     monkeypatch.setattr(entries.tempfile, "TemporaryFile", refused)
     assert f"error: {folder} ({origin}" in error(*shard) and "cannot be written" in error(*shard)
+
+
+def test_hand_edited_notes_and_a_folder_in_a_copys_place(tmp_path: Path) -> None:
+    """A note edited into other types (a source that is no path, a size that is no number) is no note: its
+    copy is 'unknown' (`gtool cache list` does not fail) and made again; a folder under a copy's name is an
+    error naming it, not a traceback."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+
+    def make() -> Path:
+        return Path(entries.work_copy(str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n")))
+
+    copy = make()
+    note = Path(f"{copy}{entries.NOTE_SUFFIX}")
+    for edit in ({"source": None}, {"source": 3}, {"size": "12"}, {"copy_mtime_ns": 1.5}):
+        note.write_text(json.dumps({**json.loads(note.read_text()), **edit}))
+        assert "unknown" in cache_cli(cache, "list")
+        make()
+        assert [e.state for e in entries.list_entries(cache)] == ["current"]
+    copy.unlink()
+    note.unlink()
+    copy.mkdir()
+    in_the_way = f"{copy.name} there, where the copy of .* is not a file"
+    with pytest.raises(entries.CacheFolderError, match=in_the_way):
+        make()
+
+
+def test_a_leading_tilde_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """~ in --cache-dir, $GTOOL_CACHE or ROOT left unexpanded (an env file, a quoted value) is the home
+    folder, not a folder named ~ wherever gtool runs."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GTOOL_CACHE", "~/env-cache")
+    assert entries.cache_folder(None, None).path == tmp_path / "env-cache"
+    assert entries.cache_folder("~/given", None).path == tmp_path / "given"
+    monkeypatch.delenv("GTOOL_CACHE")
+    assert entries.cache_folder(None, "~/data").path == tmp_path / "data" / "gtool-cache"
