@@ -156,8 +156,9 @@ def test_a_leftover_old_store_is_removed_or_put_back(
         OSError(errno.ENOSPC, "No space left on device", "x/c.0"),
         OSError(errno.EROFS, "Read-only file system", "x/.s.zarr.lock"),
         OSError("16384 requested and 4080 written"),
+        OSError("Not enough free space to write 16777216 bytes after offset 128"),
     ],
-    ids=["disk-full", "read-only", "short-write"],
+    ids=["disk-full", "read-only", "short-write", "tofile-no-room"],
 )
 def test_storage_failures_are_one_error_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: OSError
