@@ -397,6 +397,16 @@ def test_an_empty_folder_option_is_refused(tmp_path: Path, flag: str) -> None:
     assert result.exit_code == 2 and f"error: {flag} is empty" in result.output
 
 
+def test_a_spill_or_cache_folder_in_the_output_is_refused(tmp_path: Path) -> None:
+    """Publishing the store replaces the output's path: a folder there is refused up front, not reported
+    as made 'by another program' once the run is over."""
+    store = tmp_path / "s.zarr"
+    for flag, folder in (("--cache-dir", store), ("--spill-dir", store / "spill")):
+        result = CliRunner().invoke(app, ["shard", "rmat:8:4", "-o", str(store), flag, str(folder), "-q"])
+        assert result.exit_code == 2 and f"error: {folder} (" in result.output, result.output
+        assert "is the output store" in result.output and not store.exists()
+
+
 def test_a_copy_made_again_removes_the_temporary_files_interrupted_runs_left(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
