@@ -164,7 +164,7 @@ def work_copy(
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
     its note; the folder, and its free space against `size` when known, checked first), reused by later
-    runs while intact; held by this run (Preparation.hold) either way."""
+    runs while intact; held by this run (Preparation.hold) either way, a new one from before its rename."""
     dest = work_copy_path(workdir, path, suffix)
     record = recorded()
     if is_intact(dest) and record.hold(dest):
@@ -174,9 +174,8 @@ def work_copy(
     make_way(dest, path)
     check_room(Path(workdir), size or 0, f"converting {path}")
     start = time.perf_counter()
-    write_atomically(dest, write)
+    write_atomically(dest, write, record.hold)
     note_source(dest, path)
-    record.hold(dest)
     record.made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 

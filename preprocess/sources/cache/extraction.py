@@ -118,8 +118,9 @@ class Stopped(Exception):
 
 
 def extract_one(member: NpzMember, dest: str, record: Preparation, stop: threading.Event) -> None:
-    """Extract one member, advancing a progress bar of its own (the record's), then note and hold the copy
-    (so a run stopped later keeps it for the next); give up (leaving no copy) once `stop` is set."""
+    """Extract one member, advancing a progress bar of its own (the record's), holding the copy from before
+    it is renamed into place (`gtool cache clear` never finds it unheld) and noting it (so a run stopped
+    later keeps it for the next); give up (leaving no copy) once `stop` is set."""
     bars = record.progress
     bar = None if bars is None else bars.add_task(f"extract {member.key}", total=member.info.file_size)
 
@@ -129,6 +130,5 @@ def extract_one(member: NpzMember, dest: str, record: Preparation, stop: threadi
         if bars is not None and bar is not None:
             bars.advance(bar, n)
 
-    member.extract(dest, done)
+    member.extract(dest, done, record.hold)
     note_source(dest, member.path)
-    record.hold(dest)

@@ -20,7 +20,7 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import pipeline
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache import entries, extraction
-from gtool.preprocess.sources.cache.record import Preparation
+from gtool.preprocess.sources.cache.record import Preparation, watching
 from gtool.preprocess.sources.fileinfo import MIB
 from gtool.preprocess.sources.npzmember import NpzMember
 from tests.preprocess.sources.ogb.test_ogb import write_binary
@@ -81,12 +81,12 @@ def test_members_are_extracted_side_by_side(
     active, most = set(), []
     extract = NpzMember.extract
 
-    def watched(self: NpzMember, dest: str, done=None) -> str:
+    def watched(self: NpzMember, dest: str, done=None, before_rename=None) -> str:
         active.add(self.key)
         most.append(len(active))
         time.sleep(0.2)
         try:
-            return extract(self, dest, done)
+            return extract(self, dest, done, before_rename)
         finally:
             active.discard(self.key)
 
@@ -348,11 +348,11 @@ def test_copies_a_failed_run_finished_are_kept_for_the_next(
 ) -> None:
     cache, extract, calls = tmp_path / "cache", NpzMember.extract, []
 
-    def third_fails(self: NpzMember, dest: str, done=None) -> str:
+    def third_fails(self: NpzMember, dest: str, done=None, before_rename=None) -> str:
         calls.append(self.key)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return extract(self, dest, done)
+        return extract(self, dest, done, before_rename)
 
     monkeypatch.setattr(NpzMember, "extract", third_fails)
     monkeypatch.setattr(extraction, "available_cores", lambda: 1)
@@ -378,6 +378,32 @@ def test_clear_leaves_the_copies_a_running_shard_holds(tmp_path: Path) -> None:
     assert [p.name for p in cache.iterdir()] == [copies[0].name]
     record.close()
     assert "removed 1 copies" in cache_cli(cache, "clear") and list(cache.iterdir()) == []
+
+
+def test_a_new_copy_is_held_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gtool cache clear` between a copy's rename and its note (gunzipped or extracted) finds it held and
+    leaves it, where it removed it before (and the run failed on the copy it had just made)."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.ones((4, 2), dtype=np.float32))
+    left, note = [], entries.note_source
+
+    def clear_then_note(copy: str, path: str) -> None:
+        left.append(len(entries.remove_entries(entries.list_entries(cache))[1]))
+        note(copy, path)
+
+    monkeypatch.setattr(entries, "note_source", clear_then_note)
+    monkeypatch.setattr(extraction, "note_source", clear_then_note)
+    with watching() as record:
+        entries.work_copy(str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n"))
+        member = NpzMember(str(features), "features")
+        extraction.extract_members(
+            [(member, entries.work_copy_path(str(cache), str(features), ".features.npy"))]
+        )
+    record.close()
+    assert left == [1, 2] and [e.state for e in entries.list_entries(cache)] == ["current"] * 2
 
 
 def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
