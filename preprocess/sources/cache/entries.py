@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,24 +159,61 @@ def note_reuse(copy: str, path: str) -> None:
             note_source(copy, path)
 
 
+def reused(copy: str, path: str, where: str, size: int | None = None) -> bool:
+    """Whether an intact copy of input `path` is at `copy` (of `size` bytes, when given): then it is held,
+    its note renewed and its reuse recorded (as that of `where`)."""
+    record = recorded()
+    if not (is_intact(copy, size) and record.hold(copy)):
+        return False
+    note_reuse(copy, path)
+    record.reuse(where, os.path.getsize(copy))
+    return True
+
+
+@contextmanager
+def making_copies_of(inputs: Iterable[str]) -> Iterator[None]:
+    """Hold an exclusive lock on each input while copies of it are made, so that a second run missing the
+    same copies waits for the first (saying so) and then reuses them, rather than both writing them (twice
+    the time, and twice the room that each checked alone). An input that cannot be locked (a file system
+    without locks) is not."""
+    fds = []
+    try:
+        for path in sorted(set(inputs)):
+            fds.append(os.open(path, os.O_RDONLY))
+            try:
+                fcntl.flock(fds[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logging.getLogger("gtool").warning(
+                    "notice: waiting for another gtool shard that is making the copies of %s", path
+                )
+                fcntl.flock(fds[-1], fcntl.LOCK_EX)
+            except OSError:
+                pass
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def work_copy(
     workdir: str, path: str, suffix: str, write: Callable[[BinaryIO], None], size: int | None = None
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
-    its note; the folder, and its free space against `size` when known, checked first), reused by later
-    runs while intact; held by this run (Preparation.hold) either way, a new one from before its rename."""
+    its note; the folder, and its free space against `size` when known, checked first; a run making it
+    already waited for: making_copies_of), reused by later runs while intact; held by this run
+    (Preparation.hold) either way, a new one from before its rename."""
     dest = work_copy_path(workdir, path, suffix)
-    record = recorded()
-    if is_intact(dest) and record.hold(dest):
-        note_reuse(dest, path)
-        record.reuse(path, os.path.getsize(dest))
+    if reused(dest, path, path):
         return dest
-    make_way(dest, path)
-    check_room(Path(workdir), size or 0, f"converting {path}")
-    start = time.perf_counter()
-    write_atomically(dest, write, record.hold)
-    note_source(dest, path)
-    record.made([path], os.path.getsize(dest), time.perf_counter() - start)
+    with making_copies_of([path]):
+        if reused(dest, path, path):
+            return dest
+        make_way(dest, path)
+        check_room(Path(workdir), size or 0, f"converting {path}")
+        start = time.perf_counter()
+        write_atomically(dest, write, recorded().hold)
+        note_source(dest, path)
+        recorded().made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 
 
@@ -247,7 +284,16 @@ def is_written(partial: Path) -> bool:
         grew = time.time() - partial.stat().st_mtime < WRITING_SECONDS
     except FileNotFoundError:
         return False
-    return grew and psutil.pid_exists(int(entry_name(partial)["pid"]))
+    return grew and lives(int(entry_name(partial)["pid"]))
+
+
+def lives(pid: int) -> bool:
+    """Whether process `pid` runs: exists and is no zombie (a killed run not yet reaped by its parent,
+    which let go of its locks, so a run waiting for its copies goes on at once)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def make_way(copy: str, where: str) -> None:

@@ -30,10 +30,10 @@ from gtool.preprocess.sources.cache.entries import (
     CacheFolder,
     CacheFolderError,
     check_room,
-    is_intact,
     make_way,
-    note_reuse,
+    making_copies_of,
     note_source,
+    reused,
 )
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
@@ -76,22 +76,25 @@ def prepare_source(
 
 def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
-    of the size its zip entry declares).
+    of the size its zip entry declares), or another run that was making it made it meanwhile (the inputs
+    of missing copies are locked while they are made: entries.making_copies_of)."""
+    missing = [(m, dest) for m, dest in jobs if not reused(dest, m.path, m.where, m.info.file_size)]
+    if not missing:
+        return
+    with making_copies_of(member.path for member, _ in missing):
+        missing = [(m, dest) for m, dest in missing if not reused(dest, m.path, m.where, m.info.file_size)]
+        if missing:
+            extract_missing(missing)
+
+
+def extract_missing(missing: list[tuple[NpzMember, str]]) -> None:
+    """Extract the members whose copies are missing.
 
     A missing copy's name taken by something that is no file is refused, and the temporary files of it
     that interrupted runs left are removed, first (see entries.make_way); then the free space for the
     missing copies is checked (an error names the folder, what is needed and what is free); then the
     members are extracted in parallel, one thread each."""
     record = recorded()
-    missing = []
-    for member, dest in jobs:
-        if is_intact(dest, member.info.file_size) and record.hold(dest):
-            note_reuse(dest, member.path)
-            record.reuse(member.where, member.info.file_size)
-        else:
-            missing.append((member, dest))
-    if not missing:
-        return
     for member, dest in missing:
         make_way(dest, member.where)
     names = ", ".join(member.where for member, _ in missing)

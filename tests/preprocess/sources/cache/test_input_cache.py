@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -404,6 +405,44 @@ def test_a_new_copy_is_held_before_it_is_renamed_into_place(
         )
     record.close()
     assert left == [1, 2] and [e.state for e in entries.list_entries(cache)] == ["current"] * 2
+
+
+def test_a_run_missing_copies_another_is_making_waits_and_reuses_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two runs that start together on one input: the second waits while the first holds the input, then
+    reuses the copy the first made, instead of writing its own beside it."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    copy = entries.work_copy_path(str(cache), str(edges), ".plain")
+    written, made = [], []
+
+    def write(out) -> None:
+        written.append(out.write(b"0 1\n"))
+
+    second = threading.Thread(
+        target=lambda: made.append(entries.work_copy(str(cache), str(edges), ".plain", write))
+    )
+    with entries.making_copies_of([str(edges)]):
+        second.start()
+        time.sleep(0.2)
+        assert second.is_alive()
+        Path(copy).write_bytes(b"0 1\n")
+        entries.note_source(copy, str(edges))
+    second.join(timeout=10)
+    assert made == [copy] and written == []
+    assert f"notice: waiting for another gtool shard that is making the copies of {edges}" in caplog.text
+
+
+def test_a_temporary_file_of_a_killed_run_not_yet_reaped_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zombie has let go of its locks: a run that waited for it must not take its file for one being
+    written (and leave it)."""
+    partial = tmp_path / f"x.npz.0123456789abcdef.a.npy.partial-{os.getpid()}"
+    partial.write_bytes(b"cut")
+    assert entries.is_written(partial)
+    monkeypatch.setattr(entries.psutil.Process, "status", lambda process: entries.psutil.STATUS_ZOMBIE)
+    assert not entries.is_written(partial)
 
 
 def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
