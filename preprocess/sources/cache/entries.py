@@ -116,9 +116,9 @@ def make_folder(workdir: str) -> None:
         ) from None
 
 
-def note_source(copy: str, path: str) -> None:
-    """Record beside a finished copy which input it was made from (its path, size and modification time)
-    and the copy's own size and modification time."""
+def note_source(copy: str, path: str, made_by: str | None = None) -> None:
+    """Record beside a finished copy which input it was made from (its path, size and modification time),
+    the copy's own size and modification time, and what made it (`made_by`, for a conversion)."""
     stat, made = os.stat(path), os.stat(copy)
     note = {
         "source": os.path.abspath(path),
@@ -126,19 +126,20 @@ def note_source(copy: str, path: str) -> None:
         "mtime_ns": stat.st_mtime_ns,
         "copy_size": made.st_size,
         "copy_mtime_ns": made.st_mtime_ns,
-    }
+    } | ({"made_by": made_by} if made_by else {})
     write_atomically(copy + NOTE_SUFFIX, lambda out: out.write(json.dumps(note).encode()))
 
 
-def is_intact(copy: str, size: int | None = None) -> bool:
+def is_intact(copy: str, size: int | None = None, made_by: str | None = None) -> bool:
     """True when `copy` is there as gtool wrote it: the size and modification time its note recorded (and
-    `size`, when given). A note of an earlier version, without them, vouches for any copy of that size."""
+    `size`, when given), made by `made_by` when given (a conversion that has changed since is made again).
+    A note of an earlier version, without size and time, vouches for any copy of that size."""
     note = read_note(Path(copy))
     try:
         stat = os.stat(copy)
     except OSError:
         return False
-    if note is None or size not in (None, stat.st_size):
+    if note is None or size not in (None, stat.st_size) or made_by not in (None, note.get("made_by")):
         return False
     noted = note.get("copy_size", stat.st_size), note.get("copy_mtime_ns", stat.st_mtime_ns)
     return noted == (stat.st_size, stat.st_mtime_ns)
@@ -156,14 +157,14 @@ def note_reuse(copy: str, path: str) -> None:
         stat.st_mtime_ns,
     ) or "copy_mtime_ns" not in note:
         with contextlib.suppress(OSError):
-            note_source(copy, path)
+            note_source(copy, path, note.get("made_by"))
 
 
-def reused(copy: str, path: str, where: str, size: int | None = None) -> bool:
-    """Whether an intact copy of input `path` is at `copy` (of `size` bytes, when given): then it is held,
-    its note renewed and its reuse recorded (as that of `where`)."""
+def reused(copy: str, path: str, where: str, size: int | None = None, made_by: str | None = None) -> bool:
+    """Whether an intact copy of input `path` is at `copy` (of `size` bytes, by `made_by`: is_intact): then
+    it is held, its note renewed and its reuse recorded (as that of `where`)."""
     record = recorded()
-    if not (is_intact(copy, size) and record.hold(copy)):
+    if not (is_intact(copy, size, made_by) and record.hold(copy)):
         return False
     note_reuse(copy, path)
     record.reuse(where, os.path.getsize(copy))
@@ -196,23 +197,28 @@ def making_copies_of(inputs: Iterable[str]) -> Iterator[None]:
 
 
 def work_copy(
-    workdir: str, path: str, suffix: str, write: Callable[[BinaryIO], None], size: int | None = None
+    workdir: str,
+    path: str,
+    suffix: str,
+    write: Callable[[BinaryIO], None],
+    size: int | None = None,
+    made_by: str | None = None,
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
-    its note; the folder, and its free space against `size` when known, checked first; a run making it
-    already waited for: making_copies_of), reused by later runs while intact; held by this run
-    (Preparation.hold) either way, a new one from before its rename."""
+    its note, which names `made_by`; the folder, and its free space against `size` when known, checked
+    first; a run making it already waited for: making_copies_of), reused by later runs while intact and
+    made by `made_by`; held by this run (Preparation.hold) either way, a new one from before its rename."""
     dest = work_copy_path(workdir, path, suffix)
-    if reused(dest, path, path):
+    if reused(dest, path, path, made_by=made_by):
         return dest
     with making_copies_of([path]):
-        if reused(dest, path, path):
+        if reused(dest, path, path, made_by=made_by):
             return dest
         make_way(dest, path)
         check_room(Path(workdir), size or 0, f"converting {path}")
         start = time.perf_counter()
         write_atomically(dest, write, recorded().hold)
-        note_source(dest, path)
+        note_source(dest, path, made_by)
         recorded().made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 
@@ -244,7 +250,7 @@ def entry_state(copy: Path, note: dict) -> str:
 
 
 NOTE_TYPES = {"source": str, "size": int, "mtime_ns": int}
-"""What a note must hold (and `copy_size`, `copy_mtime_ns`, when there, are ints too)."""
+"""What a note must hold (and `copy_size`, `copy_mtime_ns`, when there, are ints too; `made_by` a str)."""
 
 
 def read_note(copy: Path) -> dict | None:
@@ -257,7 +263,8 @@ def read_note(copy: Path) -> dict | None:
         return None
     if not isinstance(note, dict):
         return None
-    types = NOTE_TYPES | {key: int for key in ("copy_size", "copy_mtime_ns") if key in note}
+    present = {"copy_size": int, "copy_mtime_ns": int, "made_by": str}
+    types = NOTE_TYPES | {key: kind for key, kind in present.items() if key in note}
     return note if all(isinstance(note.get(key), kind) for key, kind in types.items()) else None
 
 

@@ -391,9 +391,9 @@ def test_a_new_copy_is_held_before_it_is_renamed_into_place(
     np.savez_compressed(features, features=np.ones((4, 2), dtype=np.float32))
     left, note = [], entries.note_source
 
-    def clear_then_note(copy: str, path: str) -> None:
+    def clear_then_note(copy: str, path: str, made_by: str | None = None) -> None:
         left.append(len(entries.remove_entries(entries.list_entries(cache))[1]))
-        note(copy, path)
+        note(copy, path, made_by)
 
     monkeypatch.setattr(entries, "note_source", clear_then_note)
     monkeypatch.setattr(extraction, "note_source", clear_then_note)
@@ -578,3 +578,24 @@ def test_a_leading_tilde_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.
     assert entries.cache_folder("~/given", None).path == tmp_path / "given"
     monkeypatch.delenv("GTOOL_CACHE")
     assert entries.cache_folder(None, "~/data").path == tmp_path / "data" / "gtool-cache"
+
+
+def test_a_conversion_another_version_made_is_made_again(tmp_path: Path) -> None:
+    """A copy whose note names another conversion (or none: an earlier gtool's) is made again; one made
+    by this conversion is reused, also after a moved input renewed its note; both list as current."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    written = []
+
+    def make(source: Path, made_by: str | None) -> None:
+        entries.work_copy(
+            str(cache), str(source), ".npy", lambda out: written.append(out.write(b"x")), 1, made_by
+        )
+
+    make(edges, None)
+    assert len(written) == 1 and [e.state for e in entries.list_entries(cache)] == ["current"]
+    make(edges, "csv 2")
+    (tmp_path / "moved").mkdir()
+    moved = edges.rename(tmp_path / "moved" / edges.name)
+    make(moved, "csv 2")
+    make(moved, "csv 2")
+    assert len(written) == 2 and [e.state for e in entries.list_entries(cache)] == ["current"]
