@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from gtool.errors import GtoolError, InterruptedWhenDone, Terminated
+from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,11 +36,11 @@ def reports_errors(command: F) -> F:
             )
             raise typer.Exit(0) from None
         except Terminated:
-            console.print("[bold red]terminated[/]")
+            console.print(f"[bold red]{ENDED_BY[signal.SIGTERM]}[/]")
             raise typer.Exit(128 + signal.SIGTERM) from None
         except KeyboardInterrupt:
-            console.print("[bold red]interrupted[/]")
-            raise typer.Exit(130) from None
+            console.print(f"[bold red]{ENDED_BY[signal.SIGINT]}[/]")
+            raise typer.Exit(128 + signal.SIGINT) from None
         except EOFError as exc:  # typer would print only "Aborted." (it takes it for a prompt's end of input)
             raise RuntimeError(f"unexpected end of data: {exc}") from exc
 

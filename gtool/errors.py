@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 
 class GtoolError(Exception):
     """Base class of every error gtool reports to a user (printed without a traceback)."""
@@ -44,6 +46,10 @@ class DamagedChunkError(StoreError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: the run unwinds as after Ctrl-C, cleaning up what it wrote."""
+
+
+ENDED_BY: dict[int, str] = {signal.SIGTERM: "terminated", signal.SIGINT: "interrupted"}
+"""The last word of a command that SIGTERM or SIGINT ended (its exit status is then 128 + the signal)."""
 
 
 class InterruptedWhenDone(KeyboardInterrupt):

@@ -123,6 +123,7 @@ def shard(
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
     check_options(options)
+    check_outside_output(output, options)
     try:
         with Interrupts() as interrupts, output_lock(output) as lock:
             if lock is not None:
@@ -133,6 +134,23 @@ def shard(
         if error is not None:
             raise error from None
         raise
+
+
+def check_outside_output(output: str, options: ShardOptions) -> None:
+    """Refuse a --spill-dir or cache folder that is the local output or inside it: publishing the store
+    replaces that path (the run would fail taking the folder it made itself for another program's)."""
+    if is_url(output):
+        return
+    store = Path(os.path.abspath(local_path(output)))
+    cache = cache_dir(options)
+    folders = [("--spill-dir", options.spill_dir)] + ([(cache.origin, str(cache.path))] if cache else [])
+    for what, folder in folders:
+        path = Path(os.path.abspath(folder)) if folder else None
+        if path is not None and (path == store or store in path.parents):
+            raise GtoolError(
+                f"{folder} ({what}): is the output store {output} or inside it, which publishing the store "
+                "replaces: give a folder outside the output"
+            )
 
 
 def run_places(output: str, options: ShardOptions) -> dict[str, str]:

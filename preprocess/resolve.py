@@ -7,12 +7,20 @@ about 75 MB that a generator run (and its memory budget) should not pay for.
 
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 
-from gtool.errors import InputError
+from gtool.errors import GtoolError, InputError
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.generators import parse_generator
+
+WHAT_SOURCE_IS = (
+    "SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/.parquet, optionally .gz), an OGB or Planetoid "
+    "directory, a dataset name (cora, citeseer, pubmed, arxiv, products, papers100m) or a generator "
+    "(rmat:SCALE[:EDGEFACTOR], grid:RxC)"
+)
 
 
 def is_planetoid_dir(path: Path) -> bool:
@@ -21,6 +29,8 @@ def is_planetoid_dir(path: Path) -> bool:
 
 def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
     """The source a user named, or an InputError saying what SOURCE may be."""
+    if not spec.strip():
+        raise GtoolError(f"SOURCE is empty ({spec!r}: an unset variable?); {WHAT_SOURCE_IS}")
     generated = parse_generator(spec)
     if generated is not None:
         return generated
@@ -47,8 +57,17 @@ def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
     if path.is_dir() or known_dataset(spec) is not None:
         return open_ogb(spec, options.root)
     raise InputError(
-        spec,
-        "no such file or directory, and not a source name; SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/"
-        ".parquet, optionally .gz), an OGB or Planetoid directory, a dataset name (cora, citeseer, pubmed, "
-        "arxiv, products, papers100m) or a generator (rmat:SCALE[:EDGEFACTOR], grid:RxC)",
+        spec, f"no such file or directory, and not a source name{close_name(spec)}; {WHAT_SOURCE_IS}"
     )
+
+
+def close_name(spec: str) -> str:
+    """' (did you mean NAME?)' with the dataset name nearest to a mistyped one (papers100, arxv), else ''."""
+    from gtool.preprocess.sources.ogb.layout import master_rows, short_name
+    from gtool.preprocess.sources.planetoid.download import NAMES
+
+    if not re.fullmatch(r"[\w-]+", spec):
+        return ""
+    names = [*NAMES, *(short_name(name) for name in master_rows()[""])]
+    close = difflib.get_close_matches(short_name(spec), names, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""

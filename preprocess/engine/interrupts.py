@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from gtool.errors import InterruptedWhenDone, Terminated
+from gtool.errors import ENDED_BY, InterruptedWhenDone, Terminated
 
 if TYPE_CHECKING:
     from sys import UnraisableHookArgs
@@ -122,11 +122,12 @@ class Interrupts:
         self.abandon(signum)
 
     def abandon(self, signum: int) -> None:
-        """Run the cleanups and exit with the signal's status (with 0, saying so, once the work is done)."""
+        """Run the cleanups and exit with the signal's status, saying so as an unwound run does (with 0,
+        saying that, once the work is done)."""
         for cleanup in reversed(self.cleanups):
             with contextlib.suppress(Exception):
                 cleanup()
-        if self.done is not None:
-            with contextlib.suppress(OSError):
-                os.write(2, f"notice: {self.after_done(signum)}\n".encode())
+        said = f"notice: {self.after_done(signum)}" if self.done is not None else ENDED_BY[signum]
+        with contextlib.suppress(OSError):
+            os.write(2, f"{said}\n".encode())
         os._exit(0 if self.done is not None else 128 + signum)

@@ -28,8 +28,9 @@ STORAGE_FAILURES = {
 }
 """OS errors that are the storage's, not gtool's: reported as one line, not a traceback."""
 DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
-SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
-"""numpy's OSError (no errno) when a file took fewer bytes than written to it (a full device)."""
+SHORT_WRITE = re.compile(r"\d+ requested and \d+ written|Not enough free space to write \d+ bytes")
+"""numpy's OSErrors (no errno) when a file took fewer bytes than written to it, or `tofile` found no room
+for them (a full device)."""
 
 
 def is_url(location: str) -> bool:

@@ -153,10 +153,15 @@ class NpzMember:
         mapped = np.memmap(self.path, dtype=self.dtype, mode="r", offset=offset, shape=shape, order=order)
         return mapped if self.shape else mapped.reshape(())
 
-    def extract(self, dest_path: str, done: Callable[[int], None] | None = None) -> str:
+    def extract(
+        self,
+        dest_path: str,
+        done: Callable[[int], None] | None = None,
+        before_rename: Callable[[str], object] | None = None,
+    ) -> str:
         """Stream the member, decompressing in bounded pieces, into a standalone .npy file; returns it.
 
-        `done(n)` is called as each n bytes are written."""
+        `done(n)` is called as each n bytes are written; `before_rename` as write_atomically's."""
 
         def copy(out: IO[bytes]) -> None:
             with stream_errors(self.where):
@@ -165,7 +170,7 @@ class NpzMember:
                     if done is not None:
                         done(len(piece))
 
-        return write_atomically(dest_path, copy)
+        return write_atomically(dest_path, copy, before_rename)
 
     def pieces(self) -> Iterator[bytes]:
         """The member's content (the whole .npy file) in decompressed pieces of bounded size."""

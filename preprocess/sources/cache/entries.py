@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,17 +65,19 @@ WRITABLE_FIX = "pass --cache-dir with a folder you can write, or --no-cache"
 
 def cache_folder(cache_dir: str | None, root: str | None) -> CacheFolder:
     """The cache folder: `cache_dir` (--cache-dir), else $GTOOL_CACHE, else ROOT/gtool-cache, ROOT being
-    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from."""
+    `root` (--root), else $GTOOL_DATA, else ./data; with where it came from. A leading ~ is the home folder,
+    as a shell would expand it (one that does not, as in an env file or a quoted value, would otherwise
+    make a folder named ~ wherever gtool runs)."""
     if cache_dir:
-        return CacheFolder(Path(cache_dir), "given by --cache-dir", WRITABLE_FIX)
+        return CacheFolder(Path(cache_dir).expanduser(), "given by --cache-dir", WRITABLE_FIX)
     if environment := os.environ.get("GTOOL_CACHE"):
         return CacheFolder(
-            Path(environment),
+            Path(environment).expanduser(),
             "from $GTOOL_CACHE",
             "set GTOOL_CACHE to a folder you can write (or unset it), pass --cache-dir, or --no-cache",
         )
     return CacheFolder(
-        Path(root or default_root()) / CACHE_FOLDER,
+        Path(root or default_root()).expanduser() / CACHE_FOLDER,
         "the default: ROOT/gtool-cache, ROOT from --root, $GTOOL_DATA or ./data",
         "pass --cache-dir (or set GTOOL_CACHE) with a folder you can write, or --no-cache",
     )
@@ -114,9 +116,9 @@ def make_folder(workdir: str) -> None:
         ) from None
 
 
-def note_source(copy: str, path: str) -> None:
-    """Record beside a finished copy which input it was made from (its path, size and modification time)
-    and the copy's own size and modification time."""
+def note_source(copy: str, path: str, made_by: str | None = None) -> None:
+    """Record beside a finished copy which input it was made from (its path, size and modification time),
+    the copy's own size and modification time, and what made it (`made_by`, for a conversion)."""
     stat, made = os.stat(path), os.stat(copy)
     note = {
         "source": os.path.abspath(path),
@@ -124,19 +126,20 @@ def note_source(copy: str, path: str) -> None:
         "mtime_ns": stat.st_mtime_ns,
         "copy_size": made.st_size,
         "copy_mtime_ns": made.st_mtime_ns,
-    }
+    } | ({"made_by": made_by} if made_by else {})
     write_atomically(copy + NOTE_SUFFIX, lambda out: out.write(json.dumps(note).encode()))
 
 
-def is_intact(copy: str, size: int | None = None) -> bool:
+def is_intact(copy: str, size: int | None = None, made_by: str | None = None) -> bool:
     """True when `copy` is there as gtool wrote it: the size and modification time its note recorded (and
-    `size`, when given). A note of an earlier version, without them, vouches for any copy of that size."""
+    `size`, when given), made by `made_by` when given (a conversion that has changed since is made again).
+    A note of an earlier version, without size and time, vouches for any copy of that size."""
     note = read_note(Path(copy))
     try:
         stat = os.stat(copy)
     except OSError:
         return False
-    if note is None or size not in (None, stat.st_size):
+    if note is None or size not in (None, stat.st_size) or made_by not in (None, note.get("made_by")):
         return False
     noted = note.get("copy_size", stat.st_size), note.get("copy_mtime_ns", stat.st_mtime_ns)
     return noted == (stat.st_size, stat.st_mtime_ns)
@@ -154,28 +157,69 @@ def note_reuse(copy: str, path: str) -> None:
         stat.st_mtime_ns,
     ) or "copy_mtime_ns" not in note:
         with contextlib.suppress(OSError):
-            note_source(copy, path)
+            note_source(copy, path, note.get("made_by"))
+
+
+def reused(copy: str, path: str, where: str, size: int | None = None, made_by: str | None = None) -> bool:
+    """Whether an intact copy of input `path` is at `copy` (of `size` bytes, by `made_by`: is_intact): then
+    it is held, its note renewed and its reuse recorded (as that of `where`)."""
+    record = recorded()
+    if not (is_intact(copy, size, made_by) and record.hold(copy)):
+        return False
+    note_reuse(copy, path)
+    record.reuse(where, os.path.getsize(copy))
+    return True
+
+
+@contextmanager
+def making_copies_of(inputs: Iterable[str]) -> Iterator[None]:
+    """Hold an exclusive lock on each input while copies of it are made, so that a second run missing the
+    same copies waits for the first (saying so) and then reuses them, rather than both writing them (twice
+    the time, and twice the room that each checked alone). An input that cannot be locked (a file system
+    without locks) is not."""
+    fds = []
+    try:
+        for path in sorted(set(inputs)):
+            fds.append(os.open(path, os.O_RDONLY))
+            try:
+                fcntl.flock(fds[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logging.getLogger("gtool").warning(
+                    "notice: waiting for another gtool shard that is making the copies of %s", path
+                )
+                fcntl.flock(fds[-1], fcntl.LOCK_EX)
+            except OSError:
+                pass
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def work_copy(
-    workdir: str, path: str, suffix: str, write: Callable[[BinaryIO], None], size: int | None = None
+    workdir: str,
+    path: str,
+    suffix: str,
+    write: Callable[[BinaryIO], None],
+    size: int | None = None,
+    made_by: str | None = None,
 ) -> str:
     """The copy of `path` in workdir that `suffix` names: written once through `write` (atomically, with
-    its note; the folder, and its free space against `size` when known, checked first), reused by later
-    runs while intact; held by this run (Preparation.hold) either way."""
+    its note, which names `made_by`; the folder, and its free space against `size` when known, checked
+    first; a run making it already waited for: making_copies_of), reused by later runs while intact and
+    made by `made_by`; held by this run (Preparation.hold) either way, a new one from before its rename."""
     dest = work_copy_path(workdir, path, suffix)
-    record = recorded()
-    if is_intact(dest) and record.hold(dest):
-        note_reuse(dest, path)
-        record.reuse(path, os.path.getsize(dest))
+    if reused(dest, path, path, made_by=made_by):
         return dest
-    remove_left_partials(dest, path)
-    check_room(Path(workdir), size or 0, f"converting {path}")
-    start = time.perf_counter()
-    write_atomically(dest, write)
-    note_source(dest, path)
-    record.hold(dest)
-    record.made([path], os.path.getsize(dest), time.perf_counter() - start)
+    with making_copies_of([path]):
+        if reused(dest, path, path, made_by=made_by):
+            return dest
+        make_way(dest, path)
+        check_room(Path(workdir), size or 0, f"converting {path}")
+        start = time.perf_counter()
+        write_atomically(dest, write, recorded().hold)
+        note_source(dest, path, made_by)
+        recorded().made([path], os.path.getsize(dest), time.perf_counter() - start)
     return dest
 
 
@@ -205,14 +249,23 @@ def entry_state(copy: Path, note: dict) -> str:
     return "current" if (stat.st_size, stat.st_mtime_ns) == (note["size"], note["mtime_ns"]) else "stale"
 
 
+NOTE_TYPES = {"source": str, "size": int, "mtime_ns": int}
+"""What a note must hold (and `copy_size`, `copy_mtime_ns`, when there, are ints too; `made_by` a str)."""
+
+
 def read_note(copy: Path) -> dict | None:
-    """The note of a copy, or None when it has none or it cannot be read."""
+    """The note of a copy, or None when it has none, it cannot be read or it holds other things (edited by
+    hand: a source that is no path, a size that is no number)."""
     try:
         with open(str(copy) + NOTE_SUFFIX) as f:
             note = json.load(f)
     except (OSError, ValueError):
         return None
-    return note if isinstance(note, dict) and {"source", "size", "mtime_ns"} <= note.keys() else None
+    if not isinstance(note, dict):
+        return None
+    present = {"copy_size": int, "copy_mtime_ns": int, "made_by": str}
+    types = NOTE_TYPES | {key: kind for key, kind in present.items() if key in note}
+    return note if all(isinstance(note.get(key), kind) for key, kind in types.items()) else None
 
 
 def list_entries(folder: Path) -> list[CacheEntry]:
@@ -238,12 +291,29 @@ def is_written(partial: Path) -> bool:
         grew = time.time() - partial.stat().st_mtime < WRITING_SECONDS
     except FileNotFoundError:
         return False
-    return grew and psutil.pid_exists(int(entry_name(partial)["pid"]))
+    return grew and lives(int(entry_name(partial)["pid"]))
 
 
-def remove_left_partials(copy: str, where: str) -> None:
-    """Before `copy` (of input `where`) is made: remove the temporary files of it and of its note that
-    interrupted runs left (not those being written: is_written), saying so in one line."""
+def lives(pid: int) -> bool:
+    """Whether process `pid` runs: exists and is no zombie (a killed run not yet reaped by its parent,
+    which let go of its locks, so a run waiting for its copies goes on at once)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def make_way(copy: str, where: str) -> None:
+    """Before `copy` (of input `where`) is made: fail when something that is no file has its name (a
+    folder made there by hand, which the finished copy could not replace), and remove the temporary files
+    of it and of its note that interrupted runs left (not those being written: is_written), saying so in
+    one line."""
+    if os.path.lexists(copy) and not os.path.isfile(copy):
+        raise CacheFolderError(
+            os.path.dirname(copy),
+            f"{os.path.basename(copy)} there, where the copy of {where} goes, is not a file",
+            f"remove it (`rm -r {copy}`), or pass another --cache-dir",
+        )
     name = os.path.basename(copy)
     left = [
         p

@@ -30,10 +30,10 @@ from gtool.preprocess.sources.cache.entries import (
     CacheFolder,
     CacheFolderError,
     check_room,
-    is_intact,
-    note_reuse,
+    make_way,
+    making_copies_of,
     note_source,
-    remove_left_partials,
+    reused,
 )
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
@@ -76,24 +76,27 @@ def prepare_source(
 
 def extract_members(jobs: list[tuple[NpzMember, str]]) -> None:
     """Extract each member to its destination, unless an intact copy is already there (entries.is_intact,
-    of the size its zip entry declares).
-
-    The temporary files of a missing copy that interrupted runs left are removed first (see
-    entries.remove_left_partials), then the free space for the missing copies is checked (an error names
-    the folder, what is needed and what is free); then the members are extracted in parallel, one thread
-    each."""
-    record = recorded()
-    missing = []
-    for member, dest in jobs:
-        if is_intact(dest, member.info.file_size) and record.hold(dest):
-            note_reuse(dest, member.path)
-            record.reuse(member.where, member.info.file_size)
-        else:
-            missing.append((member, dest))
+    of the size its zip entry declares), or another run that was making it made it meanwhile (the inputs
+    of missing copies are locked while they are made: entries.making_copies_of)."""
+    missing = [(m, dest) for m, dest in jobs if not reused(dest, m.path, m.where, m.info.file_size)]
     if not missing:
         return
+    with making_copies_of(member.path for member, _ in missing):
+        missing = [(m, dest) for m, dest in missing if not reused(dest, m.path, m.where, m.info.file_size)]
+        if missing:
+            extract_missing(missing)
+
+
+def extract_missing(missing: list[tuple[NpzMember, str]]) -> None:
+    """Extract the members whose copies are missing.
+
+    A missing copy's name taken by something that is no file is refused, and the temporary files of it
+    that interrupted runs left are removed, first (see entries.make_way); then the free space for the
+    missing copies is checked (an error names the folder, what is needed and what is free); then the
+    members are extracted in parallel, one thread each."""
+    record = recorded()
     for member, dest in missing:
-        remove_left_partials(dest, member.where)
+        make_way(dest, member.where)
     names = ", ".join(member.where for member, _ in missing)
     for folder in {os.path.dirname(dest) for _, dest in missing}:
         need = sum(m.info.file_size for m, dest in missing if os.path.dirname(dest) == folder)
@@ -118,8 +121,9 @@ class Stopped(Exception):
 
 
 def extract_one(member: NpzMember, dest: str, record: Preparation, stop: threading.Event) -> None:
-    """Extract one member, advancing a progress bar of its own (the record's), then note and hold the copy
-    (so a run stopped later keeps it for the next); give up (leaving no copy) once `stop` is set."""
+    """Extract one member, advancing a progress bar of its own (the record's), holding the copy from before
+    it is renamed into place (`gtool cache clear` never finds it unheld) and noting it (so a run stopped
+    later keeps it for the next); give up (leaving no copy) once `stop` is set."""
     bars = record.progress
     bar = None if bars is None else bars.add_task(f"extract {member.key}", total=member.info.file_size)
 
@@ -129,6 +133,5 @@ def extract_one(member: NpzMember, dest: str, record: Preparation, stop: threadi
         if bars is not None and bar is not None:
             bars.advance(bar, n)
 
-    member.extract(dest, done)
+    member.extract(dest, done, record.hold)
     note_source(dest, member.path)
-    record.hold(dest)

@@ -8,6 +8,11 @@ from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.cache.entries import work_copy
 from gtool.preprocess.sources.ogb.csvfiles import npy_from_csv
 
+CSV_CONVERSION = "ogb-csv 2"
+"""What converts an OGB CSV file to a .npy, named in the copy's note: a copy another conversion made (an
+earlier gtool's, which read a 3-column edge list as 2 columns) is made again. Change it when the
+conversion's output or checks change."""
+
 
 def materialize(
     array: ArrayRef | None,
@@ -25,4 +30,4 @@ def materialize(
         return array.prepared(workdir)
     write = npy_from_csv(csv, shape, dtype, expected=expected, edges=edges)
     size = shape[0] * shape[1] * np.dtype(dtype).itemsize
-    return ArrayRef(work_copy(workdir, csv, ".npy", write, size))
+    return ArrayRef(work_copy(workdir, csv, ".npy", write, size, CSV_CONVERSION))

@@ -21,8 +21,8 @@ _FIELDS = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 def first_line_values(path: str) -> int:
     """Number of comma-separated values on the first line of a (gzipped) CSV file (0 if it is empty)."""
     try:
-        with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
-            first = f.readline().strip()
+        with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+            first = f.readline().decode().strip()
     except (OSError, EOFError, zlib.error) as e:
         raise InputError(path, f"cannot read the file ({e})") from None
     except UnicodeDecodeError:
@@ -36,6 +36,15 @@ def count_columns(path: str) -> int:
     if not columns:
         raise InputError(path, "expected comma-separated numbers, found an empty first line", line=1)
     return columns
+
+
+def check_first_line(path: str, columns: int) -> None:
+    """Fail when the first line has more values than `columns` (pandas would drop the extra ones: a
+    3-column edge list read as 2 columns loses its third silently); fewer are caught as missing values."""
+    found = first_line_values(path)
+    if found > columns:
+        wanted = "one value per line" if columns == 1 else f"{columns} comma-separated values per line"
+        raise InputError(path, f"expected {wanted}, found {found} comma-separated values", line=1)
 
 
 def _check_rows(bad: np.ndarray, path: str, line: int, problem: str) -> None:
@@ -72,8 +81,10 @@ def iter_csv_blocks(
     """(line number of the block's first row, rows x columns block) for consecutive blocks of the file.
 
     Integer files come back as int64 (float64 when `allow_nan` and a block has missing values), others
-    as float64; a malformed value raises InputError naming the file and line.
+    as float64; a malformed value, or a line of more or fewer values, raises InputError naming the file and
+    line.
     """
+    check_first_line(path, columns)
     rows = max(1, BLOCK_BYTES // (8 * columns))
     line = 1
     try:
@@ -105,9 +116,6 @@ def iter_csv_blocks(
 
 def read_csv_column(path: str, *, integer: bool, allow_nan: bool = False) -> np.ndarray:
     """A one-value-per-line file as a 1D array (value i is on line i + 1: blank lines are refused)."""
-    columns = first_line_values(path)
-    if columns > 1:
-        raise InputError(path, f"expected one value per line, found {columns} comma-separated values", line=1)
     parts = [block[:, 0] for _, block in iter_csv_blocks(path, 1, integer=integer, allow_nan=allow_nan)]
     if not parts:
         return np.zeros(0, dtype=np.int64 if integer else np.float64)

@@ -84,7 +84,7 @@ def line_of_row(data: bytes, row: int) -> int:
 
 def show(token: bytes) -> str:
     """A token as text for a message."""
-    return token.decode("latin-1")
+    return token.decode("utf-8", "backslashreplace")
 
 
 def whole_number(token: bytes) -> int:

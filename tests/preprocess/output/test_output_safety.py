@@ -168,8 +168,9 @@ def test_a_leftover_old_store_is_removed_or_put_back(
         OSError(errno.ENOSPC, "No space left on device", "x/c.0"),
         OSError(errno.EROFS, "Read-only file system", "x/.s.zarr.lock"),
         OSError("16384 requested and 4080 written"),
+        OSError("Not enough free space to write 16777216 bytes after offset 128"),
     ],
-    ids=["disk-full", "read-only", "short-write"],
+    ids=["disk-full", "read-only", "short-write", "tofile-no-room"],
 )
 def test_storage_failures_are_one_error_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: OSError
@@ -349,12 +350,14 @@ def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The first signal raises in the main thread; where Python drops that exception the watchdog (here
-    called at once) or a second signal runs the cleanups, last registered first, and exits."""
+    called at once) or a second signal runs the cleanups, last registered first, and exits, saying why as
+    an unwound run does."""
     from gtool.errors import Terminated
     from gtool.preprocess.engine import interrupts
 
-    exits, done = [], []
+    exits, done, said = [], [], []
     monkeypatch.setattr(interrupts.os, "_exit", exits.append)
+    monkeypatch.setattr(interrupts.os, "write", lambda fd, data: said.append((fd, data)))
     monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
     with interrupts.Interrupts() as watch:
         watch.on_abandon(lambda: done.append("lock"))
@@ -364,9 +367,9 @@ def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
         assert done == [] and exits == []
         with pytest.raises(Terminated):  # (os._exit returned: it is a stand-in)
             watch.handle(signal.SIGTERM, None)
-        assert done == ["partial", "lock"] and exits == [143]
+        assert done == ["partial", "lock"] and exits == [143] and said == [(2, b"terminated\n")]
         # the watchdog's own path ends the same way
         monkeypatch.setattr(interrupts.time, "sleep", lambda seconds: None)
         watch.abandon_later(signal.SIGINT)
-        assert exits == [143, 130]
+        assert exits == [143, 130] and said[1:] == [(2, b"interrupted\n")]
     assert signal.getsignal(signal.SIGTERM) is not watch.handle

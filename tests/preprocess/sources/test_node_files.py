@@ -73,6 +73,9 @@ def test_text_labels(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="got 'cat'") as info:
         load_labels(str(tmp_path / "word.txt"), 2)
     assert info.value.line == 2
+    (tmp_path / "wide.txt").write_text("1\n\uff12\n", encoding="utf-8")  # a full-width 2: shown as such
+    with pytest.raises(InputError, match="got '\uff12'"):
+        load_labels(str(tmp_path / "wide.txt"), 3)
 
 
 @pytest.mark.parametrize(

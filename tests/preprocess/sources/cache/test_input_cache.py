@@ -6,7 +6,9 @@ by what `gtool cache --help` says."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess import pipeline
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache import entries, extraction
-from gtool.preprocess.sources.cache.record import Preparation
+from gtool.preprocess.sources.cache.record import Preparation, watching
 from gtool.preprocess.sources.fileinfo import MIB
 from gtool.preprocess.sources.npzmember import NpzMember
 from tests.preprocess.sources.ogb.test_ogb import write_binary
@@ -80,12 +82,12 @@ def test_members_are_extracted_side_by_side(
     active, most = set(), []
     extract = NpzMember.extract
 
-    def watched(self: NpzMember, dest: str, done=None) -> str:
+    def watched(self: NpzMember, dest: str, done=None, before_rename=None) -> str:
         active.add(self.key)
         most.append(len(active))
         time.sleep(0.2)
         try:
-            return extract(self, dest, done)
+            return extract(self, dest, done, before_rename)
         finally:
             active.discard(self.key)
 
@@ -347,11 +349,11 @@ def test_copies_a_failed_run_finished_are_kept_for_the_next(
 ) -> None:
     cache, extract, calls = tmp_path / "cache", NpzMember.extract, []
 
-    def third_fails(self: NpzMember, dest: str, done=None) -> str:
+    def third_fails(self: NpzMember, dest: str, done=None, before_rename=None) -> str:
         calls.append(self.key)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return extract(self, dest, done)
+        return extract(self, dest, done, before_rename)
 
     monkeypatch.setattr(NpzMember, "extract", third_fails)
     monkeypatch.setattr(extraction, "available_cores", lambda: 1)
@@ -379,6 +381,70 @@ def test_clear_leaves_the_copies_a_running_shard_holds(tmp_path: Path) -> None:
     assert "removed 1 copies" in cache_cli(cache, "clear") and list(cache.iterdir()) == []
 
 
+def test_a_new_copy_is_held_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gtool cache clear` between a copy's rename and its note (gunzipped or extracted) finds it held and
+    leaves it, where it removed it before (and the run failed on the copy it had just made)."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    features = tmp_path / "x.npz"
+    np.savez_compressed(features, features=np.ones((4, 2), dtype=np.float32))
+    left, note = [], entries.note_source
+
+    def clear_then_note(copy: str, path: str, made_by: str | None = None) -> None:
+        left.append(len(entries.remove_entries(entries.list_entries(cache))[1]))
+        note(copy, path, made_by)
+
+    monkeypatch.setattr(entries, "note_source", clear_then_note)
+    monkeypatch.setattr(extraction, "note_source", clear_then_note)
+    with watching() as record:
+        entries.work_copy(str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n"))
+        member = NpzMember(str(features), "features")
+        extraction.extract_members(
+            [(member, entries.work_copy_path(str(cache), str(features), ".features.npy"))]
+        )
+    record.close()
+    assert left == [1, 2] and [e.state for e in entries.list_entries(cache)] == ["current"] * 2
+
+
+def test_a_run_missing_copies_another_is_making_waits_and_reuses_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two runs that start together on one input: the second waits while the first holds the input, then
+    reuses the copy the first made, instead of writing its own beside it."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    copy = entries.work_copy_path(str(cache), str(edges), ".plain")
+    written, made = [], []
+
+    def write(out) -> None:
+        written.append(out.write(b"0 1\n"))
+
+    second = threading.Thread(
+        target=lambda: made.append(entries.work_copy(str(cache), str(edges), ".plain", write))
+    )
+    with entries.making_copies_of([str(edges)]):
+        second.start()
+        time.sleep(0.2)
+        assert second.is_alive()
+        Path(copy).write_bytes(b"0 1\n")
+        entries.note_source(copy, str(edges))
+    second.join(timeout=10)
+    assert made == [copy] and written == []
+    assert f"notice: waiting for another gtool shard that is making the copies of {edges}" in caplog.text
+
+
+def test_a_temporary_file_of_a_killed_run_not_yet_reaped_is_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zombie has let go of its locks: a run that waited for it must not take its file for one being
+    written (and leave it)."""
+    partial = tmp_path / f"x.npz.0123456789abcdef.a.npy.partial-{os.getpid()}"
+    partial.write_bytes(b"cut")
+    assert entries.is_written(partial)
+    monkeypatch.setattr(entries.psutil.Process, "status", lambda process: entries.psutil.STATUS_ZOMBIE)
+    assert not entries.is_written(partial)
+
+
 def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
     assert "no such folder: nothing is cached there" in cache_cli(tmp_path / "typo", "list")
     (tmp_path / "f.npy").write_bytes(b"x")
@@ -394,6 +460,16 @@ def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
 def test_an_empty_folder_option_is_refused(tmp_path: Path, flag: str) -> None:
     result = CliRunner().invoke(app, ["shard", "rmat:8:4", "-o", str(tmp_path / "s.zarr"), flag, "", "-q"])
     assert result.exit_code == 2 and f"error: {flag} is empty" in result.output
+
+
+def test_a_spill_or_cache_folder_in_the_output_is_refused(tmp_path: Path) -> None:
+    """Publishing the store replaces the output's path: a folder there is refused up front, not reported
+    as made 'by another program' once the run is over."""
+    store = tmp_path / "s.zarr"
+    for flag, folder in (("--cache-dir", store), ("--spill-dir", store / "spill")):
+        result = CliRunner().invoke(app, ["shard", "rmat:8:4", "-o", str(store), flag, str(folder), "-q"])
+        assert result.exit_code == 2 and f"error: {folder} (" in result.output, result.output
+        assert "is the output store" in result.output and not store.exists()
 
 
 def test_a_copy_made_again_removes_the_temporary_files_interrupted_runs_left(
@@ -467,3 +543,59 @@ def test_every_error_about_the_cache_folder_says_where_it_came_from(
 
     monkeypatch.setattr(entries.tempfile, "TemporaryFile", refused)
     assert f"error: {folder} ({origin}" in error(*shard) and "cannot be written" in error(*shard)
+
+
+def test_hand_edited_notes_and_a_folder_in_a_copys_place(tmp_path: Path) -> None:
+    """A note edited into other types (a source that is no path, a size that is no number) is no note: its
+    copy is 'unknown' (`gtool cache list` does not fail) and made again; a folder under a copy's name is an
+    error naming it, not a traceback."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+
+    def make() -> Path:
+        return Path(entries.work_copy(str(cache), str(edges), ".plain", lambda out: out.write(b"0 1\n")))
+
+    copy = make()
+    note = Path(f"{copy}{entries.NOTE_SUFFIX}")
+    for edit in ({"source": None}, {"source": 3}, {"size": "12"}, {"copy_mtime_ns": 1.5}):
+        note.write_text(json.dumps({**json.loads(note.read_text()), **edit}))
+        assert "unknown" in cache_cli(cache, "list")
+        make()
+        assert [e.state for e in entries.list_entries(cache)] == ["current"]
+    copy.unlink()
+    note.unlink()
+    copy.mkdir()
+    in_the_way = f"{copy.name} there, where the copy of .* is not a file"
+    with pytest.raises(entries.CacheFolderError, match=in_the_way):
+        make()
+
+
+def test_a_leading_tilde_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """~ in --cache-dir, $GTOOL_CACHE or ROOT left unexpanded (an env file, a quoted value) is the home
+    folder, not a folder named ~ wherever gtool runs."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GTOOL_CACHE", "~/env-cache")
+    assert entries.cache_folder(None, None).path == tmp_path / "env-cache"
+    assert entries.cache_folder("~/given", None).path == tmp_path / "given"
+    monkeypatch.delenv("GTOOL_CACHE")
+    assert entries.cache_folder(None, "~/data").path == tmp_path / "data" / "gtool-cache"
+
+
+def test_a_conversion_another_version_made_is_made_again(tmp_path: Path) -> None:
+    """A copy whose note names another conversion (or none: an earlier gtool's) is made again; one made
+    by this conversion is reused, also after a moved input renewed its note; both list as current."""
+    cache, edges = tmp_path / "cache", gzipped_edges(tmp_path)
+    written = []
+
+    def make(source: Path, made_by: str | None) -> None:
+        entries.work_copy(
+            str(cache), str(source), ".npy", lambda out: written.append(out.write(b"x")), 1, made_by
+        )
+
+    make(edges, None)
+    assert len(written) == 1 and [e.state for e in entries.list_entries(cache)] == ["current"]
+    make(edges, "csv 2")
+    (tmp_path / "moved").mkdir()
+    moved = edges.rename(tmp_path / "moved" / edges.name)
+    make(moved, "csv 2")
+    make(moved, "csv 2")
+    assert len(written) == 2 and [e.state for e in entries.list_entries(cache)] == ["current"]

@@ -32,6 +32,7 @@ def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
         ("1,2\n3,4\n5,6\n\n", "missing value", 4),
         ("1,2\n3,4\n5\n", "missing value", 3),
         ("1,2\n3,4\n5,6,7\n", "expected 2 comma-separated values, found 3", 3),
+        ("1,2,7\n3,4,7\n", "expected 2 comma-separated values per line, found 3", 1),
         ("1,2\n3,4.5\n", "expected an integer", 2),
     ],
 )

@@ -11,7 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gtool.cli.main import app
-from gtool.errors import InputError
+from gtool.errors import GtoolError, InputError
+from gtool.preprocess.options import ShardOptions
+from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
 from gtool.preprocess.sources.ogb.layout import known_dataset, master_rows
 from gtool.preprocess.sources.ogb.source import open_ogb
@@ -117,6 +119,23 @@ def test_mag_by_name_and_path_names_the_reason_without_downloading(
 def test_name_forms(spec: str) -> None:
     info = known_dataset(spec)
     assert info is not None and info.name == "ogbn-papers100M" and info.refusal() is None
+
+
+def test_a_mistyped_name_gets_the_nearest_and_an_empty_source_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    expected = {
+        "papers100": "(did you mean papers100m?)",
+        "ogbn_Prodcts": "(did you mean products?)",
+        "pubmd": "(did you mean pubmed?)",
+        "xyz": "xyz: no such file or directory, and not a source name; SOURCE is",
+        "cora.txt": "cora.txt: no such file or directory, and not a source name; SOURCE is",
+        "": "SOURCE is empty ('': an unset variable?); SOURCE is an edge file",
+    }
+    for spec, message in expected.items():
+        with pytest.raises(GtoolError, match=re.escape(message)):
+            resolve_source(spec, ShardOptions())
 
 
 def test_existing_folder_wins_over_the_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
