@@ -16,6 +16,7 @@ from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
 from gtool.errors import Terminated
+from gtool.preprocess.engine import interrupts
 from gtool.trainer import run
 
 
@@ -52,6 +53,7 @@ def test_sigterm_during_verify_says_so_and_exits_143(monkeypatch) -> None:
     def signalled(*args) -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # handled in this (the main) thread before kill returns
 
+    monkeypatch.setattr(interrupts, "GRACE_SECONDS", 1e6)  # its watchdog would end pytest itself
     monkeypatch.setattr(verify_command, "open_store", lambda path: SimpleNamespace())
     monkeypatch.setattr(verify_command, "store_arrays", lambda store: {})
     monkeypatch.setattr(verify_command, "verify_store", signalled)
