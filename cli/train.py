@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from gtool.errors import GtoolError, Terminated
+from gtool.errors import ENDED_BY, GtoolError, Terminated
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import open_store
@@ -86,6 +87,8 @@ def train(
         console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt as interrupt:
-        what, status = ("terminated", 143) if isinstance(interrupt, Terminated) else ("interrupted", 130)
-        console.print(f"[bold red]{what}[/]: the latest complete checkpoint (if any) can be resumed")
-        raise typer.Exit(status) from None
+        signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+        console.print(
+            f"[bold red]{ENDED_BY[signum]}[/]: the latest complete checkpoint (if any) can be resumed"
+        )
+        raise typer.Exit(128 + signum) from None

@@ -53,7 +53,7 @@ def layer_balance(
     balance = []
     for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices)):
         bands = (grid.dims[first.row_axis], grid.dims[first.roles[1]])
-        rank_nnz = np.array([per_rank[layer].nnz for per_rank in shards], dtype=np.int64)
+        rank_nnz = shards.nnz[:, layer]
         balance.append(LayerBalance(layer, first.matrix, bands, rank_nnz))
     return balance
 

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Ranks = TypeVar("Ranks", int, "np.ndarray")
+"""A rank number, or an integer array of them."""
 
 AXES = ("x", "y", "z")
 DEFAULT_PLACEMENT = "zyx"
@@ -55,7 +62,11 @@ class ProcessGrid:
         """(x, y, z) of a rank."""
         if not 0 <= rank < self.size:
             raise ValueError(f"rank {rank} outside a grid of {self.size} processes")
-        x, y, z = ((rank // s) % g for s, g in zip(self.strides, self.dims, strict=True))
+        return self.coords_of(rank)
+
+    def coords_of(self, ranks: Ranks) -> tuple[Ranks, Ranks, Ranks]:
+        """(x, y, z) of a rank, or of each of an integer array of ranks (unchecked)."""
+        x, y, z = ((ranks // s) % g for s, g in zip(self.strides, self.dims, strict=True))
         return x, y, z
 
     def rank(self, x: int, y: int, z: int) -> int:

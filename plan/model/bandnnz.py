@@ -18,7 +18,7 @@ import numpy as np
 
 from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import rank_layers
+from gtool.geometry.layers import layer_matrix, layer_orders, layer_roles, row_axis
 from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store.reader import Store, TileData
 from gtool.store.scan import Progress
@@ -117,42 +117,71 @@ class ShardNnzTable:
             cells.count_crossed(progress)
         return cls(cells)
 
-    def _cell(self, index: int) -> int:
-        return int(np.searchsorted(self.edges, min(index, self.num_nodes)))
+    def _cells(self, indices: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.edges, np.minimum(indices, self.num_nodes))
 
-    def rect_nnz(self, matrix: int, rows: tuple[int, int], cols: tuple[int, int]) -> int:
-        """Nonzeros of A_matrix[rows, cols] (half-open ranges whose ends are band edges)."""
-        r0, r1 = self._cell(rows[0]), self._cell(rows[1])
-        c0, c1 = self._cell(cols[0]), self._cell(cols[1])
+    def band_nnz(
+        self, matrix: int, rows: tuple[np.ndarray, np.ndarray], cols: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
+        """[row range, column range]: nonzeros of A_matrix over every pair of the given ranges (half-open,
+        as (starts, stops); their ends band edges), by 2D prefix sums."""
+        r0, r1 = (self._cells(ends)[:, None] for ends in rows)
+        c0, c1 = (self._cells(ends)[None, :] for ends in cols)
         p = self.prefix[matrix]
-        return round(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0])
+        return np.rint(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]).astype(np.int64)
 
-    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool]) -> list[list[RankShard]]:
-        """[rank][layer]: each rank's adjacency shard of each layer on `grid`, with its nonzeros; `layers`
-        the layers' orders or their number (gtool.geometry.layers.rank_layers)."""
-        memo: dict[tuple, int] = {}
-        shards = []
-        for rank in range(grid.size):
-            per_layer = []
-            for shard in rank_layers(grid, rank, layers, self.num_nodes, self.two_matrices):
-                rows, cols = shard.rows, shard.inputs
-                if shard.key not in memo:
-                    memo[shard.key] = self.rect_nnz(
-                        shard.matrix, (rows.start, rows.stop), (cols.start, cols.stop)
-                    )
-                per_layer.append(RankShard(shard.key, memo[shard.key], rows.size, cols.size))
-            shards.append(per_layer)
-        return shards
+    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool]) -> GridShards:
+        """Every rank's adjacency shard of every layer on `grid`, with its nonzeros; `layers` the layers'
+        orders or their number. A layer's shard is A_m[row band, input band] (gtool.geometry.layers), so
+        its nonzeros are a table over the two band indices, looked up at every rank's coordinates."""
+        orders = layer_orders(layers)
+        coords = grid.coords_of(np.arange(grid.size))
+        nnz, rows, cols, keys = [], [], [], []
+        for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
+            row, col = row_axis(roles, transform_first), roles[1]
+            matrix = layer_matrix(layer) if self.two_matrices else 0
+            row_starts, row_stops, row_size = band_ranges(self.num_nodes, grid.dims[row])
+            col_starts, col_stops, col_size = band_ranges(self.num_nodes, grid.dims[col])
+            table = self.band_nnz(matrix, (row_starts, row_stops), (col_starts, col_stops))
+            nnz.append(table[coords[row], coords[col]])
+            rows.append(np.full(grid.size, row_size))
+            cols.append(np.full(grid.size, col_size))
+            keys.append((matrix, row_size, coords[row], col_size, coords[col]))
+        first = [
+            np.logical_and.reduce([~same_shard(keys[earlier], key) for earlier in range(layer)])
+            if layer
+            else np.ones(grid.size, dtype=bool)
+            for layer, key in enumerate(keys)
+        ]
+        return GridShards(*(np.stack(parts, axis=1) for parts in (nnz, rows, cols, first)))
+
+
+def band_ranges(num_nodes: int, bands: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The real ranges [start, stop) of `bands` equal bands over N indices, and their padded size
+    (gtool.geometry.bands.band of every band index)."""
+    size = band_size(num_nodes, bands)
+    starts = np.arange(bands, dtype=np.int64) * size
+    return np.minimum(starts, num_nodes), np.minimum(starts + size, num_nodes), size
+
+
+def same_shard(a: tuple, b: tuple) -> np.ndarray:
+    """Per rank, whether two layers' shard keys (matrix, row band size and index, column band size and
+    index) name the same shard: equal Bands (gtool.geometry.layers.ShardKey)."""
+    if a[0] != b[0] or a[1] != b[1] or a[3] != b[3]:
+        return np.zeros(len(a[2]), dtype=bool)
+    return (a[2] == b[2]) & (a[4] == b[4])
 
 
 @dataclass(frozen=True)
-class RankShard:
-    """One layer's adjacency shard on one rank: its identity, nonzeros and padded shape."""
+class GridShards:
+    """Every rank's adjacency shard of every layer on a grid, as arrays [rank, layer]: its nonzeros, its
+    padded rows and columns, and whether it is the first layer of the rank to hold that shard (a rank
+    holds each distinct shard once)."""
 
-    key: tuple
-    nnz: int
-    rows: int
-    cols: int
+    nnz: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    first: np.ndarray
 
 
 def grid_band_counts(grids: Iterable[ProcessGrid]) -> set[int]:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gtool.model import ModelConfig
-from gtool.plan.model.bandnnz import RankShard
+from gtool.plan.model.bandnnz import GridShards
 from gtool.plan.model.shapes import LayerShape
 
 INDEX_BYTES = 8
@@ -169,21 +169,16 @@ def parameter_elements(shapes: list[LayerShape], m: ModelConfig) -> int:
     return weights + features
 
 
-def adjacency_bytes(shards: list[RankShard], m: ModelConfig) -> int:
-    """Bytes of a rank's distinct CSR shards and their transposes, as the trainer holds them (a second
+def adjacency_bytes(shards: GridShards, m: ModelConfig) -> np.ndarray:
+    """Bytes of each rank's distinct CSR shards and their transposes, as the trainer holds them (a second
     copy of the values when the training dtype is not the stored float32; row-block pointers with
     --agg-blocks)."""
-    total = 0
-    for shard in {s.key: s for s in shards}.values():
-        pointers = (
-            shard.rows
-            + shard.cols
-            + 2
-            + (shard.rows + shard.cols + 2 * m.agg_blocks if m.agg_blocks > 1 else 0)
-        )
-        values = STORED_VALUE_BYTES + (m.itemsize if m.itemsize != STORED_VALUE_BYTES else 0)
-        total += pointers * INDEX_BYTES + 2 * shard.nnz * (INDEX_BYTES + values)
-    return total
+    pointers = shards.rows + shards.cols + 2
+    if m.agg_blocks > 1:
+        pointers = pointers + shards.rows + shards.cols + 2 * m.agg_blocks
+    values = STORED_VALUE_BYTES + (m.itemsize if m.itemsize != STORED_VALUE_BYTES else 0)
+    per_shard = pointers * INDEX_BYTES + 2 * shards.nnz * (INDEX_BYTES + values)
+    return (per_shard * shards.first).sum(axis=1, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -221,10 +216,10 @@ class MemoryEstimate:
 
 
 def estimate_memory(
-    shapes: list[LayerShape], rank_shards: list[list[RankShard]], m: ModelConfig, classes: int
+    shapes: list[LayerShape], shards: GridShards, m: ModelConfig, classes: int
 ) -> MemoryEstimate:
-    """Per-rank memory of a grid whose ranks hold `rank_shards` ([rank][layer])."""
-    adjacency = [adjacency_bytes(shards, m) for shards in rank_shards]
+    """Per-rank memory of a grid whose ranks hold `shards`."""
+    adjacency = adjacency_bytes(shards, m)
     first, last = shapes[0], shapes[-1]
     features = first.inputs * first.in_cols * STORED_VALUE_BYTES
     if m.itemsize != STORED_VALUE_BYTES:
@@ -232,7 +227,7 @@ def estimate_memory(
     labels = last.rows * (8 + 1 + 3 + 8)
     params = parameter_elements(shapes, m) * m.itemsize
     return MemoryEstimate(
-        adjacency=np.asarray(adjacency, dtype=np.int64),
+        adjacency=adjacency,
         features=features,
         labels=labels,
         parameters=params,

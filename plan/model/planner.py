@@ -177,7 +177,7 @@ def estimate_grid(
     orders = m.orders(widths[0], widths[-1])
     shapes = layer_shapes(grid, table.num_nodes, widths, orders)
     shards = table.rank_shards(grid, orders)
-    nnz = np.array([[s.nnz for s in per_rank] for per_rank in shards], dtype=np.int64)
+    nnz = shards.nnz
     collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
     memory = estimate_memory(shapes, shards, m, classes)
     placements = price_placements(grid, collectives, profile, m.itemsize, request.node_ranks)

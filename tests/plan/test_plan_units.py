@@ -8,8 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import distinct_shards, rank_layers
+from gtool.model import ModelConfig
 from gtool.plan.calibration.microbench import calibrate
-from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
+from gtool.plan.model.bandnnz import CellCounts, GridShards, ShardNnzTable, band_edges
+from gtool.plan.model.memory import adjacency_bytes
 from gtool.plan.model.planner import PlanRequest, layouts
 from gtool.plan.model.profile import ProfileError, load_profile, save_profile
 from gtool.plan.model.shapes import factorizations
@@ -43,7 +47,7 @@ def store(stores: StoreFactory) -> str:
 def rank_nnz(table: ShardNnzTable, dims: tuple[int, int, int], layers: int) -> np.ndarray:
     from gtool.geometry.grid import ProcessGrid
 
-    return np.array([[s.nnz for s in per_rank] for per_rank in table.rank_shards(ProcessGrid(*dims), layers)])
+    return table.rank_shards(ProcessGrid(*dims), layers).nnz
 
 
 @pytest.mark.parametrize("dims", [(1, 1, 1), (2, 1, 1), (3, 2, 1), (2, 2, 2), (1, 5, 2)])
@@ -70,6 +74,44 @@ def test_shard_nonzeros_match_the_blocks_of_the_stored_matrices(
     estimate = ShardNnzTable.of(opened, set(dims))
     assert rank_nnz(estimate, dims, 4).sum(axis=0) == pytest.approx(want.sum(axis=0), abs=4)
     assert estimate.estimated == (dims != (1, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("dims", "placement", "layers"),
+    [
+        ((3, 2, 1), "zyx", 3),
+        ((2, 2, 2), "xyz", (False, True, False)),
+        ((1, 5, 2), "yzx", 4),
+        ((4, 1, 3), "zxy", (True, True)),
+    ],
+)
+def test_grid_shards_are_each_ranks_layers_as_the_geometry_holds_them(
+    store: str, dims: tuple[int, int, int], placement: str, layers: int | tuple[bool, ...]
+) -> None:
+    """The arrays over ranks against rank_layers rank by rank: shape, which layer first holds each distinct
+    shard, nonzeros of the stored matrix's block; and the adjacency bytes as the distinct shards' sum."""
+    opened = open_store(store)
+    matrices = {m: reassemble(opened, m) for m in opened.matrices}
+    grid = ProcessGrid(*dims, placement)
+    shards = ShardNnzTable.of(opened, set(dims), exact=True).rank_shards(grid, layers)
+    model = ModelConfig(agg_blocks=2)
+    for rank, held in enumerate(adjacency_bytes(shards, model)):
+        geometry = rank_layers(grid, rank, layers, opened.num_nodes, opened.two_matrices)
+        distinct = distinct_shards(geometry)
+        blocks = [
+            matrices[g.matrix][g.rows.start : g.rows.stop, g.inputs.start : g.inputs.stop] for g in geometry
+        ]
+        assert shards.rows[rank].tolist() == [g.rows.size for g in geometry]
+        assert shards.cols[rank].tolist() == [g.inputs.size for g in geometry]
+        assert shards.first[rank].tolist() == [distinct[g.key] is g for g in geometry]
+        assert shards.nnz[rank].tolist() == [block.nnz for block in blocks]
+        assert held == sum(
+            adjacency_bytes(
+                GridShards(*(np.array([[v]]) for v in (block.nnz, g.rows.size, g.inputs.size, True))), model
+            )[0]
+            for g, block in zip(geometry, blocks, strict=True)
+            if distinct[g.key] is g
+        )
 
 
 def test_profile_files_are_checked(tmp_path: Path) -> None:
