@@ -2,7 +2,7 @@
 
     bench/gpu.sh                 # on a GPU machine, from the repository root
     bench/gpu.sh --dry-run       # the same steps on the CPU, on a tiny graph (what the tests run)
-    bench/gpu.sh --steps train   # some of the steps: check,train,test,calibrate (default all)
+    bench/gpu.sh --steps train   # some of the steps: check,train,test,calibrate,shard (default all)
 
 Steps, each printed as it starts:
   check      torch, the device, and which dropout kernels CUDA gets (Triton, or the torch fallback)
@@ -12,6 +12,9 @@ Steps, each printed as it starts:
   test       the CUDA tests: the compiled Triton kernels against the torch specification, and ranks
              sharing the GPU through gloo training like one rank
   calibrate  gtool plan --calibrate --device cuda, into bench/results/gpu/profile-cuda.json
+  shard      the machine's CPU cores for `gtool shard`: bench_shard's worker sweep (1, 2, 4, ... up to
+             the cores this process may use, three rounds) on rmat:22:16 at --memory-limit 8GB, the
+             16-core figure docs/shard.md reports (about 5 minutes on 16 cores; alone: --steps shard)
 and at the end the table (epoch, SpMM, dense, comm, GPU peak; median epoch after the first) and the
 profile. The dry run does all of it on the CPU: rmat:9:4, hidden 8, 2 epochs, gloo, the CUDA tests
 collected and skipped, a calibration shrunk to seconds.
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from bench import bench_train
 from bench.common import REPO, RESULTS
+from gtool.cores import available_cores
 
 OUT = RESULTS / "gpu"
 PROFILE = "profile-{device}.json"
@@ -35,12 +39,23 @@ CUDA_TESTS = [
     "tests/trainer/test_dropout_triton.py::test_cuda_kernels_draw_the_specified_masks",
     "tests/trainer/test_cli_train.py::test_ranks_on_one_gpu_through_gloo_train_like_one_rank",
 ]
-STEPS = ("check", "train", "test", "calibrate")
+STEPS = ("check", "train", "test", "calibrate", "shard")
 RUNS = {
     "gpu": ["--device", "cuda", "--scale", "22", "--edge-factor", "16", "--epochs", "10"],
     "dry-run": ["--device", "cpu", "--scale", "9", "--edge-factor", "4", "--epochs", "2", "--hidden", "8"],
 }
 """bench_train's arguments besides the grid (1x1x1) and the PyG row."""
+SWEEPS = {
+    "gpu": ["--source", "rmat:22:16", "--memory-limit", "8GB", "--rounds", "3"],
+    "dry-run": ["--source", "rmat:12:8", "--rounds", "1"],
+}
+"""bench_shard's worker sweep besides the worker counts."""
+
+
+def worker_counts(cores: int) -> list[int]:
+    """1, 2, 4, ... up to `cores`, and `cores` itself."""
+    counts = [1 << k for k in range(cores.bit_length()) if 1 << k <= cores]
+    return counts if counts[-1] == cores else [*counts, cores]
 
 
 def step(name: str) -> None:
@@ -134,6 +149,11 @@ def main(argv: list[str] | None = None) -> None:
     if "calibrate" in args.steps:
         step(f"calibrate: gtool plan --calibrate --device {device}")
         profile = calibrate(device, args.dry_run)
+    if "shard" in args.steps:
+        counts = worker_counts(2 if args.dry_run else available_cores())
+        step(f"shard: bench_shard's sweep over {','.join(map(str, counts))} workers")
+        sweep = ["--workers", ",".join(map(str, counts)), *SWEEPS["dry-run" if args.dry_run else "gpu"]]
+        subprocess.run([sys.executable, "-m", "bench.bench_shard", *sweep], check=True, cwd=REPO)
     step("results")
     if rows is not None:
         bench_train.print_table(rows, train_args)

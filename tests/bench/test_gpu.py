@@ -20,12 +20,20 @@ def test_the_gpu_benchmark_runs_every_step_on_the_cpu() -> None:
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout
-    for step in ("check", "train: rmat:9:4 on cpu", "test: the CUDA tests", "calibrate", "results"):
+    steps = (
+        "check",
+        "train: rmat:9:4 on cpu",
+        "test: the CUDA tests",
+        "calibrate",
+        "shard: bench_shard's sweep",
+    )
+    for step in (*steps, "results"):
         assert f"== {step}" in out, step
     results = out.split("== results", 1)[1]
     assert "reference" in results and "gtool 1x1x1" in results
     assert "pyg GCNConv" in results or "note: no PyG GCNConv row" in out
     assert "2 skipped" in out, "both CUDA tests must be collected (and skipped without CUDA)"
+    assert "speed-up" in out.split("== shard", 1)[1], "the sweep's table"
     assert "profile-cpu.json:" in results and "  dropout: {" in results and "  epochs: {" in results
 
 
