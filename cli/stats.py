@@ -1,4 +1,4 @@
-"""`gtool stats STORE [--grid GXxGYxGZ --layers L --hidden H --layer-order O] [--compare] [--plot F]`."""
+"""`gtool stats STORE [--grid G --placement P --layers L --hidden H --layer-order O] [--compare] [--plot]`."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gtool.errors import GtoolError
-from gtool.geometry.grid import ProcessGrid, parse_dims
+from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
 from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
+from gtool.topology import Topology
 
 from .common import console, reports_errors
 from .options import with_options
@@ -26,14 +27,16 @@ PROGRESS_MIN_NNZ = 50_000_000
 """Scans reading fewer nonzeros than this finish in seconds and show no progress bar."""
 
 
-def grid_plan(grid: str | None, model: dict[str, Any]) -> GridPlan | None:
-    """The --grid, --layers and --hidden options as a GridPlan (None without --grid)."""
+def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) -> GridPlan | None:
+    """The --grid, --placement, --layers and --hidden options as a GridPlan (None without --grid)."""
     try:
         config = ModelConfig(**model)
         if not grid:
+            if placement:
+                raise ValueError("--placement goes with --grid (it numbers the grid's ranks)")
             return None
         gx, gy, gz = parse_dims(grid, 3, "--grid")
-        return GridPlan(ProcessGrid(gx, gy, gz), config)
+        return GridPlan(ProcessGrid(gx, gy, gz, placement or DEFAULT_PLACEMENT), config)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
 
@@ -65,7 +68,7 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 
 
 @reports_errors
-@with_options((ModelConfig, ("layers", "hidden", "layer_order")))
+@with_options((ModelConfig, ("layers", "hidden", "layer_order")), (Topology, ("placement",)))
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(
@@ -80,8 +83,9 @@ def stats(
 ) -> None:
     """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid.
 
-    --layers and --hidden (as gtool train's) size the model for --grid."""
-    plan = grid_plan(grid, model)
+    --layers and --hidden (as gtool train's) size the model for --grid; --placement numbers its ranks as
+    gtool train's does."""
+    plan = grid_plan(grid, model.pop("placement"), model)
     opened = open_store(store)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
     with scan_progress() as start_scan:

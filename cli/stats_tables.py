@@ -78,7 +78,7 @@ def band_table(report: dict[str, Any]) -> Table:
 def layer_table(grid: dict[str, Any]) -> Table:
     dims = "x".join(map(str, grid["dims"]))
     table = new_table(
-        f"grid {dims}, {grid['layers']} layers: shard nonzeros over ranks",
+        f"grid {dims} (placement {grid['placement']}), {grid['layers']} layers: shard nonzeros over ranks",
         "layer", "matrix", "bands", "min", "mean", "max", "max/mean",
     )  # fmt: skip
     for b in grid["layer_balance"]:

@@ -84,6 +84,7 @@ def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, An
     collectives = epoch_collectives(shapes, learnable_features=False)
     return {
         "dims": list(plan.grid.dims),
+        "placement": plan.grid.placement,
         "layers": plan.model.layers,
         "hidden": plan.model.hidden,
         "widths": widths,

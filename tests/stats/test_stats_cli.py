@@ -40,10 +40,30 @@ def test_json_is_the_collected_report(double_store: StatsStore) -> None:
     assert json.loads(out) == json.loads(json.dumps(want))
 
 
+def test_placement_numbers_the_ranks_as_train_does(double_store: StatsStore) -> None:
+    """With --placement yxz, y varies fastest: rank r sits at the coordinates ProcessGrid gives it."""
+    code, out = run(double_store.path, "--grid", "2x3x2", "--placement", "yxz", "--json")
+    assert code == 0
+    report = json.loads(out)["grid"]
+    grid = ProcessGrid(2, 3, 2, "yxz")
+    assert report["placement"] == "yxz"
+    assert [r["coords"] for r in report["ranks"]] == [list(grid.coords(r)) for r in range(grid.size)]
+    assert report["ranks"][1]["coords"] == [0, 1, 0]
+    code, default = run(double_store.path, "--grid", "2x3x2", "--json")
+    assert json.loads(default)["grid"]["ranks"][1]["coords"] == [0, 0, 1]
+
+
 def test_tables(double_store: StatsStore) -> None:
     code, out = run(double_store.path, "--grid", "2x3x2", "--compare")
     assert code == 0
-    for title in ("tile nonzeros", "bands", "grid 2x3x2, 3 layers", "per rank", "collectives per epoch"):
+    titles = (
+        "tile nonzeros",
+        "bands",
+        "grid 2x3x2 (placement zyx), 3 layers",
+        "per rank",
+        "collectives per epoch",
+    )
+    for title in titles:
         assert title in out
     assert "double *" in out and "balanced" in out
 
@@ -63,6 +83,7 @@ def test_heatmap_png(double_store: StatsStore, tmp_path: Path) -> None:
         (["--grid", "2x0x1"], "--grid must be 3 positive integers"),
         (["--layers", "0"], "--layers must be >= 1, got 0"),
         (["--plot", "/no/such/folder/tiles.png"], "--plot: cannot write"),
+        (["--placement", "yxz"], "--placement goes with --grid"),
     ],
 )
 def test_bad_options(double_store: StatsStore, args: list[str], message: str) -> None:
