@@ -9,15 +9,17 @@ import math
 
 import torch
 
+from gtool.store.values import SPLITMIX_GOLDEN, SPLITMIX_MIX1, SPLITMIX_MIX2
+
 _MASK64 = (1 << 64) - 1
 
 
 def derive_seed(*parts: int) -> int:
     """A 63-bit seed mixing `parts` with SplitMix64 (distinct tuples give unrelated streams)."""
-    state = 0x9E3779B97F4A7C15
+    state = SPLITMIX_GOLDEN
     for part in parts:
-        state = (state ^ (part & _MASK64)) * 0xBF58476D1CE4E5B9 & _MASK64
-        state = (state ^ (state >> 31)) * 0x94D049BB133111EB & _MASK64
+        state = (state ^ (part & _MASK64)) * SPLITMIX_MIX1 & _MASK64
+        state = (state ^ (state >> 31)) * SPLITMIX_MIX2 & _MASK64
         state ^= state >> 29
     return state >> 1
 

@@ -43,9 +43,12 @@ def first_non_finite_row(block: np.ndarray) -> int | None:
     return int(np.flatnonzero(~finite.reshape(finite.shape[0], -1).all(axis=1))[0])
 
 
-MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
-"""splitmix64's finalizer multipliers."""
-STEP = np.uint64(0x9E3779B97F4A7C15)
+SPLITMIX_GOLDEN, SPLITMIX_MIX1, SPLITMIX_MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+"""SplitMix64's increment and finalizer multipliers, which every hash of gtool mixes with: the digests of
+node values here, the generated features (gtool.preprocess.compiled.features), training's seeds
+(gtool.trainer.randomness)."""
+MIX = (np.uint64(SPLITMIX_MIX1), np.uint64(SPLITMIX_MIX2))
+STEP = np.uint64(SPLITMIX_GOLDEN)
 DIGESTS = 1 << 64
 """Digests are sums modulo 2^64: those of blocks add up modulo DIGESTS."""
 

@@ -146,14 +146,13 @@ class ShardNnzTable:
             nnz.append(table[coords[row], coords[col]])
             rows.append(np.full(grid.size, row_size))
             cols.append(np.full(grid.size, col_size))
-            keys.append((matrix, row_size, coords[row], col_size, coords[col]))
-        first = [
-            np.logical_and.reduce([~same_shard(keys[earlier], key) for earlier in range(layer)])
-            if layer
-            else np.ones(grid.size, dtype=bool)
-            for layer, key in enumerate(keys)
-        ]
-        return GridShards(*(np.stack(parts, axis=1) for parts in (nnz, rows, cols, first)))
+            shard = (matrix, row_size, coords[row], col_size, coords[col])  # a ShardKey: equal Bands alike
+            keys.append(np.stack(np.broadcast_arrays(*shard), axis=1))
+        first = np.ones((grid.size, len(keys)), dtype=bool)
+        for later, key in enumerate(keys):
+            for earlier in keys[:later]:
+                first[:, later] &= ~(earlier == key).all(axis=1)
+        return GridShards(np.stack(nnz, axis=1), np.stack(rows, axis=1), np.stack(cols, axis=1), first)
 
 
 def band_ranges(num_nodes: int, bands: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -162,14 +161,6 @@ def band_ranges(num_nodes: int, bands: int) -> tuple[np.ndarray, np.ndarray, int
     size = band_size(num_nodes, bands)
     starts = np.arange(bands, dtype=np.int64) * size
     return np.minimum(starts, num_nodes), np.minimum(starts + size, num_nodes), size
-
-
-def same_shard(a: tuple, b: tuple) -> np.ndarray:
-    """Per rank, whether two layers' shard keys (matrix, row band size and index, column band size and
-    index) name the same shard: equal Bands (gtool.geometry.layers.ShardKey)."""
-    if a[0] != b[0] or a[1] != b[1] or a[3] != b[3]:
-        return np.zeros(len(a[2]), dtype=bool)
-    return (a[2] == b[2]) & (a[4] == b[4])
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-MIX2 = np.uint64(0x94D049BB133111EB)
+from gtool.store.values import SPLITMIX_GOLDEN, SPLITMIX_MIX1, SPLITMIX_MIX2
+
+GOLDEN, MIX1, MIX2 = np.uint64(SPLITMIX_GOLDEN), np.uint64(SPLITMIX_MIX1), np.uint64(SPLITMIX_MIX2)
 
 
 @njit(nogil=True, cache=True)
