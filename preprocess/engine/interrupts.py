@@ -8,12 +8,15 @@ exits (a second signal does that at once); and before it publishes, the run chec
 (`check`), so that a dropped exception cannot let a signalled run end as a success. Python's report of
 such a dropped exception (a traceback on stderr) is left out.
 
-Once the work is complete (`completing`: the store is published), a signal still stops the run, but as
-InterruptedWhenDone, whose message says that the work is done and what it made; the watchdog then exits
-with status 0. A signal that comes during the completing step itself waits for its end, so the run always
-knows which side of it the signal fell on. Blocks nest: the completed work of an inner block (the
-pipeline's) is the enclosing block's (the command line's, which then prints the summary) from the moment
-the inner block hands the handlers back.
+Once the work is complete (`completing`: the store is published), what remains (stopping the cluster,
+removing the scratch, the summary) is short and must not be cut in the middle: a signal that comes then
+is held, and raised as InterruptedWhenDone, whose message says that the work is done and what it made,
+when the outermost block ends; the watchdog and a second signal still end the run, with status 0. (An
+exception raised inside Dask's cluster shutdown left the cluster half closed, and Dask's own exit hook
+then waited on it.) A signal that comes during the completing step itself waits for its end, so the run
+always knows which side of it the signal fell on. Blocks nest: the completed work of an inner block (the
+pipeline's), and a signal held there, are the enclosing block's (the command line's, which then prints
+the summary) from the moment the inner block hands the handlers back.
 """
 
 from __future__ import annotations
@@ -63,14 +66,19 @@ class Interrupts:
             self.previous_hook, sys.unraisablehook = sys.unraisablehook, self.unraisable
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         enclosing = getattr(self.previous.get(signal.SIGTERM), "__self__", None)
-        if self.done is not None and isinstance(enclosing, Interrupts):
-            enclosing.done = self.done  # the work is complete for the enclosing block (the command's) too
         for number, handler in self.previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
         if self.previous:
             sys.unraisablehook = self.previous_hook
+        if self.done is None:
+            return
+        if isinstance(enclosing, Interrupts):  # the work is complete for the enclosing block (the command's)
+            enclosing.done = self.done
+            enclosing.received = enclosing.received or self.received
+        elif self.received is not None and exc_type is None:
+            raise InterruptedWhenDone(self.after_done(self.received))
 
     def unraisable(self, unraisable: UnraisableHookArgs) -> None:
         """Python's report of an exception it dropped (raised in a garbage-collector callback, a
@@ -88,13 +96,11 @@ class Interrupts:
             self.check()
 
     def check(self) -> None:
-        """Raise what a signal received raises (Terminated for SIGTERM, else KeyboardInterrupt; once the work
-        is complete, InterruptedWhenDone), again: the run calls this before it publishes, so that a signal
-        whose exception Python dropped still ends it."""
-        if self.received is None:
+        """Raise what a signal received before the work was complete raises (Terminated for SIGTERM, else
+        KeyboardInterrupt), again: the run calls this before it publishes, so that a signal whose exception
+        Python dropped still ends it. Once the work is complete, nothing: the block's end raises."""
+        if self.received is None or self.done is not None:
             return
-        if self.done is not None:
-            raise InterruptedWhenDone(self.after_done(self.received))
         if self.received == signal.SIGTERM:
             raise Terminated(f"terminated by {signal.Signals(self.received).name}")
         raise KeyboardInterrupt
@@ -106,8 +112,8 @@ class Interrupts:
     @contextmanager
     def completing(self, done: str) -> Iterator[None]:
         """The step that completes the work (publishing the store), of which `done` says what it made: a
-        signal that came before it ends the run as usual; one that comes during it is raised once it is
-        over (as InterruptedWhenDone, when it succeeded); from then on a signal raises InterruptedWhenDone."""
+        signal that came before it ends the run as usual; one that comes during a step that fails is raised
+        once it is over; from the step's success on, a signal is held for the block's end."""
         self.check()
         self.deferring = True
         try:

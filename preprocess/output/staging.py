@@ -54,7 +54,7 @@ def staging_path(location: str) -> str:
 
 def published(location: str) -> str:
     """What a run that published its store made, said should a signal come after: the store is whole."""
-    return f"the store was published: {location} is complete (only the rest of the run was cut short)"
+    return f"the store was published: {location} is complete"
 
 
 def make_folder(path: Path, what: str) -> None:

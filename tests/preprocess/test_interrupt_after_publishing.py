@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from distributed import LocalCluster
+from distributed.core import Status
+from distributed.deploy.spec import SpecCluster
 from typer.testing import CliRunner
 
 from gtool.cli import shard as shard_command
@@ -23,25 +26,40 @@ from tests.support.shard_runs import leftovers, start_shard
 COMPLETE = "came after the store was published: {} is complete"
 
 
-def test_a_signal_during_or_after_the_completing_step_says_the_work_is_done(
+def test_a_signal_during_or_after_the_completing_step_is_held_until_the_work_s_end(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Deferred during the step, raised after it as InterruptedWhenDone; the watchdog then exits 0 with the
-    notice; an enclosing block learns that the work is done when the inner one hands the handlers back."""
+    """Deferred during the step and held after it, so that what remains (stopping the cluster, the summary)
+    is not cut in the middle; the outermost block's end raises InterruptedWhenDone; the watchdog or a second
+    signal exits 0 with the notice. (A SIGTERM raised inside Dask's cluster shutdown hung the program.)"""
     exits: list[int] = []
     monkeypatch.setattr(interrupts.os, "_exit", exits.append)
     monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
-    with interrupts.Interrupts() as outer:
+    remaining: list[str] = []
+    held = pytest.raises(InterruptedWhenDone, match="^SIGTERM came after the store S$")
+    with held, interrupts.Interrupts() as outer:
         with interrupts.Interrupts() as watch:
-            after = pytest.raises(InterruptedWhenDone, match="^SIGTERM came after the store S$")
-            with after, watch.completing("the store S"):
+            with watch.completing("the store S"):
                 watch.handle(signal.SIGTERM, None)  # deferred: the step goes on
                 assert watch.done is None
-            watch.abandon(signal.SIGTERM)
+            watch.check()  # held: nothing raised
+            remaining.append("cluster stopped")
+            watch.abandon(signal.SIGTERM)  # the watchdog, had it come to that
             assert exits == [0] and "notice: SIGTERM came after the store S\n" in capfd.readouterr().err
-        assert outer.done == "the store S"
-        with pytest.raises(InterruptedWhenDone, match="SIGINT came after the store S"):
-            outer.handle(signal.SIGINT, None)
+        assert (outer.done, outer.received) == ("the store S", signal.SIGTERM)
+        remaining.append("summary printed")
+    assert remaining == ["cluster stopped", "summary printed"]
+    held = pytest.raises(InterruptedWhenDone, match="^SIGINT came after the store S$")
+    with held, interrupts.Interrupts() as outer:
+        with interrupts.Interrupts() as watch, watch.completing("the store S"):
+            pass
+        outer.handle(signal.SIGINT, None)  # once the inner block handed its work over: held too
+        outer.handle(signal.SIGINT, None)  # a second signal ends the run at once
+        assert exits == [0, 0]
+    with pytest.raises(ValueError), interrupts.Interrupts() as failing:  # an error of its own stays
+        with failing.completing("the store S"):
+            failing.handle(signal.SIGTERM, None)
+        raise ValueError("the summary failed")
     with interrupts.Interrupts() as early:
         with pytest.raises(Terminated):
             early.handle(signal.SIGTERM, None)
@@ -50,19 +68,32 @@ def test_a_signal_during_or_after_the_completing_step_says_the_work_is_done(
         assert early.done is None
 
 
+MOMENTS = {
+    "published": (StagedOutput, "publish"),
+    "cluster stopping": (LocalCluster, "close"),
+    "summary": (shard_command, "print_summary"),
+}
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("moment", ["published", "summary"])
+@pytest.mark.parametrize("moment", list(MOMENTS))
 def test_a_signal_after_publishing_exits_0_saying_the_store_is_complete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moment: str
 ) -> None:
-    publish, print_summary = StagedOutput.publish, shard_command.print_summary
+    """The signal comes once the step is over, or as the cluster starts to stop: the cluster still stops
+    whole (raised inside Dask's shutdown, the signal left it half closed and Dask's exit hook waiting)."""
+    owner, name = MOMENTS[moment]
+    step = getattr(owner, name)
 
-    def then_signalled(*args: object, **kwargs: object) -> None:
-        (publish if moment == "published" else print_summary)(*args, **kwargs)  # type: ignore[arg-type]
+    def signalled(*args: object, **kwargs: object) -> object:
+        if moment == "cluster stopping":
+            os.kill(os.getpid(), signal.SIGTERM)
+            return step(*args, **kwargs)
+        step(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGTERM)
+        return None
 
-    target = "publish" if moment == "published" else "print_summary"
-    monkeypatch.setattr(StagedOutput if moment == "published" else shard_command, target, then_signalled)
+    monkeypatch.setattr(owner, name, signalled)
     monkeypatch.setattr(interrupts.Interrupts, "abandon_later", lambda self, signum: None)  # no watchdog
     out = tmp_path / "s.zarr"
     result = CliRunner().invoke(app, ["shard", "grid:6x6", "-o", str(out), "-t", "2x2", "-w", "1", "-q"])
@@ -70,6 +101,7 @@ def test_a_signal_after_publishing_exits_0_saying_the_store_is_complete(
     assert f"notice: SIGTERM {COMPLETE.format(out)}" in " ".join(result.output.split())
     assert verify_store(open_store(str(out))).ok and leftovers(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert all(cluster.status == Status.closed for cluster in SpecCluster._instances)
 
 
 @pytest.mark.integration
