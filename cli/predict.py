@@ -48,8 +48,8 @@ def predict(
 
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
+    from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
-    from gtool.preprocess.engine.interrupts import Interrupts
     from gtool.trainer.launch import RankFailed
     from gtool.trainer.predict import checkpoint_model, prediction_job
     from gtool.trainer.predict import predict as run_prediction

@@ -120,7 +120,7 @@ def shard(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""
-    from gtool.preprocess.engine.interrupts import Interrupts
+    from gtool.interrupts import Interrupts
     from gtool.preprocess.pipeline import shard as run_shard
 
     options = ShardOptions(
@@ -146,7 +146,7 @@ def shard(
         progress=not quiet,
     )
     # A signal after the store is published, while the pipeline stops its cluster or this prints the
-    # summary, ends the command with status 0 saying the store is complete (preprocess.engine.interrupts).
+    # summary, ends the command with status 0 saying the store is complete (gtool.interrupts).
     with Interrupts():
         summary = run_shard(source, output or default_output(source), options, console=console)
         print_summary(summary, external_cluster=bool(scheduler))

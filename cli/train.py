@@ -38,8 +38,8 @@ def train(
 
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
+    from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
-    from gtool.preprocess.engine.interrupts import Interrupts
     from gtool.trainer.launch import RankFailed, environment_rank
     from gtool.trainer.minibatch.schedule import batch_problem
     from gtool.trainer.run import train as run_training

@@ -75,7 +75,7 @@ def checked(clean: bool) -> str:
 @reports_errors
 def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
-    from gtool.preprocess.engine.interrupts import Interrupts
+    from gtool.interrupts import Interrupts
 
     opened = open_store(store)
     arrays = store_arrays(opened)

@@ -30,6 +30,7 @@ from rich.console import Console
 
 from gtool.cores import available_cores
 from gtool.errors import GtoolError, InputError
+from gtool.interrupts import Interrupts
 from gtool.preprocess import compiled, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.edges.mapper import (
@@ -52,8 +53,8 @@ from gtool.preprocess.edges.reducer import (
     tile_row_degrees,
     write_tiles,
 )
+from gtool.preprocess.edges.tile_arrays import create_matrix_groups
 from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
-from gtool.preprocess.engine.interrupts import Interrupts
 from gtool.preprocess.engine.monitor import HighWater
 from gtool.preprocess.engine.threaded import gathered, in_parts, scattered
 from gtool.preprocess.nodes.feature_shuffle import assemble_bucket, plan_shuffle, route_block
@@ -65,9 +66,6 @@ from gtool.preprocess.nodes.node_writer import (
     write_permutations,
 )
 from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.output.output_lock import output_lock
-from gtool.preprocess.output.staging import StagedOutput, is_url, local_path, published, storage_error
-from gtool.preprocess.output.tile_arrays import create_matrix_groups
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
@@ -93,6 +91,8 @@ from gtool.store.metadata import (
     StoreMeta,
     incomplete_marker,
 )
+from gtool.store.writing.output_lock import output_lock
+from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")

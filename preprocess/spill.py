@@ -20,7 +20,7 @@ import numpy as np
 
 from gtool.errors import GtoolError
 from gtool.preprocess.npyio import load_npy
-from gtool.preprocess.output.staging import make_folder
+from gtool.store.writing.staging import make_folder
 
 FOLDER_TAG = ".spill-"
 SPILL_FOLDER = re.compile(rf"((?:.*/)?\.[^/]*{re.escape(FOLDER_TAG)}[0-9a-f]{{10}})(?:/|$)")

@@ -22,7 +22,7 @@ import torch
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
-from gtool.preprocess.output.staging import STORAGE_FAILURES
+from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.distributed import GridComm
 
 LATEST = "latest.json"

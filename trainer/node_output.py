@@ -3,7 +3,7 @@
 Rows are un-permuted through the store's perm/r or perm/c and dealt to the ranks in whole chunks: rank w
 writes chunks [K w / W, K (w + 1) / W) of the K chunks of the array. One all-to-all moves each held row
 to the rank writing its chunk, so no rank ever holds more than its blocks and the rows it writes. Chunks
-are encoded with the store's codecs (compressed, crc32c-checked: gtool.preprocess.output.chunk_writer).
+are encoded with the store's codecs (compressed, crc32c-checked: gtool.store.writing.chunk_writer).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import torch.distributed as dist
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band, ceil_div
 from gtool.loader.load import read_node_ids
-from gtool.preprocess.nodes.node_writer import feature_chunk_rows
-from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.store import layout
 from gtool.store.reader import Store
+from gtool.store.writing.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.trainer.distributed import AxisGroup
 
 
@@ -89,7 +88,7 @@ def write_node_rows(
     """
     num_nodes = store.num_nodes
     dtype = str(held.values.dtype).removeprefix("torch.")
-    chunk_rows = min(feature_chunk_rows(width), max(1, num_nodes))
+    chunk_rows = min(layout.feature_chunk_rows(width), max(1, num_nodes))
     metadata = array_metadata(dtype, (num_nodes, width), (chunk_rows, width))
     bounds = chunk_bounds(num_nodes, chunk_rows, group.size)
     if held.writes:

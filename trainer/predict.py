@@ -27,16 +27,16 @@ from gtool.errors import GtoolError
 from gtool.geometry.bands import Band
 from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
-from gtool.preprocess.output.chunk_writer import ChunkSink
-from gtool.preprocess.output.output_lock import output_lock
-from gtool.preprocess.output.staging import (
+from gtool.store.reader import open_store
+from gtool.store.writing.chunk_writer import ChunkSink
+from gtool.store.writing.output_lock import output_lock
+from gtool.store.writing.staging import (
     OutputKind,
     StagedOutput,
     check_output,
     staging_path,
     storage_error,
 )
-from gtool.store.reader import open_store
 from gtool.trainer.checkpoint import CheckpointError, latest_manifest
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 from gtool.trainer.distributed import GridComm

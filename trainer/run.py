@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
-from gtool.preprocess.output.staging import make_folder
+from gtool.store.writing.staging import make_folder
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice

@@ -7,4 +7,6 @@ chunks     reads that name the array and chunk of any damaged chunk
 scan       one streaming pass over a store's tiles, handed to visitors
 verify     every chunk and invariant checked (`gtool verify`)
 convert    a store back in original node order: scipy CSR, numpy node arrays, torch_geometric
+writing/   an output being written: staged beside its target and published whole, locked to one writer,
+           its arrays created with gtool's codecs and written chunk by chunk (`gtool shard`, `predict`)
 """

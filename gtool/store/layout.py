@@ -35,6 +35,9 @@ NODE_DTYPES = {
 """The dtype `gtool shard` gives each node array (docs/store-format.md, Arrays)."""
 ENTRY_BYTES = 12
 """Bytes of one stored nonzero: its row, col and val."""
+FEATURE_CHUNK_BYTES = 8 << 20
+"""A feature chunk (of nodes/features, or of a predict output's arrays) holds whole rows, about this many
+bytes of float32."""
 
 CHUNK_CODECS = (BloscCodec(cname="lz4", clevel=5, shuffle="shuffle"), Crc32cCodec())
 """The compressors of every array gtool writes: Blosc (LZ4 level 5, byte shuffle), then a crc32c checksum of
@@ -61,6 +64,11 @@ def tile_group(matrix: int, i: int, j: int) -> str:
 def tile_array(matrix: int, i: int, j: int, field: str) -> str:
     """Path of one field (row, col or val) of tile (i, j)."""
     return f"{tile_group(matrix, i, j)}/{field}"
+
+
+def feature_chunk_rows(num_features: int) -> int:
+    """Rows per feature chunk (about FEATURE_CHUNK_BYTES of float32)."""
+    return max(1, FEATURE_CHUNK_BYTES // (4 * max(1, num_features)))
 
 
 def documented_dtype(path: str) -> str | None:

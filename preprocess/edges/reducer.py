@@ -13,10 +13,10 @@ import numpy as np
 
 from gtool.preprocess import spill
 from gtool.preprocess.edges.mapper import MapOutputs
-from gtool.preprocess.output.chunk_writer import AppendWriter, ChunkSink
-from gtool.preprocess.output.tile_arrays import tile_metadata
+from gtool.preprocess.edges.tile_arrays import tile_metadata
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.store import layout
+from gtool.store.writing.chunk_writer import AppendWriter, ChunkSink
 
 
 @dataclass(frozen=True)

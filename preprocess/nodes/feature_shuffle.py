@@ -15,9 +15,9 @@ import numpy as np
 from zarr.core.metadata import ArrayV3Metadata
 
 from gtool.preprocess import spill
-from gtool.preprocess.output.chunk_writer import ChunkSink, write_chunk
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
+from gtool.store.writing.chunk_writer import ChunkSink, write_chunk
 
 INDEX_BYTES_PER_ROW = 24
 """What a task holds per row beside the features: positions, the sorting order, targets (8 bytes each)."""

@@ -9,13 +9,10 @@ from zarr.core.metadata import ArrayV3Metadata
 
 from gtool.preprocess import spill
 from gtool.preprocess.engine.threaded import gathered
-from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata, write_chunk
-from gtool.preprocess.output.codecs import create_array
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
-
-FEATURE_CHUNK_BYTES = 8 << 20
-
+from gtool.store.writing.chunk_writer import ChunkSink, array_metadata, write_chunk
+from gtool.store.writing.codecs import create_array
 
 FEATURE_TASKS_PER_WORKER = 32
 """Feature chunks are grouped into about this many tasks per worker: a chunk takes tens of milliseconds,
@@ -35,14 +32,10 @@ class FeatureRows:
     metadata: ArrayV3Metadata
 
 
-def feature_chunk_rows(num_features: int) -> int:
-    """Rows per feature chunk (about 8 MiB of float32)."""
-    return max(1, FEATURE_CHUNK_BYTES // (4 * max(1, num_features)))
-
-
 def create_features(store: str, num_nodes: int, num_features: int) -> ArrayV3Metadata:
-    """Create nodes/features (chunks of whole rows, about FEATURE_CHUNK_BYTES each); returns its metadata."""
-    rows = max(1, min(feature_chunk_rows(num_features), num_nodes))
+    """Create nodes/features (chunks of whole rows, about layout.FEATURE_CHUNK_BYTES each); returns its
+    metadata."""
+    rows = max(1, min(layout.feature_chunk_rows(num_features), num_nodes))
     metadata = array_metadata("float32", (num_nodes, num_features), (rows, max(1, num_features)))
     ChunkSink(store).put_array(layout.FEATURES, metadata)
     return metadata

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import typer
 from typer.testing import CliRunner
 
+from gtool import interrupts
 from gtool.cli import train as train_command
 from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
 from gtool.errors import Terminated
-from gtool.preprocess.engine import interrupts
 from gtool.trainer import run
 
 

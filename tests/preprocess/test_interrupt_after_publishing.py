@@ -14,58 +14,15 @@ from distributed.core import Status
 from distributed.deploy.spec import SpecCluster
 from typer.testing import CliRunner
 
+from gtool import interrupts
 from gtool.cli import shard as shard_command
 from gtool.cli.main import app
-from gtool.errors import InterruptedWhenDone, Terminated
-from gtool.preprocess.engine import interrupts
-from gtool.preprocess.output.staging import StagedOutput
 from gtool.store.reader import open_store
 from gtool.store.verify import verify_store
+from gtool.store.writing.staging import StagedOutput
 from tests.support.shard_runs import leftovers, start_shard
 
 COMPLETE = "came after the store was published: {} is complete"
-
-
-def test_a_signal_during_or_after_the_completing_step_is_held_until_the_work_s_end(
-    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    """Deferred during the step and held after it, so that what remains (stopping the cluster, the summary)
-    is not cut in the middle; the outermost block's end raises InterruptedWhenDone; the watchdog or a second
-    signal exits 0 with the notice. (A SIGTERM raised inside Dask's cluster shutdown hung the program.)"""
-    exits: list[int] = []
-    monkeypatch.setattr(interrupts.os, "_exit", exits.append)
-    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
-    remaining: list[str] = []
-    held = pytest.raises(InterruptedWhenDone, match="^SIGTERM came after the store S$")
-    with held, interrupts.Interrupts() as outer:
-        with interrupts.Interrupts() as watch:
-            with watch.completing("the store S"):
-                watch.handle(signal.SIGTERM, None)  # deferred: the step goes on
-                assert watch.done is None
-            watch.check()  # held: nothing raised
-            remaining.append("cluster stopped")
-            watch.abandon(signal.SIGTERM)  # the watchdog, had it come to that
-            assert exits == [0] and "notice: SIGTERM came after the store S\n" in capfd.readouterr().err
-        assert (outer.done, outer.received) == ("the store S", signal.SIGTERM)
-        remaining.append("summary printed")
-    assert remaining == ["cluster stopped", "summary printed"]
-    held = pytest.raises(InterruptedWhenDone, match="^SIGINT came after the store S$")
-    with held, interrupts.Interrupts() as outer:
-        with interrupts.Interrupts() as watch, watch.completing("the store S"):
-            pass
-        outer.handle(signal.SIGINT, None)  # once the inner block handed its work over: held too
-        outer.handle(signal.SIGINT, None)  # a second signal ends the run at once
-        assert exits == [0, 0]
-    with pytest.raises(ValueError), interrupts.Interrupts() as failing:  # an error of its own stays
-        with failing.completing("the store S"):
-            failing.handle(signal.SIGTERM, None)
-        raise ValueError("the summary failed")
-    with interrupts.Interrupts() as early:
-        with pytest.raises(Terminated):
-            early.handle(signal.SIGTERM, None)
-        with pytest.raises(Terminated), early.completing("the store S"):  # a signal before: as before
-            raise AssertionError("the step ran after a signal")
-        assert early.done is None
 
 
 MOMENTS = {

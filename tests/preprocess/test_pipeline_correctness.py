@@ -102,7 +102,7 @@ def test_tiles_split_into_many_runs_and_batches(tmp_path, monkeypatch):
 @pytest.mark.parametrize("workers", [1, 3])
 def test_features_from_a_file_permuted_through_many_blocks_and_buckets(tmp_path, monkeypatch, workers):
     """Small chunks (9 rows) and pieces (40 rows: 5 blocks, buckets of 36 rows) on 200 nodes: X' = X[pc]."""
-    monkeypatch.setattr("gtool.preprocess.nodes.node_writer.FEATURE_CHUNK_BYTES", 9 * 4 * 3)
+    monkeypatch.setattr("gtool.store.layout.FEATURE_CHUNK_BYTES", 9 * 4 * 3)
     monkeypatch.setattr("gtool.preprocess.budget.MIN_FEATURE_PIECE_BYTES", 40 * (4 * 3 + 24))
     monkeypatch.setattr("gtool.preprocess.budget.MAX_FEATURE_PIECE_BYTES", 40 * (4 * 3 + 24))
     x = np.arange(200 * 3, dtype=np.float64).reshape(200, 3) / 7

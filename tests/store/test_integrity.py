@@ -22,11 +22,11 @@ from gtool.errors import DamagedChunkError, StoreError
 from gtool.geometry.bands import Band
 from gtool.loader import load_rank
 from gtool.loader.load import read_node_ids
-from gtool.preprocess.output import chunk_writer
-from gtool.preprocess.output.chunk_writer import ChunkSink
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
 from gtool.store.verify import row_spans, verify_store
+from gtool.store.writing import chunk_writer
+from gtool.store.writing.chunk_writer import ChunkSink
 from gtool.trainer.distributed import AxisGroup
 from gtool.trainer.node_output import HeldBlock, write_node_rows
 from gtool.trainer.timing import PhaseTimer
@@ -345,7 +345,7 @@ def test_a_store_written_before_every_chunk_was_stored_opens_with_a_notice(
 
 
 def test_arrays_are_written_with_every_chunk_also_those_equal_to_the_fill_value(tmp_path: Path) -> None:
-    from gtool.preprocess.output.codecs import create_array
+    from gtool.store.writing.codecs import create_array
 
     create_array(store=str(tmp_path / "z"), name="split", data=np.zeros(5, dtype=np.int8), chunks=(2,))
     assert [p.name for p in array_chunks(tmp_path / "z" / "split")] == ["c.0", "c.1", "c.2"]

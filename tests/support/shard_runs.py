@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+LOCKED = "another gtool shard run is writing this output"
+"""What a second run on a locked output is told."""
+
 
 def leftovers(folder: Path) -> list[str]:
     """The hidden entries of `folder`: a run's partial store, lock, spill folder."""

@@ -11,8 +11,8 @@ import zarr
 from gtool.errors import StoreExistsError
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_layers
-from gtool.preprocess.output.output_lock import OutputLockedError, output_lock
-from gtool.preprocess.output.staging import StagedOutput, check_output
+from gtool.store.writing.output_lock import OutputLockedError, output_lock
+from gtool.store.writing.staging import StagedOutput, check_output
 from gtool.trainer.checkpoint import CheckpointError, rank_file
 from gtool.trainer.distributed import CastBuffers
 from gtool.trainer.model import block_of_weight

@@ -19,12 +19,12 @@ from gtool.preprocess.nodes.feature_shuffle import (
     route_block,
 )
 from gtool.preprocess.nodes.node_writer import feature_tasks, write_feature_rows
-from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata
 from gtool.preprocess.permutation import inverse
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.nodes.files import FeatureArray
 from gtool.preprocess.spill import save_to
 from gtool.store import layout
+from gtool.store.writing.chunk_writer import ChunkSink, array_metadata
 
 
 def chunk_files(store: Path) -> dict[str, bytes]:

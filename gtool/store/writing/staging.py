@@ -174,7 +174,7 @@ class StagedOutput:
 
     Local paths are written to `.NAME.partial` beside the target and renamed at the end; a leftover
     partial (and `.NAME.old`) from an interrupted run is removed first, which is safe because the run
-    holds the output's lock (gtool.preprocess.output.output_lock). URLs are written in place (metadata
+    holds the output's lock (gtool.store.writing.output_lock). URLs are written in place (metadata
     `complete` is set last, so readers refuse them until the end).
     """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zarr.core.metadata import ArrayV3Metadata
 
-from gtool.preprocess.output.chunk_writer import ChunkSink, array_metadata
+from gtool.store.writing.chunk_writer import ChunkSink, array_metadata
 
 TILE_CHUNK = 1 << 20
 

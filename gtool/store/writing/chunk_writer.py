@@ -28,8 +28,8 @@ from zarr.core.metadata import ArrayV3Metadata
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, MemoryStore
 
-from gtool.preprocess.output.codecs import create_array
-from gtool.preprocess.output.staging import is_url, local_path
+from gtool.store.writing.codecs import create_array
+from gtool.store.writing.staging import is_url, local_path
 
 
 @runtime_checkable

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import errno
-import gc
-import json
-import os
 import signal
-import socket
-import sys
 import time
-import weakref
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,15 +15,12 @@ from typer.testing import CliRunner
 from gtool.cli.main import app
 from gtool.errors import GtoolError, StoreExistsError
 from gtool.preprocess import pipeline
-from gtool.preprocess.output import output_lock, staging
-from gtool.preprocess.output.output_lock import OutputLock, OutputLockedError
-from gtool.preprocess.output.staging import StagedOutput
 from gtool.store.reader import open_store
 from gtool.store.verify import verify_store
-from tests.support.shard_runs import leftovers, start_shard
+from gtool.store.writing.output_lock import OutputLock
+from gtool.store.writing.staging import StagedOutput
+from tests.support.shard_runs import LOCKED, leftovers, start_shard
 from tests.support.stores import make_store
-
-LOCKED = "another gtool shard run is writing this output"
 
 
 def fake_store(path: Path) -> Path:
@@ -42,48 +32,6 @@ def fake_store(path: Path) -> Path:
 def shard_cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, ["shard", *args, "-q"], env={"COLUMNS": "300"})
     return result.exit_code, result.output
-
-
-def test_a_second_lock_on_an_output_is_refused_naming_its_owner(tmp_path: Path) -> None:
-    with OutputLock(tmp_path / "s.zarr"):
-        owner = json.loads((tmp_path / ".s.zarr.lock").read_text())
-        assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
-        with pytest.raises(OutputLockedError, match=f"s.zarr: {LOCKED} \\(pid {os.getpid()} on host "):
-            OutputLock(tmp_path / "s.zarr").__enter__()
-    assert leftovers(tmp_path) == []
-    with OutputLock(tmp_path / "s.zarr"):  # free again
-        pass
-
-
-def test_a_full_device_at_locking_is_one_error_and_frees_the_lock(tmp_path: Path, monkeypatch) -> None:
-    def full(fd: int, data: bytes, offset: int) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(output_lock.os, "pwrite", full)
-    with pytest.raises(GtoolError, match="s.zarr: no space left on the device"):
-        OutputLock(tmp_path / "s.zarr").__enter__()
-    monkeypatch.undo()
-    with OutputLock(tmp_path / "s.zarr"):  # the failed attempt let go of the lock
-        pass
-
-
-def test_a_lock_left_by_a_killed_run_is_taken_over_with_a_notice(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    stale = {"pid": 999_999_999, "host": socket.gethostname(), "started": "2026-01-01T00:00:00+00:00"}
-    (tmp_path / ".s.zarr.lock").write_text(json.dumps(stale))
-    with caplog.at_level("WARNING", logger="gtool"), OutputLock(tmp_path / "s.zarr"):
-        assert json.loads((tmp_path / ".s.zarr.lock").read_text())["pid"] == os.getpid()
-    assert "taking over the lock of a run that is gone (pid 999999999" in caplog.text
-    assert leftovers(tmp_path) == []
-
-
-def test_a_lock_file_of_another_host_is_refused_and_kept(tmp_path: Path) -> None:
-    other = {"pid": 12, "host": "elsewhere", "started": "2026-01-01T00:00:00+00:00"}
-    (tmp_path / ".s.zarr.lock").write_text(json.dumps(other))
-    with pytest.raises(OutputLockedError, match="on another host .*pid 12 on host elsewhere"):
-        OutputLock(tmp_path / "s.zarr").__enter__()
-    assert json.loads((tmp_path / ".s.zarr.lock").read_text()) == other
 
 
 def test_shard_on_a_locked_output_exits_2_before_any_work(tmp_path: Path) -> None:
@@ -205,53 +153,6 @@ def test_a_file_in_the_way_of_a_folder_is_one_error_line(tmp_path: Path, where: 
     assert leftovers(tmp_path) == []
 
 
-def test_a_full_device_that_names_no_file_is_the_place_with_least_space(monkeypatch: pytest.MonkeyPatch):
-    free = {"/data/out": 900 << 30, "/scratch": 3 << 20, "/data/cache": 900 << 30}
-    monkeypatch.setattr(staging.shutil, "disk_usage", lambda folder: SimpleNamespace(free=free[folder]))
-    places = {"the output's folder": "/data/out", "--spill-dir": "/scratch", "the cache": "/data/cache"}
-    error = staging.storage_error(OSError("16384 requested and 4080 written"), "/data/out/s.zarr", places)
-    expected = "/scratch (--spill-dir, 3.0 MiB free after removing this run's files): a short"
-    assert str(error).startswith(expected)
-    named = staging.storage_error(
-        OSError(errno.ENOSPC, "No space left", "/data/out/x"), "/data/out/s", places
-    )
-    assert str(named).startswith("/data/out/x: no space left on the device")
-    denied = staging.storage_error(OSError(errno.EACCES, "Permission denied"), "/data/out/s.zarr", places)
-    assert str(denied).startswith("/data/out/s.zarr: permission denied")
-
-
-class Cycle:
-    """An object that a reference cycle holds (as a failed run's frames hold memory maps)."""
-
-    itself: Cycle
-
-
-def test_the_free_space_of_a_full_device_counts_what_only_garbage_held(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Memory maps of removed spill files that only the failed run's reference cycles held kept their
-    blocks (an 8 MiB tmpfs was said to have 6 MiB free): garbage is collected before the space is asked,
-    and the figure is not rounded down to whole MiB."""
-    collected, seen = [], []
-    cycle = Cycle()
-    cycle.itself = cycle
-    weakref.finalize(cycle, collected.append, "mapped spill file")
-    del cycle
-
-    def usage(folder: str) -> SimpleNamespace:
-        seen.append(list(collected))
-        return SimpleNamespace(free=31 << 18)  # 7.75 MiB
-
-    monkeypatch.setattr(staging.shutil, "disk_usage", usage)
-    gc.disable()
-    try:
-        place = staging.fullest({"the output's folder": "/data/out"})
-    finally:
-        gc.enable()
-    assert seen == [["mapped spill file"]]
-    assert place == "/data/out (the output's folder, 7.8 MiB free after removing this run's files)"
-
-
 @pytest.mark.integration
 def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, monkeypatch) -> None:
     path = make_store("grid:4x4", tmp_path / "s.zarr", tiles=2)
@@ -299,77 +200,3 @@ def test_two_runs_on_one_output_one_wins_the_other_is_told(tmp_path: Path) -> No
         assert f"error: {out}: {LOCKED} (pid " in loser.replace("\n", "")
         assert verify_store(open_store(str(out))).ok
         assert leftovers(out.parent) == []
-
-
-def test_a_signal_whose_exception_was_dropped_is_raised_again_before_publishing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A flaky run exited 0 with its store after SIGTERM: Python had dropped the handler's exception."""
-    from gtool.errors import Terminated
-    from gtool.preprocess.engine import interrupts
-
-    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
-    with interrupts.Interrupts() as watch:
-        watch.check()  # no signal: nothing
-        with pytest.raises(Terminated):
-            watch.handle(signal.SIGTERM, None)
-        with pytest.raises(Terminated, match="terminated by SIGTERM"):
-            watch.check()
-    watch.received = signal.SIGINT
-    with pytest.raises(KeyboardInterrupt):
-        watch.check()
-
-
-def test_python_s_report_of_the_dropped_signal_exception_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A signal that came while distributed's garbage-collector callback ran printed "Exception ignored
-    in ... Traceback" on stderr (the run still ended with 143)."""
-    from gtool.errors import Terminated
-    from gtool.preprocess.engine import interrupts
-
-    def dropped(exc: BaseException) -> SimpleNamespace:
-        return SimpleNamespace(
-            exc_type=type(exc), exc_value=exc, exc_traceback=None, err_msg=None, object=None
-        )
-
-    reported: list[BaseException] = []
-    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: reported.append(unraisable.exc_value))
-    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
-    early, late, other = Terminated("early"), Terminated("terminated by SIGTERM"), ValueError("other")
-    with interrupts.Interrupts() as watch:
-        sys.unraisablehook(dropped(early))  # no signal yet: reported
-        with pytest.raises(Terminated):
-            watch.handle(signal.SIGTERM, None)
-        sys.unraisablehook(dropped(late))
-        sys.unraisablehook(dropped(other))
-    assert reported == [early, other]
-    sys.unraisablehook(dropped(late))
-    assert reported == [early, other, late]
-
-
-def test_a_second_signal_or_a_run_that_does_not_unwind_is_cleaned_up_and_ended(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The first signal raises in the main thread; where Python drops that exception the watchdog (here
-    called at once) or a second signal runs the cleanups, last registered first, and exits, saying why as
-    an unwound run does."""
-    from gtool.errors import Terminated
-    from gtool.preprocess.engine import interrupts
-
-    exits, done, said = [], [], []
-    monkeypatch.setattr(interrupts.os, "_exit", exits.append)
-    monkeypatch.setattr(interrupts.os, "write", lambda fd, data: said.append((fd, data)))
-    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
-    with interrupts.Interrupts() as watch:
-        watch.on_abandon(lambda: done.append("lock"))
-        watch.on_abandon(lambda: done.append("partial"))
-        with pytest.raises(Terminated):
-            watch.handle(signal.SIGTERM, None)
-        assert done == [] and exits == []
-        with pytest.raises(Terminated):  # (os._exit returned: it is a stand-in)
-            watch.handle(signal.SIGTERM, None)
-        assert done == ["partial", "lock"] and exits == [143] and said == [(2, b"terminated\n")]
-        # the watchdog's own path ends the same way
-        monkeypatch.setattr(interrupts.time, "sleep", lambda seconds: None)
-        watch.abandon_later(signal.SIGINT)
-        assert exits == [143, 130] and said[1:] == [(2, b"interrupted\n")]
-    assert signal.getsignal(signal.SIGTERM) is not watch.handle

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.preprocess.output.staging import is_url, local_path, make_folder, storage_error
+from gtool.store.writing.staging import is_url, local_path, make_folder, storage_error
 
 
 class OutputLockedError(GtoolError):
