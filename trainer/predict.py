@@ -40,7 +40,7 @@ from gtool.store.writing.staging import (
 from gtool.trainer.checkpoint import CheckpointError, latest_manifest
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 from gtool.trainer.distributed import GridComm
-from gtool.trainer.launch import RankEnv
+from gtool.trainer.launch import RankEnv, environment_rank
 from gtool.trainer.loop import load_model_rank, logit_targets
 from gtool.trainer.loss import accuracies
 from gtool.trainer.model import ParallelGCN
@@ -165,8 +165,8 @@ def _write(
 def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: Reporter) -> dict[str, Any]:
     """What one rank of the prediction grid does once joined; returns the figures of the summary.
 
-    Rank 0 locks the output (a second run writing it is refused), prepares the staging location, and
-    publishes it once every rank has written (or removes it when it fails)."""
+    Rank 0 prepares the staging location, and publishes it once every rank has written (or removes it when
+    it fails); the output is locked before the ranks start (`predict`)."""
     config = job.config
     started = time.perf_counter()
     data = load_model_rank(config, comm.grid, comm.rank, device)
@@ -179,32 +179,28 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
         accuracy, unscored = None, str(error)
     del data
     computed = time.perf_counter() - started
-    with output_lock(job.output, "gtool predict") if comm.rank == 0 else nullcontext():  # one writer
-        staged = StagedOutput(job.output, job.overwrite, PREDICTIONS) if comm.rank == 0 else None
-        try:
-            if staged is not None:
-                zarr.open_group(store=staged.path, mode="w")
-            comm.everyone.barrier()
-            summary = {
-                "store": config.store,
-                "checkpoint": job.manifest["path"],
-                "epoch": job.manifest["epoch"],
-                "grid": "x".join(map(str, comm.grid.dims)),
-                "rows": _write(comm, job, outputs, model),
-                "accuracy": accuracy,
-                "unscored": unscored,
-                "seconds": {"forward": computed, "total": time.perf_counter() - started},
-            }
-            if staged is not None:
-                zarr.open_group(store=staged.path, mode="r+").attrs[ATTRIBUTES] = {
-                    **summary,
-                    "complete": True,
-                }
-                staged.publish()
-        except BaseException:
-            if staged is not None:
-                staged.discard()
-            raise
+    staged = StagedOutput(job.output, job.overwrite, PREDICTIONS) if comm.rank == 0 else None
+    try:
+        if staged is not None:
+            zarr.open_group(store=staged.path, mode="w")
+        comm.everyone.barrier()
+        summary = {
+            "store": config.store,
+            "checkpoint": job.manifest["path"],
+            "epoch": job.manifest["epoch"],
+            "grid": "x".join(map(str, comm.grid.dims)),
+            "rows": _write(comm, job, outputs, model),
+            "accuracy": accuracy,
+            "unscored": unscored,
+            "seconds": {"forward": computed, "total": time.perf_counter() - started},
+        }
+        if staged is not None:
+            zarr.open_group(store=staged.path, mode="r+").attrs[ATTRIBUTES] = {**summary, "complete": True}
+            staged.publish()
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise
     reporter.message(_summary_text(job.output, summary, model.dims))
     return summary
 
@@ -234,5 +230,9 @@ def predict_rank(env: RankEnv, job: PredictJob) -> None:
 
 def predict(job: PredictJob) -> None:
     """Run `job` on the ranks of torchrun/srun when started by one, else on local processes (as `gtool
-    train`). Raises RankFailed naming the rank that failed first."""
-    start_ranks(job.config, "predict", predict_rank, job)
+    train`). The process that starts the local ranks, or rank 0 of torchrun/srun's, locks the output for
+    the whole run: a second run writing it is refused before any rank loads or computes. Raises RankFailed
+    naming the rank that failed first."""
+    env = environment_rank()
+    with output_lock(job.output, "gtool predict") if env is None or env.rank == 0 else nullcontext():
+        start_ranks(job.config, "predict", predict_rank, job)

@@ -3,6 +3,8 @@ another grid, flat parts, the chunks each rank writes, the cast buffers."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_layers
 from gtool.store.writing.output_lock import OutputLockedError, output_lock
 from gtool.store.writing.staging import StagedOutput, check_output
+from gtool.trainer import predict as predict_module
 from gtool.trainer.checkpoint import CheckpointError, rank_file
 from gtool.trainer.distributed import CastBuffers
 from gtool.trainer.model import block_of_weight
@@ -131,3 +134,31 @@ def test_predict_overwrites_an_earlier_output_never_a_graph_store_and_one_run_at
     first, second = (output_lock(str(earlier), "gtool predict") for _ in range(2))
     with first, pytest.raises(OutputLockedError, match="another gtool predict run is writing this output"):
         second.__enter__()
+
+
+def test_predict_locks_its_output_before_any_rank_starts_and_while_they_run(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock used to be taken by rank 0 after its forward pass: a second run loaded and computed
+    everything before it was refused."""
+    job = SimpleNamespace(output=str(tmp_path / "out.zarr"), config=None)
+    started: list[bool] = []
+
+    def ranks(*args: object) -> None:
+        with pytest.raises(OutputLockedError):  # held while the ranks run
+            output_lock(job.output, "gtool predict").__enter__()
+        started.append(True)
+
+    monkeypatch.setattr(predict_module, "start_ranks", ranks)
+    monkeypatch.setattr(predict_module, "environment_rank", lambda: None)
+    with output_lock(job.output, "gtool predict"):
+        with pytest.raises(OutputLockedError, match="another gtool predict run is writing this output"):
+            predict_module.predict(job)
+        assert started == []
+        monkeypatch.setattr(predict_module, "environment_rank", lambda: SimpleNamespace(rank=1))
+        monkeypatch.setattr(predict_module, "start_ranks", lambda *args: started.append(False))
+        predict_module.predict(job)  # a rank other than torchrun's rank 0 takes no lock
+    monkeypatch.setattr(predict_module, "start_ranks", ranks)
+    monkeypatch.setattr(predict_module, "environment_rank", lambda: SimpleNamespace(rank=0))
+    predict_module.predict(job)
+    assert started == [False, True]

@@ -1,5 +1,5 @@
 """One writer per output: an exclusive lock on `.NAME.lock` beside the output for a whole `gtool shard` run
-(for `gtool predict`, while its rank 0 publishes).
+(for `gtool predict`, its whole run: held by the process that starts its ranks, or by rank 0 of torchrun's).
 
 The lock is the kernel's (flock) on that file, so it goes with its process, however the process ends; the
 file also records its owner (pid, host, start time) for the message a second run gets. A file left by an
@@ -65,6 +65,9 @@ class OutputLock:
         try:
             self.take_over(fd, read_owner(fd))
         except OSError as exc:  # a full device: the owner record cannot be written
+            with contextlib.suppress(OSError):
+                if self.same_file(fd):
+                    os.unlink(self.path)  # no empty lock file left behind
             os.close(fd)
             raise storage_error(exc, str(self.target)) or exc from None
         self.fd = fd

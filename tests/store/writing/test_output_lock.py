@@ -35,6 +35,7 @@ def test_a_full_device_at_locking_is_one_error_and_frees_the_lock(tmp_path: Path
     monkeypatch.setattr(output_lock.os, "pwrite", full)
     with pytest.raises(GtoolError, match="s.zarr: no space left on the device"):
         OutputLock(tmp_path / "s.zarr").__enter__()
+    assert leftovers(tmp_path) == []  # the lock file too (an empty one was left)
     monkeypatch.undo()
     with OutputLock(tmp_path / "s.zarr"):  # the failed attempt let go of the lock
         pass
