@@ -34,6 +34,7 @@ def reports_errors(command: F) -> F:
             console.print(
                 f"[bold]notice:[/] {escape(str(exc))}; exit status 0", highlight=False, soft_wrap=True
             )
+            ignore_signals_at_exit()  # a second Ctrl-C while the interpreter exits cannot undo the 0
             raise typer.Exit(0) from None
         except Terminated:
             console.print(f"[bold red]{ENDED_BY[signal.SIGTERM]}[/]")

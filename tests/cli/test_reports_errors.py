@@ -12,11 +12,12 @@ import typer
 from typer.testing import CliRunner
 
 from gtool import interrupts
+from gtool.cli import common
 from gtool.cli import train as train_command
 from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
-from gtool.errors import Terminated
+from gtool.errors import InterruptedWhenDone, Terminated
 from gtool.trainer import run
 
 
@@ -33,6 +34,20 @@ def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
     assert "Aborted" not in result.output
     assert isinstance(result.exception, RuntimeError)
     assert "unexpected end of data: No data left in file" in str(result.exception)
+
+
+def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that(monkeypatch) -> None:
+    monkeypatch.setattr(common, "_final", False)
+    app = typer.Typer()
+
+    @app.command()
+    @reports_errors
+    def publishes() -> None:
+        raise InterruptedWhenDone("SIGINT came after the store S")
+
+    result = CliRunner().invoke(app, [])
+    assert result.exit_code == 0 and "notice: SIGINT came after the store S; exit status 0" in result.output
+    assert common._final  # signals are ignored while the interpreter exits
 
 
 def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
