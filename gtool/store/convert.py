@@ -6,11 +6,14 @@ interop); training on large graphs reads per-rank shards with gtool.loader.load_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gtool.errors import StoreError
 from gtool.store import layout
+from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -46,9 +49,14 @@ def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
     return coo.tocsr()
 
 
-def original_rows(store: Store, path: str, order: str) -> np.ndarray:
-    """A node array stored in pr ('r') or pc ('c') order, put back in original node order."""
+def original_rows(
+    store: Store, path: str, order: str, problem: Callable[[np.ndarray], str | None]
+) -> np.ndarray:
+    """A node array stored in pr ('r') or pc ('c') order, its values checked by `problem` (the store
+    format's invariant 6, as the loader checks them), put back in original node order."""
     stored = store.read(store.array(path))
+    if found := problem(stored):
+        raise StoreError(f"{store.location}: array {path}: {found}; the store is damaged")
     out = np.empty_like(stored)
     out[store.perm(order)] = stored
     return out
@@ -56,17 +64,25 @@ def original_rows(store: Store, path: str, order: str) -> np.ndarray:
 
 def features(store: Store) -> np.ndarray:
     """float32[N, F] features by original node id (stored in pc order)."""
-    return original_rows(store, layout.FEATURES, "c")
+    return original_rows(store, layout.FEATURES, "c", non_finite_problem)
 
 
 def labels(store: Store) -> np.ndarray:
     """int64 labels by original node id (-1: none)."""
-    return original_rows(store, layout.LABELS["r"], "r")
+    return original_rows(
+        store, layout.LABELS["r"], "r", lambda values: label_problem(values, store.num_classes)
+    )
 
 
 def split(store: Store) -> np.ndarray:
     """int8 split codes by original node id: 0 train, 1 valid, 2 test, -1 none."""
-    return original_rows(store, layout.SPLIT["r"], "r")
+    return original_rows(store, layout.SPLIT["r"], "r", split_problem)
+
+
+def non_finite_problem(values: np.ndarray) -> str | None:
+    """Features must be finite."""
+    row = first_non_finite_row(values)
+    return None if row is None else f"non-finite values (first in stored row {row})"
 
 
 def to_pyg(store: Store) -> Any:

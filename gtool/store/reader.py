@@ -16,7 +16,7 @@ from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
-from gtool.store.values import weight_problem
+from gtool.store.values import permutation_problem, weight_problem
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,15 @@ class Store:
                 yield i, j, self.read_tile(matrix, i, j)
 
     def perm(self, which: str) -> np.ndarray:
-        """pr ('r') or pc ('c'): position -> original node id."""
-        return self.read(self.array(layout.PERMS[which]))
+        """pr ('r') or pc ('c'): position -> original node id, checked to hold every node id once (a
+        damaged permutation would put rows at another node's place or leave some unset)."""
+        if which not in layout.PERMS:
+            raise ValueError(f"perm() takes 'r' (pr, row order) or 'c' (pc, column order), got {which!r}")
+        path = layout.PERMS[which]
+        ids = self.read(self.array(path))
+        if problem := permutation_problem(ids, self.num_nodes):
+            raise StoreError(f"{self.location}: array {path}: {problem}; the store is damaged")
+        return ids
 
     def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
         """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's

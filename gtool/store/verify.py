@@ -304,9 +304,10 @@ class Verifier:
 
     def mark_ids(self, path: str, ids: np.ndarray, seen: np.ndarray) -> None:
         n = seen.shape[0]
-        if ids.size and (ids.min() < 0 or ids.max() >= n):
+        inside = (ids >= 0) & (ids < n)
+        if not inside.all():  # marked without them, so that the ids never appearing are counted right
             self.problem(f"array {path}: node ids outside [0, {n})", "perm")
-            return
+            ids = ids[inside]
         repeated = np.count_nonzero(seen[ids]) + ids.size - np.unique(ids).size
         if repeated:
             self.problem(f"array {path}: not a permutation (node ids repeated)", "perm")

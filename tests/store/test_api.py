@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 
 import gtool
 from gtool.preprocess.sources.generators import parse_generator
 from gtool.store.convert import PYG_MISSING
+from gtool.store.layout import FEATURES, LABELS, PERM_COLS, PERM_ROWS, SPLIT
 from tests.support.pyg import FakeData
 from tests.support.reference import assert_same_sparse, normalized_adjacency, source_edges
 from tests.support.stores import StoreFactory
@@ -34,6 +38,45 @@ def test_a_store_back_in_original_order_is_the_generated_graph(stores: StoreFact
     np.testing.assert_array_equal(gtool.labels(store), data.labels)
     np.testing.assert_array_equal(gtool.split(store), data.split)
     assert sum(1 for _ in store.iter_tiles(1)) == 9
+
+
+def rewrite(array: zarr.Array, change) -> None:
+    """Change an array's values through zarr, so that its checksums stay valid."""
+    values = array[:]
+    change(values)
+    array[:] = values
+
+
+@pytest.mark.parametrize(
+    "path, change, calls, message",
+    [
+        (PERM_COLS, lambda ids: ids.__setitem__(1, ids[0]), "features", "perm/c: not a permutation (1 of"),
+        (
+            PERM_ROWS,
+            lambda ids: ids.__setitem__(5, -1),
+            "to_scipy labels",
+            "perm/r: node ids outside [0, 900)",
+        ),
+        (LABELS["r"], lambda labels: labels.__setitem__(3, 3), "labels", "labels/r: values outside [-1, 2]"),
+        (
+            SPLIT["r"],
+            lambda codes: codes.__setitem__(3, 7),
+            "split",
+            "split/r: codes other than [-1, 0, 1, 2]",
+        ),
+        (FEATURES, lambda rows: rows.__setitem__((4, 0), np.nan), "features", "features: non-finite values"),
+    ],
+    ids=["repeated-id", "negative-id", "label", "split", "nan-feature"],
+)
+def test_node_arrays_and_matrices_refuse_values_the_format_forbids(
+    stores: StoreFactory, tmp_path: Path, path: str, change, calls: str, message: str
+) -> None:
+    copy = stores.private_copy("sbm:900:3:6:2", tmp_path / "bad.zarr", tiles=3, seed=4)
+    rewrite(zarr.open_group(copy, mode="r+")[path], change)
+    store = gtool.open_store(copy)
+    for call in calls.split():
+        with pytest.raises(gtool.StoreError, match=re.escape(message)):
+            getattr(gtool, call)(store)
 
 
 def test_to_pyg_keeps_edge_direction_and_masks(stores: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
