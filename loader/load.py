@@ -20,7 +20,7 @@ from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
-from gtool.store.reader import Store, open_store
+from gtool.store.reader import Store, StoreLike, as_store
 from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 DEFAULT_WORKERS = 8
@@ -28,7 +28,7 @@ DEFAULT_READ_AHEAD_BYTES = 64 << 20
 
 
 def load_rank(
-    store: str | Store,
+    store: StoreLike,
     grid: ProcessGrid | tuple[int, int, int],
     rank: int,
     layers: int | Sequence[bool],
@@ -47,7 +47,7 @@ def load_rank(
     Shards are CSR with their CSR transposes, padded to the band sizes.
     """
     started = time.perf_counter()
-    opened = store if isinstance(store, Store) else open_store(str(store), storage_options)
+    opened = as_store(store, storage_options)
     grid = grid if isinstance(grid, ProcessGrid) else ProcessGrid(*grid)
     geometry = rank_geometry(grid, rank, layers, opened.num_nodes, opened.num_features, opened.two_matrices)
     stats = ReadStats()

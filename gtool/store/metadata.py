@@ -52,7 +52,8 @@ class Fields:
 
     def __init__(self, content: Any, where: str, path: str = ""):
         if not isinstance(content, dict):
-            raise StoreError(f"{where}: metadata {path or 'record'} is {content!r}, expected an object")
+            shown = f"'{path.rstrip('.')}'" if path else "record"
+            raise StoreError(f"{where}: metadata {shown} is {content!r}, expected an object")
         self.content, self.where, self.path = content, where, path
 
     def raw(self, key: str) -> Any:
@@ -123,12 +124,14 @@ class MatrixStats:
     def from_dict(cls, content: Any, where: str, path: str = "") -> MatrixStats:
         fields = Fields(content, where, path)
         counts = fields.raw("tile_nnz")
-        try:
-            tile_nnz = np.asarray(counts, dtype=np.int64)
+        try:  # counts that are not all integers (1350.5) would be cut to integers
+            given = np.asarray(counts)
+            tile_nnz = given.astype(np.int64) if given.dtype.kind in "iu" else np.zeros(0, np.int64)
         except (TypeError, ValueError, OverflowError):
             tile_nnz = np.zeros(0, dtype=np.int64)
         if tile_nnz.ndim != 2 or tile_nnz.shape[0] != tile_nnz.shape[1] or (tile_nnz < 0).any():
             raise StoreError(f"{where}: metadata '{path}tile_nnz' is not a T x T array of counts")
+        tile_nnz.setflags(write=False)  # the record is frozen: Store.tile_nnz hands this array out
         return cls(
             min=fields.integer("min"),
             mean=fields.number("mean"),

@@ -12,6 +12,7 @@ import zarr
 
 import gtool
 from gtool.preprocess.sources.generators import parse_generator
+from gtool.store import layout
 from gtool.store.convert import PYG_MISSING
 from gtool.store.layout import FEATURES, LABELS, PERM_COLS, PERM_ROWS, SPLIT
 from tests.support.pyg import FakeData
@@ -77,6 +78,44 @@ def test_node_arrays_and_matrices_refuse_values_the_format_forbids(
     for call in calls.split():
         with pytest.raises(gtool.StoreError, match=re.escape(message)):
             getattr(gtool, call)(store)
+
+
+def test_calls_take_a_store_or_its_path_and_refuse_what_it_does_not_hold(stores: StoreFactory) -> None:
+    path = stores("sbm:900:3:6:2", tiles=3, seed=4)
+    store = gtool.open_store(path)
+    assert gtool.to_scipy(Path(path)).nnz == gtool.to_scipy(store).nnz
+    np.testing.assert_array_equal(gtool.labels(path), gtool.labels(store))
+    assert gtool.verify_store(path).ok
+    with pytest.raises(TypeError, match="open_store\\(\\) takes a path or URL .*, got an open Store"):
+        gtool.open_store(store)
+    with pytest.raises(ValueError, match="no matrix 2: the store holds A0 and A1"):
+        gtool.to_scipy(store, 2)
+    for call in (lambda: store.read_tile(0, 3, 0), lambda: store.tile_bounds(0, -1)):
+        with pytest.raises(ValueError, match=r"no tile \(.*\): tiles are \(i, j\) with 0 <= i, j < 3"):
+            call()
+    with pytest.raises(ValueError, match="perm\\(\\) takes 'r'"):
+        store.perm("x")
+
+
+def replace_array(group: zarr.Group, path: str, values: np.ndarray) -> None:
+    """Store `values` (any shape) as the array at `path`, with valid checksums."""
+    del group[path]
+    group.create_array(path, shape=values.shape, dtype=values.dtype)[...] = values
+
+
+def test_arrays_of_another_shape_are_refused_naming_them(stores: StoreFactory, tmp_path: Path) -> None:
+    copy = stores.private_copy("sbm:900:3:6:2", tmp_path / "bad.zarr", tiles=3, seed=4)
+    group = zarr.open_group(copy, mode="r+")
+    col = layout.tile_array(0, 2, 1, "col")
+    replace_array(group, col, group[col][:][:, None])
+    store = gtool.open_store(copy)
+    shapes = r"matrix A0 tile \(2, 1\): row/col/val shapes \[\((\d+),\), \(\1, 1\), \(\1,\)\], expected"
+    with pytest.raises(gtool.StoreError, match=shapes):
+        gtool.to_scipy(store)
+    assert any("row/col/val shapes" in p for p in gtool.verify_store(store).problems)  # an IndexError before
+    replace_array(group, LABELS["c"], np.zeros((), np.int64))
+    with pytest.raises(gtool.StoreError, match=r"labels/c has shape \(\), expected \(900,\) \(metadata"):
+        gtool.open_store(copy)
 
 
 def test_to_pyg_keeps_edge_direction_and_masks(stores: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
