@@ -13,7 +13,7 @@ import torch
 
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import ProcessGrid, as_grid
 from gtool.geometry.layers import rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
@@ -29,7 +29,7 @@ DEFAULT_READ_AHEAD_BYTES = 64 << 20
 
 def load_rank(
     store: StoreLike,
-    grid: ProcessGrid | tuple[int, int, int],
+    grid: ProcessGrid | Sequence[int],
     rank: int,
     layers: int | Sequence[bool],
     device: torch.device | str = "cpu",
@@ -48,7 +48,7 @@ def load_rank(
     """
     started = time.perf_counter()
     opened = as_store(store, storage_options)
-    grid = grid if isinstance(grid, ProcessGrid) else ProcessGrid(*grid)
+    grid = as_grid(grid)
     geometry = rank_geometry(grid, rank, layers, opened.num_nodes, opened.num_features, opened.two_matrices)
     stats = ReadStats()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gtool-tiles") as executor:
