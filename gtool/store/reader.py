@@ -331,11 +331,13 @@ StoreLike = Union["Store", str, os.PathLike]
 
 
 def open_store(location: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> Store:
-    """Open a complete store for reading (a path, os.PathLike or fsspec URL)."""
+    """Open a complete store for reading (a path, os.PathLike or fsspec URL; `~` in a path is the home
+    folder, as in a shell)."""
     if not isinstance(location, (str, os.PathLike)):
         kind = "an open Store" if isinstance(location, Store) else type(location).__name__
         raise TypeError(f"open_store() takes a path or URL (str or os.PathLike), got {kind}")
-    return Store(os.fspath(location), storage_options)
+    path = os.fspath(location)
+    return Store(path if "://" in path else os.path.expanduser(path), storage_options)
 
 
 def as_store(store: StoreLike, storage_options: dict[str, Any] | None = None) -> Store:

@@ -80,9 +80,13 @@ def test_node_arrays_and_matrices_refuse_values_the_format_forbids(
             getattr(gtool, call)(store)
 
 
-def test_calls_take_a_store_or_its_path_and_refuse_what_it_does_not_hold(stores: StoreFactory) -> None:
+def test_calls_take_a_store_or_its_path_and_refuse_what_it_does_not_hold(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = stores("sbm:900:3:6:2", tiles=3, seed=4)
     store = gtool.open_store(path)
+    monkeypatch.setenv("HOME", str(Path(path).parent))
+    assert gtool.open_store(f"~/{Path(path).name}").location == path  # as a notebook user writes it
     assert gtool.to_scipy(Path(path)).nnz == gtool.to_scipy(store).nnz
     np.testing.assert_array_equal(gtool.labels(path), gtool.labels(store))
     assert gtool.verify_store(path).ok
