@@ -19,6 +19,8 @@ from gtool.store.layout import LABEL_NONE, LAYOUT_VERSION, SPLIT_CODES, SPLIT_NO
 
 NORMALIZATIONS = ("sym", "none")
 GRAPH_KINDS = ("symmetrized", "directed-in")
+PERMUTATION_SCHEMES = ("double", "single", "none", "balanced")
+"""How pr and pc were made (`permutation.scheme`; gtool.preprocess.permutation makes them)."""
 CLASS_INDEX = "class index"
 
 
@@ -241,7 +243,9 @@ class StoreMeta:
             normalization=fields.text("normalization", NORMALIZATIONS),
             self_loops=fields.flag("self_loops"),
             graph=fields.text("graph", GRAPH_KINDS),
-            permutation=PermutationInfo(permutation.text("scheme"), permutation.integer("seed", 0)),
+            permutation=PermutationInfo(
+                permutation.text("scheme", PERMUTATION_SCHEMES), permutation.integer("seed", 0)
+            ),
             source=fields.nested("source").content,
             labels=LabelsInfo(labels.text("origin"), labels.text("kind"), labels.integer("missing")),
             split_origin=fields.nested("split").text("origin"),

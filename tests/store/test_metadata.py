@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.plan_metadata import metadata_only
 from gtool.errors import StoreError
-from gtool.store.metadata import Fields, MatrixStats, tile_stats
+from gtool.store.metadata import Fields, MatrixStats, StoreMeta, tile_stats
 
 
 def test_tile_counts_must_be_integers_and_stay_read_only() -> None:
@@ -24,3 +25,11 @@ def test_tile_counts_must_be_integers_and_stay_read_only() -> None:
 def test_a_nested_record_that_is_not_an_object_is_named() -> None:
     with pytest.raises(StoreError, match="s: metadata 'source' is 'abc', expected an object"):
         Fields({"source": "abc"}, "s").nested("source")
+
+
+def test_an_unknown_permutation_scheme_is_refused() -> None:
+    record = metadata_only(nodes=100, edges=300, features=4, classes=2, tiles=2).to_dict()
+    assert StoreMeta.from_dict(record, "s").permutation.scheme == "double"
+    record["permutation"]["scheme"] = "weird"
+    with pytest.raises(StoreError, match="s: metadata 'permutation.scheme' is 'weird', expected one of"):
+        StoreMeta.from_dict(record, "s")
