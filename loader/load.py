@@ -13,14 +13,14 @@ import torch
 
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band
-from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.grid import ProcessGrid, as_grid
 from gtool.geometry.layers import rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
-from gtool.store.reader import Store, open_store
+from gtool.store.reader import Store, StoreLike, as_store
 from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 DEFAULT_WORKERS = 8
@@ -28,8 +28,8 @@ DEFAULT_READ_AHEAD_BYTES = 64 << 20
 
 
 def load_rank(
-    store: str | Store,
-    grid: ProcessGrid | tuple[int, int, int],
+    store: StoreLike,
+    grid: ProcessGrid | Sequence[int],
     rank: int,
     layers: int | Sequence[bool],
     device: torch.device | str = "cpu",
@@ -47,8 +47,8 @@ def load_rank(
     Shards are CSR with their CSR transposes, padded to the band sizes.
     """
     started = time.perf_counter()
-    opened = store if isinstance(store, Store) else open_store(str(store), storage_options)
-    grid = grid if isinstance(grid, ProcessGrid) else ProcessGrid(*grid)
+    opened = as_store(store, storage_options)
+    grid = as_grid(grid)
     geometry = rank_geometry(grid, rank, layers, opened.num_nodes, opened.num_features, opened.two_matrices)
     stats = ReadStats()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gtool-tiles") as executor:

@@ -7,6 +7,8 @@ innermost axes are the ones whose groups stay inside a node (`spans_nodes`).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import permutations
 from typing import TYPE_CHECKING, TypeVar
@@ -93,6 +95,17 @@ class ProcessGrid:
 
     def __str__(self) -> str:
         return f"{self.gx}x{self.gy}x{self.gz}"
+
+
+def as_grid(grid: ProcessGrid | Sequence[int]) -> ProcessGrid:
+    """`grid` itself when a ProcessGrid, else the grid of its three integers (Gx, Gy, Gz)."""
+    if isinstance(grid, ProcessGrid):
+        return grid
+    try:
+        gx, gy, gz = (operator.index(g) for g in grid)
+    except (TypeError, ValueError):
+        raise TypeError(f"a grid is a ProcessGrid or three integers (Gx, Gy, Gz), got {grid!r}") from None
+    return ProcessGrid(gx, gy, gz)
 
 
 def group_ranks(grid: ProcessGrid, rank: int, axis: int) -> list[int]:

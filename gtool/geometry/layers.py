@@ -11,8 +11,10 @@ next layer's roles are (b, c, a). Either way the output block is the next layer'
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gtool.geometry.bands import Band, band, band_size
 from gtool.geometry.grid import ProcessGrid
@@ -29,8 +31,21 @@ AGGREGATE_FIRST, TRANSFORM_FIRST = "aggregate-first", "transform-first"
 
 
 def layer_orders(layers: int | Sequence[bool]) -> LayerOrders:
-    """Each layer's order: `layers` as a tuple, or that many aggregate-first layers when a count."""
-    orders = (False,) * layers if isinstance(layers, int) else tuple(bool(t) for t in layers)
+    """Each layer's order: `layers` as a tuple, or that many aggregate-first layers when a count (an int,
+    numpy's too); a string or a float is a TypeError (a string read as one order per character)."""
+    given: Any = layers  # checked here, whatever a caller passes
+    try:
+        if isinstance(given, (str, bytes)):
+            raise TypeError
+        try:
+            orders = (False,) * operator.index(given)
+        except TypeError:
+            orders = tuple(bool(t) for t in given)
+    except TypeError:
+        raise TypeError(
+            "layers must be a number of layers or a sequence of orders (True: transform-first), "
+            f"got {layers!r}"
+        ) from None
     if not orders:
         raise ValueError(f"the number of layers must be >= 1, got {layers}")
     return orders

@@ -6,16 +6,20 @@ interop); training on large graphs reads per-rank shards with gtool.loader.load_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gtool.errors import StoreError
 from gtool.store import layout
+from gtool.store.reader import as_store
+from gtool.store.values import first_non_finite_row, label_problem, split_problem
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-    from gtool.store.reader import Store
+    from gtool.store.reader import Store, StoreLike
 
 PYG_MISSING = (
     "gtool.to_pyg() needs torch_geometric, which is not installed (pip install torch_geometric); "
@@ -23,7 +27,7 @@ PYG_MISSING = (
 )
 
 
-def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
+def to_scipy(store: StoreLike, matrix: int = 0) -> sp.csr_matrix:
     """The stored matrix Â (normalized, with self-loops) indexed by original node ids, as float32 CSR.
 
     A0[i, j] = Â[pr[i], pc[j]] and A1[i, j] = Â[pc[i], pr[j]]: each tile's entries are mapped back through
@@ -31,12 +35,15 @@ def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
     """
     import scipy.sparse as sp  # here, not at the top: `import gtool` stays free of scipy
 
+    store = as_store(store)
+    tiles = store.iter_tiles(matrix)  # checks the matrix before the permutations are read
+
     rows_perm, cols_perm = (
         (store.perm("r"), store.perm("c")) if matrix == 0 else (store.perm("c"), store.perm("r"))
     )
     s, n = store.tile_size, store.num_nodes
     rows, cols, vals = [], [], []
-    for i, j, tile in store.iter_tiles(matrix):
+    for i, j, tile in tiles:
         rows.append(rows_perm[i * s + tile.row.astype(np.int64)])
         cols.append(cols_perm[j * s + tile.col.astype(np.int64)])
         vals.append(tile.val)
@@ -46,30 +53,43 @@ def to_scipy(store: Store, matrix: int = 0) -> sp.csr_matrix:
     return coo.tocsr()
 
 
-def original_rows(store: Store, path: str, order: str) -> np.ndarray:
-    """A node array stored in pr ('r') or pc ('c') order, put back in original node order."""
+def original_rows(
+    store: Store, path: str, order: str, problem: Callable[[np.ndarray], str | None]
+) -> np.ndarray:
+    """A node array stored in pr ('r') or pc ('c') order, its values checked by `problem` (the store
+    format's invariant 6, as the loader checks them), put back in original node order."""
     stored = store.read(store.array(path))
+    if found := problem(stored):
+        raise StoreError(f"{store.location}: array {path}: {found}; the store is damaged")
     out = np.empty_like(stored)
     out[store.perm(order)] = stored
     return out
 
 
-def features(store: Store) -> np.ndarray:
+def features(store: StoreLike) -> np.ndarray:
     """float32[N, F] features by original node id (stored in pc order)."""
-    return original_rows(store, layout.FEATURES, "c")
+    return original_rows(as_store(store), layout.FEATURES, "c", non_finite_problem)
 
 
-def labels(store: Store) -> np.ndarray:
+def labels(store: StoreLike) -> np.ndarray:
     """int64 labels by original node id (-1: none)."""
-    return original_rows(store, layout.LABELS["r"], "r")
+    opened = as_store(store)
+    classes = opened.num_classes
+    return original_rows(opened, layout.LABELS["r"], "r", lambda values: label_problem(values, classes))
 
 
-def split(store: Store) -> np.ndarray:
+def split(store: StoreLike) -> np.ndarray:
     """int8 split codes by original node id: 0 train, 1 valid, 2 test, -1 none."""
-    return original_rows(store, layout.SPLIT["r"], "r")
+    return original_rows(as_store(store), layout.SPLIT["r"], "r", split_problem)
 
 
-def to_pyg(store: Store) -> Any:
+def non_finite_problem(values: np.ndarray) -> str | None:
+    """Features must be finite."""
+    row = first_non_finite_row(values)
+    return None if row is None else f"non-finite values (first in stored row {row})"
+
+
+def to_pyg(store: StoreLike) -> Any:
     """A torch_geometric.data.Data of the whole graph in original node order.
 
     edge_index[:, e] = (source, target) with Â[target, source] stored (messages flow source -> target, as
@@ -82,6 +102,7 @@ def to_pyg(store: Store) -> Any:
         raise ImportError(PYG_MISSING) from None
     import torch
 
+    store = as_store(store)
     adj = to_scipy(store, 0).tocoo()
     split_codes = split(store)
     return Data(

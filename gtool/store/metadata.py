@@ -19,6 +19,8 @@ from gtool.store.layout import LABEL_NONE, LAYOUT_VERSION, SPLIT_CODES, SPLIT_NO
 
 NORMALIZATIONS = ("sym", "none")
 GRAPH_KINDS = ("symmetrized", "directed-in")
+PERMUTATION_SCHEMES = ("double", "single", "none", "balanced")
+"""How pr and pc were made (`permutation.scheme`; gtool.preprocess.permutation makes them)."""
 CLASS_INDEX = "class index"
 
 
@@ -52,7 +54,8 @@ class Fields:
 
     def __init__(self, content: Any, where: str, path: str = ""):
         if not isinstance(content, dict):
-            raise StoreError(f"{where}: metadata {path or 'record'} is {content!r}, expected an object")
+            shown = f"'{path.rstrip('.')}'" if path else "record"
+            raise StoreError(f"{where}: metadata {shown} is {content!r}, expected an object")
         self.content, self.where, self.path = content, where, path
 
     def raw(self, key: str) -> Any:
@@ -123,12 +126,14 @@ class MatrixStats:
     def from_dict(cls, content: Any, where: str, path: str = "") -> MatrixStats:
         fields = Fields(content, where, path)
         counts = fields.raw("tile_nnz")
-        try:
-            tile_nnz = np.asarray(counts, dtype=np.int64)
+        try:  # counts that are not all integers (1350.5) would be cut to integers
+            given = np.asarray(counts)
+            tile_nnz = given.astype(np.int64) if given.dtype.kind in "iu" else np.zeros(0, np.int64)
         except (TypeError, ValueError, OverflowError):
             tile_nnz = np.zeros(0, dtype=np.int64)
         if tile_nnz.ndim != 2 or tile_nnz.shape[0] != tile_nnz.shape[1] or (tile_nnz < 0).any():
             raise StoreError(f"{where}: metadata '{path}tile_nnz' is not a T x T array of counts")
+        tile_nnz.setflags(write=False)  # the record is frozen: Store.tile_nnz hands this array out
         return cls(
             min=fields.integer("min"),
             mean=fields.number("mean"),
@@ -238,7 +243,9 @@ class StoreMeta:
             normalization=fields.text("normalization", NORMALIZATIONS),
             self_loops=fields.flag("self_loops"),
             graph=fields.text("graph", GRAPH_KINDS),
-            permutation=PermutationInfo(permutation.text("scheme"), permutation.integer("seed", 0)),
+            permutation=PermutationInfo(
+                permutation.text("scheme", PERMUTATION_SCHEMES), permutation.integer("seed", 0)
+            ),
             source=fields.nested("source").content,
             labels=LabelsInfo(labels.text("origin"), labels.text("kind"), labels.integer("missing")),
             split_origin=fields.nested("split").text("origin"),

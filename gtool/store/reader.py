@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import zarr
@@ -16,7 +17,7 @@ from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
-from gtool.store.values import weight_problem
+from gtool.store.values import permutation_problem, weight_problem
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,16 @@ class TileData:
     @property
     def nnz(self) -> int:
         return int(self.row.shape[0])
+
+
+def tile_shape_problem(parts: list[np.ndarray], expected: int) -> str | None:
+    """What is wrong with the shapes of a tile's row, col and val arrays (1-D, of the metadata's tile_nnz
+    entries each), or None."""
+    if all(p.shape == (expected,) for p in parts):
+        return None
+    if all(p.ndim == 1 for p in parts):
+        return f"row/col/val lengths {[p.shape[0] for p in parts]}, metadata tile_nnz says {expected}"
+    return f"row/col/val shapes {[p.shape for p in parts]}, expected ({expected},) each"
 
 
 def tile_problem(tile: TileData, height: int, width: int) -> str | None:
@@ -119,13 +130,31 @@ class Store:
         return len(self.matrices) == 2
 
     def tile_nnz(self, matrix: int) -> np.ndarray:
-        """T x T int64 array of nonzeros per tile, from the metadata."""
+        """T x T int64 array of nonzeros per tile, from the metadata (read-only)."""
+        self.check_matrix(matrix)
         return self.meta.stats[matrix].tile_nnz
 
     def tile_bounds(self, i: int, j: int) -> tuple[tuple[int, int], tuple[int, int]]:
         """Global row and column ranges of tile (i, j)."""
+        self.check_tile(i, j)
         s, n = self.tile_size, self.num_nodes
         return tile_range(i, s, n), tile_range(j, s, n)
+
+    def check_matrix(self, matrix: int) -> None:
+        """Raise ValueError unless `matrix` is one the store holds."""
+        if isinstance(matrix, (int, np.integer)) and matrix in self.matrices:
+            return
+        held = " and ".join(f"A{m}" for m in self.matrices)
+        why = " (pr == pc: A0 serves every layer)" if not self.two_matrices else ""
+        raise ValueError(f"{self.location}: no matrix {matrix!r}: the store holds {held}{why}")
+
+    def check_tile(self, i: int, j: int) -> None:
+        """Raise ValueError unless (i, j) is a tile of the store's T x T grid."""
+        t = self.tiles
+        if not all(isinstance(k, (int, np.integer)) and 0 <= k < t for k in (i, j)):
+            raise ValueError(
+                f"{self.location}: no tile ({i!r}, {j!r}): tiles are (i, j) with 0 <= i, j < {t}"
+            )
 
     def array(self, path: str) -> zarr.Array:
         """An array of the store by path, with an error naming the store when it is missing."""
@@ -151,6 +180,8 @@ class Store:
     def read_tile(self, matrix: int, i: int, j: int) -> TileData:
         """Read tile (i, j) of a matrix, checking it against the metadata and its entries (sorted by
         (row, col), no duplicates, indices inside the tile); errors name the store, matrix and tile."""
+        self.check_matrix(matrix)
+        self.check_tile(i, j)
         where = f"{self.location}: matrix A{matrix} tile ({i}, {j})"
         paths = [layout.tile_array(matrix, i, j, f) for f in layout.TILE_FIELDS]
         nodes = [self.node(p) for p in paths]
@@ -162,11 +193,8 @@ class Store:
             if problem := dtype_problem(array):
                 raise StoreError(f"{where}: {problem}")
         parts = [self.read(a, where=where) for a in arrays]
-        expected = int(self.tile_nnz(matrix)[i, j])
-        if any(p.shape != (expected,) for p in parts):
-            raise StoreError(
-                f"{where}: arrays have lengths {[p.shape[0] for p in parts]}, metadata says {expected}"
-            )
+        if problem := tile_shape_problem(parts, int(self.tile_nnz(matrix)[i, j])):
+            raise StoreError(f"{where}: {problem}")
         tile = TileData(*parts)
         (row0, row1), (col0, col1) = self.tile_bounds(i, j)
         problem = tile_problem(tile, row1 - row0, col1 - col0)
@@ -175,14 +203,22 @@ class Store:
         return tile
 
     def iter_tiles(self, matrix: int = 0) -> Iterator[tuple[int, int, TileData]]:
-        """(i, j, tile) for every tile of a matrix in row-major order, each read and checked when reached."""
-        for i in range(self.tiles):
-            for j in range(self.tiles):
-                yield i, j, self.read_tile(matrix, i, j)
+        """(i, j, tile) for every tile of a matrix in row-major order, each read and checked when reached
+        (the matrix is checked at the call)."""
+        self.check_matrix(matrix)
+        t = self.tiles
+        return ((i, j, self.read_tile(matrix, i, j)) for i in range(t) for j in range(t))
 
     def perm(self, which: str) -> np.ndarray:
-        """pr ('r') or pc ('c'): position -> original node id."""
-        return self.read(self.array(layout.PERMS[which]))
+        """pr ('r') or pc ('c'): position -> original node id, checked to hold every node id once (a
+        damaged permutation would put rows at another node's place or leave some unset)."""
+        if which not in layout.PERMS:
+            raise ValueError(f"perm() takes 'r' (pr, row order) or 'c' (pc, column order), got {which!r}")
+        path = layout.PERMS[which]
+        ids = self.read(self.array(path))
+        if problem := permutation_problem(ids, self.num_nodes):
+            raise StoreError(f"{self.location}: array {path}: {problem}; the store is damaged")
+        return ids
 
     def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
         """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's
@@ -231,11 +267,14 @@ class Store:
         for path in layout.NODE_DTYPES:
             if problem := dtype_problem(self.array(path)):
                 raise StoreError(f"{self.location}: {problem}")
+        kind = self.meta.labels.kind
+        dims, expected_shape = (2, f"({n}, K)") if self.meta.labels.multi_label else (1, f"({n},)")
         for order in ("r", "c"):
             got = self.array(layout.LABELS[order]).shape
-            if got[0] != n:
+            if len(got) != dims or got[0] != n:
                 raise StoreError(
-                    f"{self.location}: array {layout.LABELS[order]} has {got[0]} rows, expected {n}"
+                    f"{self.location}: array {layout.LABELS[order]} has shape {tuple(got)}, expected "
+                    f"{expected_shape} (metadata labels.kind is {kind!r})"
                 )
         if self.tile_size != tile_size(n, self.tiles):
             raise StoreError(
@@ -287,6 +326,20 @@ def old_store_notice(location: str) -> None:
     )
 
 
-def open_store(location: str, storage_options: dict[str, Any] | None = None) -> Store:
-    """Open a complete store for reading."""
-    return Store(location, storage_options)
+StoreLike = Union["Store", str, os.PathLike]
+"""A Store, or the path or URL of one."""
+
+
+def open_store(location: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> Store:
+    """Open a complete store for reading (a path, os.PathLike or fsspec URL; `~` in a path is the home
+    folder, as in a shell)."""
+    if not isinstance(location, (str, os.PathLike)):
+        kind = "an open Store" if isinstance(location, Store) else type(location).__name__
+        raise TypeError(f"open_store() takes a path or URL (str or os.PathLike), got {kind}")
+    path = os.fspath(location)
+    return Store(path if "://" in path else os.path.expanduser(path), storage_options)
+
+
+def as_store(store: StoreLike, storage_options: dict[str, Any] | None = None) -> Store:
+    """`store` itself when it is a Store, else the store at that path or URL, opened."""
+    return store if isinstance(store, Store) else open_store(store, storage_options)

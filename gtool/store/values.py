@@ -35,6 +35,18 @@ def split_problem(split: np.ndarray) -> str | None:
     return f"codes other than {SPLIT_VALUES.tolist()}"
 
 
+def permutation_problem(ids: np.ndarray, num_nodes: int) -> str | None:
+    """A permutation (perm/r, perm/c) must hold every node id 0..N-1 exactly once."""
+    if ids.shape != (num_nodes,):
+        return f"shape {ids.shape}, expected ({num_nodes},)"
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        return f"node ids outside [0, {num_nodes})"
+    seen = np.zeros(num_nodes, dtype=bool)
+    seen[ids] = True
+    missing = num_nodes - int(np.count_nonzero(seen))
+    return f"not a permutation ({missing} of {num_nodes} node ids never appear)" if missing else None
+
+
 def first_non_finite_row(block: np.ndarray) -> int | None:
     """The first row of a feature block holding NaN or an infinity, or None when every value is finite."""
     finite = np.isfinite(block)

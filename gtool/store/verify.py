@@ -31,7 +31,16 @@ from gtool.store.chunks import (
     stored_chunk_rows,
     stored_keys,
 )
-from gtool.store.reader import Store, TileData, dtype_problem, store_arrays, tile_problem
+from gtool.store.reader import (
+    Store,
+    StoreLike,
+    TileData,
+    as_store,
+    dtype_problem,
+    store_arrays,
+    tile_problem,
+    tile_shape_problem,
+)
 from gtool.store.values import DIGESTS, first_non_finite_row, label_problem, node_value_digest, split_problem
 
 Progress = Callable[[int], None]
@@ -77,12 +86,14 @@ def default_memory_budget() -> int:
 
 
 def verify_store(
-    store: Store,
+    store: StoreLike,
     arrays: dict[str, zarr.Array] | None = None,
     progress: Progress | None = None,
     memory_budget: int | None = None,
 ) -> VerifyReport:
-    """Check every chunk and invariant of an opened store; problems are collected, never raised."""
+    """Check every chunk and invariant of a store (a Store, or its path or URL, which must open: an
+    incomplete or inconsistent store raises StoreError); problems are collected, never raised."""
+    store = as_store(store)
     arrays = arrays if arrays is not None else store_arrays(store)
     budget = memory_budget if memory_budget is not None else default_memory_budget()
     return Verifier(store, arrays, progress, budget).run()
@@ -216,13 +227,9 @@ class Verifier:
         self.report.tiles[m] += 1
         if row is None or col is None or val is None:
             return None
-        expected = int(self.store.tile_nnz(m)[i, j])
-        lengths = [p.shape[0] for p in (row, col, val)]
-        self.report.nonzeros[m] += lengths[0]
-        if lengths != [expected] * 3:
-            self.problem(
-                f"{where}: row/col/val lengths {lengths}, metadata tile_nnz says {expected}", f"A{m}"
-            )
+        self.report.nonzeros[m] += row.shape[0] if row.ndim else 0
+        if problem := tile_shape_problem([row, col, val], int(self.store.tile_nnz(m)[i, j])):
+            self.problem(f"{where}: {problem}", f"A{m}")
             return None
         tile = TileData(row, col, val)
         (r0, r1), (c0, c1) = self.store.tile_bounds(i, j)
@@ -304,9 +311,10 @@ class Verifier:
 
     def mark_ids(self, path: str, ids: np.ndarray, seen: np.ndarray) -> None:
         n = seen.shape[0]
-        if ids.size and (ids.min() < 0 or ids.max() >= n):
+        inside = (ids >= 0) & (ids < n)
+        if not inside.all():  # marked without them, so that the ids never appearing are counted right
             self.problem(f"array {path}: node ids outside [0, {n})", "perm")
-            return
+            ids = ids[inside]
         repeated = np.count_nonzero(seen[ids]) + ids.size - np.unique(ids).size
         if repeated:
             self.problem(f"array {path}: not a permutation (node ids repeated)", "perm")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
-from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import rank_geometry
+from gtool.geometry.grid import ProcessGrid, as_grid
+from gtool.geometry.layers import layer_orders, rank_geometry
 from gtool.geometry.tiles import tile_size
 from tests.loader.expected import label_range, layer_rects, tiles_overlapped
 
@@ -130,3 +131,15 @@ def test_each_output_block_is_the_next_layers_input_block(dims: tuple[int, int, 
         for layer in layers:
             axes = {layer.roles[2], layer.out_col_axis, layer.weight_axis}
             assert axes == {0, 1, 2} and layer.replica_axis not in (layer.row_axis, layer.out_col_axis)
+
+
+def test_layers_and_grids_of_other_types_are_refused_not_misread() -> None:
+    """A string of layers read as one order per character ('3': one layer); a float grid failed deep."""
+    assert layer_orders(np.int64(2)) == (False, False) and layer_orders(np.array([1, 0])) == (True, False)
+    for layers in ("3", 2.0):
+        with pytest.raises(TypeError, match="layers must be a number of layers or a sequence of orders"):
+            layer_orders(layers)
+    assert as_grid([3, np.int64(1), 1]) == ProcessGrid(3, 1, 1)
+    for grid in (2, (2, 2), (2.0, 1, 1), "2x2x2"):
+        with pytest.raises(TypeError, match=r"a grid is a ProcessGrid or three integers \(Gx, Gy, Gz\)"):
+            as_grid(grid)

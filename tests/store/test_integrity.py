@@ -193,6 +193,7 @@ def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: P
     col[col.shape[0] - 1] = 10_000
     perm = group[layout.PERM_COLS]
     perm[0] = perm[1]
+    group[layout.PERM_ROWS][3] = -1
     labels = group[layout.LABELS["r"]]
     labels[5] = 99
     split = group[layout.SPLIT["c"]]
@@ -202,6 +203,8 @@ def test_verify_lists_every_broken_invariant_of_well_checksummed_chunks(store: P
         "A1 tile (2, 0) (array adj/1/2_0) is not A0 tile (0, 2) transposed: weights differ",
         "A0 tile (1, 1) (array adj/0/1_1): column index outside",
         "array perm/c: not a permutation (node ids repeated)",
+        "array perm/r: node ids outside [0, 128)",
+        "array perm/r: not a permutation (1 of 128 node ids never appear)",
         "array nodes/labels/r: values outside [-1, 3] in rows 0-127",
         "array nodes/split/c: codes other than [-1, 0, 1, 2] in rows 0-127",
     ]

@@ -9,6 +9,7 @@ from gtool.store.values import (
     first_non_finite_row,
     label_problem,
     node_value_digest,
+    permutation_problem,
     split_problem,
     weight_problem,
 )
@@ -28,6 +29,14 @@ def test_value_checks() -> None:
     assert split_problem(np.array([3], np.int8)) == "codes other than [-1, 0, 1, 2]"
     assert first_non_finite_row(np.ones((3, 2), np.float32)) is None
     assert first_non_finite_row(np.array([[1, 2], [3, np.inf], [np.nan, 0]], np.float32)) == 1
+
+
+def test_a_permutation_holds_every_node_id_once() -> None:
+    assert permutation_problem(np.array([2, 0, 1]), 3) is None
+    assert permutation_problem(np.array([0, 0, 1]), 3) == "not a permutation (1 of 3 node ids never appear)"
+    assert permutation_problem(np.array([0, -1, 1]), 3) == "node ids outside [0, 3)"
+    assert permutation_problem(np.array([0, 1, 3]), 3) == "node ids outside [0, 3)"
+    assert permutation_problem(np.array([0, 1]), 3) == "shape (2,), expected (3,)"
 
 
 def test_the_node_value_digest_ignores_the_order_and_sees_a_changed_or_moved_value() -> None:

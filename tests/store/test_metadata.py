@@ -1,0 +1,35 @@
+"""The typed store metadata refuses records that would read as other numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.plan_metadata import metadata_only
+from gtool.errors import StoreError
+from gtool.store.metadata import Fields, MatrixStats, StoreMeta, tile_stats
+
+
+def test_tile_counts_must_be_integers_and_stay_read_only() -> None:
+    good = tile_stats(np.array([[1, 2], [3, 4]]))
+    stats = MatrixStats.from_dict(good, "s", "stats.0.")
+    with pytest.raises(ValueError, match="read-only"):
+        stats.tile_nnz[0, 0] = 0  # Store.tile_nnz hands this array out: the frozen record must not change
+    for counts in ([[1, 2.5], [3, 4]], [["1", 2], [3, 4]], [[1, 2]]):
+        with pytest.raises(
+            StoreError, match=r"s: metadata 'stats.0.tile_nnz' is not a T x T array of counts"
+        ):
+            MatrixStats.from_dict({**good, "tile_nnz": counts}, "s", "stats.0.")
+
+
+def test_a_nested_record_that_is_not_an_object_is_named() -> None:
+    with pytest.raises(StoreError, match="s: metadata 'source' is 'abc', expected an object"):
+        Fields({"source": "abc"}, "s").nested("source")
+
+
+def test_an_unknown_permutation_scheme_is_refused() -> None:
+    record = metadata_only(nodes=100, edges=300, features=4, classes=2, tiles=2).to_dict()
+    assert StoreMeta.from_dict(record, "s").permutation.scheme == "double"
+    record["permutation"]["scheme"] = "weird"
+    with pytest.raises(StoreError, match="s: metadata 'permutation.scheme' is 'weird', expected one of"):
+        StoreMeta.from_dict(record, "s")
