@@ -46,6 +46,8 @@ def load_rank(
     `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
     Shards are CSR with their CSR transposes, padded to the band sizes.
     """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1 (tiles read at once), got {workers}")
     started = time.perf_counter()
     opened = as_store(store, storage_options)
     grid = as_grid(grid)

@@ -27,11 +27,12 @@ from gtool.errors import GtoolError
 from gtool.geometry.bands import Band
 from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
+from gtool.store import layout
 from gtool.store.reader import open_store
 from gtool.store.writing.chunk_writer import ChunkSink
 from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import (
-    OutputKind,
+    PREDICT_OUTPUT,
     StagedOutput,
     check_output,
     staging_path,
@@ -48,11 +49,6 @@ from gtool.trainer.node_output import HeldBlock, write_node_rows
 from gtool.trainer.report import Reporter
 from gtool.trainer.reshard import TrainedParameters
 from gtool.trainer.run import join_grid, start_ranks
-
-ATTRIBUTES = "gtool_predictions"
-"""The output group's attribute that describes it (its `complete` is set last)."""
-PREDICTIONS = OutputKind(ATTRIBUTES, "a gtool predict output")
-"""What --overwrite replaces (with an empty folder): an earlier output, never a graph store."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +103,7 @@ def prediction_job(
         )
     if embeddings and model.layers < 2:
         raise GtoolError("--embeddings needs a model of 2 or more layers (a 1-layer GCN has no hidden layer)")
-    check_output(output, overwrite, PREDICTIONS)
+    check_output(output, overwrite, PREDICT_OUTPUT)
     config = TrainConfig(store, grid, model=model, runtime=runtime)
     return PredictJob(config, manifest, output, embeddings, overwrite)
 
@@ -179,7 +175,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
         accuracy, unscored = None, str(error)
     del data
     computed = time.perf_counter() - started
-    staged = StagedOutput(job.output, job.overwrite, PREDICTIONS) if comm.rank == 0 else None
+    staged = StagedOutput(job.output, job.overwrite, PREDICT_OUTPUT) if comm.rank == 0 else None
     try:
         if staged is not None:
             zarr.open_group(store=staged.path, mode="w")
@@ -195,7 +191,10 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
             "seconds": {"forward": computed, "total": time.perf_counter() - started},
         }
         if staged is not None:
-            zarr.open_group(store=staged.path, mode="r+").attrs[ATTRIBUTES] = {**summary, "complete": True}
+            zarr.open_group(store=staged.path, mode="r+").attrs[layout.PREDICTIONS_KEY] = {
+                **summary,
+                "complete": True,
+            }
             staged.publish()
     except BaseException:
         if staged is not None:

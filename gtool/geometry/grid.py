@@ -62,6 +62,10 @@ class ProcessGrid:
 
     def coords(self, rank: int) -> tuple[int, int, int]:
         """(x, y, z) of a rank."""
+        try:
+            rank = operator.index(rank)
+        except TypeError:
+            raise TypeError(f"a rank is an integer, got {rank!r}") from None
         if not 0 <= rank < self.size:
             raise ValueError(f"rank {rank} outside a grid of {self.size} processes")
         return self.coords_of(rank)

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 
 LAYOUT_VERSION = 1
 META_KEY = "gtool"
+PREDICTIONS_KEY = "gtool_predictions"
+"""The attribute that describes a `gtool predict` output (docs/predict.md; its `complete` is set last): a Zarr
+group of node arrays, not a graph store."""
 
 PERM_ROWS = "perm/r"
 PERM_COLS = "perm/c"

@@ -83,7 +83,13 @@ class Store:
                 f"{self.location}: a Zarr v{self.group.metadata.zarr_format} group, expected Zarr v3 (gtool "
                 "writes and reads Zarr v3 stores only; re-run gtool shard)"
             )
-        meta = dict(self.group.attrs).get(layout.META_KEY)
+        attributes = dict(self.group.attrs)
+        meta = attributes.get(layout.META_KEY)
+        if layout.PREDICTIONS_KEY in attributes and meta is None:
+            raise StoreError(
+                f"{self.location}: a gtool predict output (node arrays in original node order), not a graph "
+                "store: read its arrays with zarr (docs/predict.md)"
+            )
         if not isinstance(meta, dict):
             raise StoreError(f"{self.location}: not a gtool store (no '{layout.META_KEY}' attributes)")
         if meta.get("layout") != layout.LAYOUT_VERSION:

@@ -10,6 +10,7 @@ import pytest
 from gtool.geometry.grid import ProcessGrid, as_grid
 from gtool.geometry.layers import layer_orders, rank_geometry
 from gtool.geometry.tiles import tile_size
+from gtool.loader import load_rank
 from tests.loader.expected import label_range, layer_rects, tiles_overlapped
 
 
@@ -143,3 +144,8 @@ def test_layers_and_grids_of_other_types_are_refused_not_misread() -> None:
     for grid in (2, (2, 2), (2.0, 1, 1), "2x2x2"):
         with pytest.raises(TypeError, match=r"a grid is a ProcessGrid or three integers \(Gx, Gy, Gz\)"):
             as_grid(grid)
+    assert ProcessGrid(3, 1, 1).coords(np.int64(2)) == (2, 0, 0)
+    with pytest.raises(TypeError, match="a rank is an integer, got '0'"):  # was a comparison's TypeError
+        ProcessGrid(3, 1, 1).coords("0")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="workers must be >= 1"):  # was the thread pool's own message
+        load_rank("nowhere.zarr", (1, 1, 1), 0, 2, workers=0)

@@ -145,3 +145,10 @@ def test_to_pyg_without_torch_geometric_says_what_to_install(
     with pytest.raises(ImportError, match="pip install torch_geometric") as error:
         gtool.to_pyg(store)
     assert str(error.value) == PYG_MISSING
+
+
+def test_a_predict_output_is_named_as_one(tmp_path: Path) -> None:
+    """It was 'not a gtool store (no 'gtool' attributes)', as any other folder."""
+    zarr.open_group(str(tmp_path / "p.zarr"), mode="w").attrs[layout.PREDICTIONS_KEY] = {"complete": True}
+    with pytest.raises(gtool.StoreError, match="p.zarr: a gtool predict output .*, not a graph store"):
+        gtool.open_store(str(tmp_path / "p.zarr"))

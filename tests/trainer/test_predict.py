@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from gtool.cli.main import app
 from gtool.store.chunks import has_checksums
+from gtool.store.layout import PREDICTIONS_KEY
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import launch_local
-from gtool.trainer.predict import ATTRIBUTES
 from gtool.trainer.serial import SerialGCN
 from tests.support.stores import StoreFactory
 from tests.trainer.prediction_runs import Training, run_trainings
@@ -87,7 +87,7 @@ def test_predictions_equal_the_serial_model(runs: tuple, model: str, grid: str) 
     config = configs[model]
     out = root / model / grid
     group = zarr.open_group(str(out), mode="r")
-    assert group.attrs[ATTRIBUTES]["complete"] is True
+    assert group.attrs[PREDICTIONS_KEY]["complete"] is True
     assert not (root / model / f".{grid}.partial").exists()
     logits, hidden, serial = _serial_logits(config)
     written = group["logits"]
@@ -101,7 +101,7 @@ def test_predictions_equal_the_serial_model(runs: tuple, model: str, grid: str) 
     log = [json.loads(line) for line in Path(config.runtime.log).read_text().splitlines()]
     reported = [line for line in log if "epoch" in line][-1]["accuracy"]
     assert scored == pytest.approx(reported, abs=1e-12)
-    assert group.attrs[ATTRIBUTES]["accuracy"] == pytest.approx(reported, abs=1e-12)
+    assert group.attrs[PREDICTIONS_KEY]["accuracy"] == pytest.approx(reported, abs=1e-12)
 
 
 def test_command_line_predicts_and_refuses_what_it_cannot(runs: tuple, tmp_path: Path) -> None:

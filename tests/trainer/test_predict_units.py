@@ -13,14 +13,14 @@ import zarr
 from gtool.errors import StoreExistsError
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_layers
+from gtool.store.layout import PREDICTIONS_KEY
 from gtool.store.writing.output_lock import OutputLockedError, output_lock
-from gtool.store.writing.staging import StagedOutput, check_output
+from gtool.store.writing.staging import PREDICT_OUTPUT, StagedOutput, check_output
 from gtool.trainer import predict as predict_module
 from gtool.trainer.checkpoint import CheckpointError, rank_file
 from gtool.trainer.distributed import CastBuffers
 from gtool.trainer.model import block_of_weight
 from gtool.trainer.node_output import chunk_bounds
-from gtool.trainer.predict import ATTRIBUTES, PREDICTIONS
 from gtool.trainer.reshard import TrainedParameters
 from gtool.trainer.sharding import flat_part, from_parts
 
@@ -126,11 +126,11 @@ def test_predict_overwrites_an_earlier_output_never_a_graph_store_and_one_run_at
     zarr.open_group(str(graph), mode="w").attrs["gtool"] = {"layout": 1, "complete": True}
     for check in (check_output, StagedOutput):
         with pytest.raises(StoreExistsError, match="is neither a gtool predict output nor an empty folder"):
-            check(str(graph), True, PREDICTIONS)
+            check(str(graph), True, PREDICT_OUTPUT)
     earlier = tmp_path / "out.zarr"
-    zarr.open_group(str(earlier), mode="w").attrs[ATTRIBUTES] = {"complete": True}
-    check_output(str(earlier), True, PREDICTIONS)
-    StagedOutput(str(earlier), True, PREDICTIONS)
+    zarr.open_group(str(earlier), mode="w").attrs[PREDICTIONS_KEY] = {"complete": True}
+    check_output(str(earlier), True, PREDICT_OUTPUT)
+    StagedOutput(str(earlier), True, PREDICT_OUTPUT)
     first, second = (output_lock(str(earlier), "gtool predict") for _ in range(2))
     with first, pytest.raises(OutputLockedError, match="another gtool predict run is writing this output"):
         second.__enter__()

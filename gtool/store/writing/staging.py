@@ -110,6 +110,8 @@ class OutputKind:
 
 STORE_OUTPUT = OutputKind(layout.META_KEY, "a gtool store")
 """`gtool shard`'s outputs: groups holding gtool's metadata."""
+PREDICT_OUTPUT = OutputKind(layout.PREDICTIONS_KEY, "a gtool predict output")
+"""`gtool predict`'s outputs: what its --overwrite replaces (with an empty folder), never a graph store."""
 
 
 def replaceable(fs: AbstractFileSystem, path: str, kind: OutputKind = STORE_OUTPUT) -> bool:
