@@ -35,8 +35,15 @@ class CheckpointError(GtoolError):
 
 def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     """A manifest's run shape, with what checkpoints written before a part of it was recorded had: z
-    innermost, and every layer aggregate-first ("transform_first": each layer's order)."""
-    return {"placement": DEFAULT_PLACEMENT, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
+    innermost, every layer aggregate-first ("transform_first": each layer's order), and full-graph
+    epochs on one replica (no batch size, data_parallel 1)."""
+    before = {"placement": DEFAULT_PLACEMENT, "batch_size": None, "data_parallel": 1}
+    return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A run shape's value as a mismatch names it (a full-graph run has no batch size)."""
+    return "full graph" if key == "batch_size" and value is None else value
 
 
 def _write_atomically(path: Path, write: Any) -> None:
@@ -155,7 +162,7 @@ class Checkpoints:
         written = recorded_shape(manifest["shape"])
         if any(written.get(key) != value for key, value in self.shape.items()):
             details = ", ".join(
-                f"{key}: checkpoint {written.get(key)} vs run {value}"
+                f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, value)}"
                 for key, value in self.shape.items()
                 if written.get(key) != value
             )

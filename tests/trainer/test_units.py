@@ -126,6 +126,13 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     reordered = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, True]})
     with pytest.raises(CheckpointError, match=r"transform_first: checkpoint \[False, False\] vs run"):
         reordered.latest()
+    written_before_minibatch = Checkpoints(
+        str(tmp_path), comm, {**shape, "batch_size": None, "data_parallel": 1}
+    )
+    assert written_before_minibatch.latest()["epoch"] == 6
+    batched = Checkpoints(str(tmp_path), comm, {**shape, "batch_size": 64, "data_parallel": 2})
+    with pytest.raises(CheckpointError, match="batch_size: checkpoint full graph vs run 64, data_parallel: "):
+        batched.latest()
 
 
 def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_path, monkeypatch) -> None:
