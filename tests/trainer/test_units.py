@@ -18,7 +18,7 @@ from gtool.errors import GtoolError
 from gtool.trainer import loop
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share
+from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share, quiet_resource_tracker
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
 from gtool.trainer.report import EpochRecord, Reporter
@@ -55,6 +55,17 @@ def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("NUMBA_NUM_THREADS", "3")
     with numba_share(16):
         assert os.environ["NUMBA_NUM_THREADS"] == "3"
+
+
+def test_the_resource_tracker_of_spawned_ranks_keeps_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    with quiet_resource_tracker():
+        assert os.environ["PYTHONWARNINGS"] == "ignore:resource_tracker:UserWarning"
+    assert "PYTHONWARNINGS" not in os.environ
+    monkeypatch.setenv("PYTHONWARNINGS", "error")  # the user's filters are kept, and come back
+    with quiet_resource_tracker():
+        assert os.environ["PYTHONWARNINGS"] == "error,ignore:resource_tracker:UserWarning"
+    assert os.environ["PYTHONWARNINGS"] == "error"
 
 
 def test_the_command_asks_for_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
