@@ -8,6 +8,7 @@ timeout, so a rank whose peer vanished without closing its connections gives up 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -260,6 +261,7 @@ def refuse_beyond_memory(world_size: int) -> None:
 def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
     """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
     refuse_beyond_memory(world_size)
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)  # RankFailed says who failed
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
         with numba_share(world_size), quiet_resource_tracker():
