@@ -41,6 +41,19 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
+def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
+    """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
+    another `shape` (any of its keys)."""
+    written = recorded_shape(manifest["shape"])
+    if any(written.get(key) != value for key, value in shape.items()):
+        details = ", ".join(
+            f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, value)}"
+            for key, value in shape.items()
+            if written.get(key) != value
+        )
+        raise CheckpointError(f"{manifest['path']} was written by a differently shaped run ({details})")
+
+
 def _shown(key: str, value: Any) -> Any:
     """A run shape's value as a mismatch names it (a full-graph run has no batch size)."""
     return "full graph" if key == "batch_size" and value is None else value
@@ -158,15 +171,7 @@ class Checkpoints:
         manifest = latest_manifest(self.directory)
         if manifest is None:
             return None
-        where = manifest["path"]
-        written = recorded_shape(manifest["shape"])
-        if any(written.get(key) != value for key, value in self.shape.items()):
-            details = ", ".join(
-                f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, value)}"
-                for key, value in self.shape.items()
-                if written.get(key) != value
-            )
-            raise CheckpointError(f"{where} was written by a differently shaped run ({details})")
+        refuse_other_shape(manifest, self.shape)
         return manifest
 
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:

@@ -213,13 +213,16 @@ class Trainer:
 
 def checkpoint_shape(trainer: Trainer) -> dict:
     """What a checkpoint must agree on with the run resuming it."""
-    config = trainer.config
+    model = trainer.model
+    layers = {"transform_first": [layer.transform_first for layer in model.layers], "dims": model.dims}
+    return {**run_shape(trainer.config), **layers, "num_nodes": model.num_nodes}
+
+
+def run_shape(config: TrainConfig) -> dict:
+    """The part of checkpoint_shape that the options alone give (checked before any rank starts)."""
     return {
-        "grid": list(trainer.comm.grid.dims),
-        "placement": trainer.comm.grid.placement,
-        "transform_first": [layer.transform_first for layer in trainer.model.layers],
-        "dims": trainer.model.dims,
-        "num_nodes": trainer.model.num_nodes,
+        "grid": list(config.grid),
+        "placement": config.process_grid.placement,
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
         "learnable_features": config.model.learnable_features,

@@ -196,6 +196,16 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> No
             prepare_run_files(TrainConfig.of("s", **options))
     prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
+    minibatch = TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
+    shape = {**loop.run_shape(minibatch), "dims": [16, 4]}
+    Checkpoints(str(tmp_path / "ck"), single_rank_comm(), shape).save(1, {}, {})
+    prepare_run_files(minibatch)
+    with pytest.raises(GtoolError, match="batch_size: checkpoint 300 vs run full graph"):
+        prepare_run_files(minibatch.replace(batch_size=None))
+    with pytest.raises(
+        GtoolError, match=r"grid: checkpoint \[1, 1, 1\] vs run \[2, 1, 1\], .*data_parallel: "
+    ):
+        prepare_run_files(minibatch.replace(grid=(2, 1, 1), data_parallel=2))
 
 
 def test_local_ranks_beyond_the_machines_memory_are_refused_before_any_starts() -> None:
