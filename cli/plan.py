@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from gtool.errors import GtoolError
+from gtool.geometry.epochs import batch_problem
 from gtool.model import ModelConfig
 from gtool.store.reader import open_store
 from gtool.topology import Topology
@@ -114,6 +115,8 @@ def plan(
     request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
     cost_profile, note = load_profile(profile)
     opened = open_store(store)
+    if batch_size is not None and (problem := batch_problem(batch_size, opened.num_nodes)):
+        raise GtoolError(f"{problem} of {store}")
     result = make_plan(opened, request, cost_profile)
     if as_json:
         typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 
 from gtool.errors import ENDED_BY, GtoolError, Terminated
+from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
 from gtool.model import ModelConfig
 from gtool.store.reader import open_store
@@ -41,7 +42,6 @@ def train(
     from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
     from gtool.trainer.launch import RankFailed, environment_rank
-    from gtool.trainer.minibatch.schedule import batch_problem
     from gtool.trainer.run import train as run_training
 
     opened = open_store(store)
@@ -50,11 +50,14 @@ def train(
         opened.check_every_chunk()
     try:
         config = TrainConfig.of(store, **options)
+        batch = config.minibatch.batch_size
+        if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
+            raise ValueError(f"{problem} of {store}")  # before any rank starts, and before --grid auto plans
         replicas, dims = config.minibatch.data_parallel, grid
         if grid == "auto":
             if config.topology.placement is not None:
                 raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
-            topology, batch = config.topology, config.minibatch.batch_size
+            topology = config.topology
             given = given_on_command_line(context, "data_parallel")
             chosen = config.minibatch.data_parallel if given else None
             replicas, dims, placement = auto_grid(
@@ -73,9 +76,6 @@ def train(
         else:
             refuse_ranks(ranks)
         config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
-        batch = config.minibatch.batch_size
-        if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
-            raise ValueError(f"{problem} of {store}")  # before any rank starts
     except ValueError as error:
         raise GtoolError(str(error)) from None
     try:

@@ -35,8 +35,28 @@ class CheckpointError(GtoolError):
 
 def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     """A manifest's run shape, with what checkpoints written before a part of it was recorded had: z
-    innermost, and every layer aggregate-first ("transform_first": each layer's order)."""
-    return {"placement": DEFAULT_PLACEMENT, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
+    innermost, every layer aggregate-first ("transform_first": each layer's order), and full-graph
+    epochs on one replica (no batch size, data_parallel 1)."""
+    before = {"placement": DEFAULT_PLACEMENT, "batch_size": None, "data_parallel": 1}
+    return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
+
+
+def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
+    """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
+    another `shape` (any of its keys)."""
+    written = recorded_shape(manifest["shape"])
+    if any(written.get(key) != value for key, value in shape.items()):
+        details = ", ".join(
+            f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, value)}"
+            for key, value in shape.items()
+            if written.get(key) != value
+        )
+        raise CheckpointError(f"{manifest['path']} was written by a differently shaped run ({details})")
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A run shape's value as a mismatch names it (a full-graph run has no batch size)."""
+    return "full graph" if key == "batch_size" and value is None else value
 
 
 def _write_atomically(path: Path, write: Any) -> None:
@@ -151,15 +171,7 @@ class Checkpoints:
         manifest = latest_manifest(self.directory)
         if manifest is None:
             return None
-        where = manifest["path"]
-        written = recorded_shape(manifest["shape"])
-        if any(written.get(key) != value for key, value in self.shape.items()):
-            details = ", ".join(
-                f"{key}: checkpoint {written.get(key)} vs run {value}"
-                for key, value in self.shape.items()
-                if written.get(key) != value
-            )
-            raise CheckpointError(f"{where} was written by a differently shaped run ({details})")
+        refuse_other_shape(manifest, self.shape)
         return manifest
 
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:

@@ -8,6 +8,7 @@ timeout, so a rank whose peer vanished without closing its connections gives up 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -224,6 +225,27 @@ def numba_share(world_size: int) -> Iterator[None]:
         del os.environ["NUMBA_NUM_THREADS"]
 
 
+TRACKER_WARNING = "ignore:resource_tracker:UserWarning"
+"""The warnings filter that silences multiprocessing's resource tracker about semaphores left registered."""
+
+
+@contextmanager
+def quiet_resource_tracker() -> Iterator[None]:
+    """While ranks are spawned (which starts multiprocessing's resource tracker, unless running): the
+    tracker does not warn, at the end, of the semaphores a killed or terminated rank left registered. Each
+    rank that decodes Blosc chunks holds one (numcodecs' lock); the tracker unlinks it anyway, and its
+    two-line warning came after the run's `error:` or `interrupted:` line."""
+    before = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [before, TRACKER_WARNING]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = before
+
+
 def refuse_beyond_memory(world_size: int) -> None:
     """Refuse to spawn more local ranks than this machine's available memory holds at RANK_BASE_BYTES each
     (`--grid auto --ranks 100000` would have started 100,000 processes)."""
@@ -239,9 +261,10 @@ def refuse_beyond_memory(world_size: int) -> None:
 def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
     """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
     refuse_beyond_memory(world_size)
+    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)  # RankFailed says who failed
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
-        with numba_share(world_size):
+        with numba_share(world_size), quiet_resource_tracker():
             context = mp.start_processes(
                 _local_rank,
                 args=(world_size, port, error_dir, main, args),

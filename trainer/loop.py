@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import resource
-import statistics
 import time
 from dataclasses import asdict
 
@@ -18,7 +17,7 @@ from gtool.store.reader import open_store
 from gtool.trainer.checkpoint import Checkpoints
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import CommBytes, GridComm
-from gtool.trainer.loss import Targets, accuracies, cross_entropy
+from gtool.trainer.loss import Targets, accuracies, cross_entropy, sampled_epoch_loss
 from gtool.trainer.minibatch.batch import RankSampler, StepBatch
 from gtool.trainer.minibatch.prefetch import Prefetcher, StepKey
 from gtool.trainer.minibatch.schedule import Schedule
@@ -90,23 +89,27 @@ class Trainer:
             self.optimizer.step()
         return loss.detach()
 
-    def batch_step(self, epoch: int, batch: StepBatch | None, active: int) -> torch.Tensor | None:
+    def batch_step(
+        self, epoch: int, batch: StepBatch | None, active: int
+    ) -> tuple[torch.Tensor, float] | None:
         """One mini-batch step: forward/backward on `batch` (None: this replica has no step in a short
         last round and adds zero gradients), the gradients averaged over the `active` replicas, one
-        optimizer step. The loss is the mean over the batch's labelled training nodes."""
+        optimizer step. Returns the loss, the mean over the batch's labelled training nodes, and how many
+        there are (None without a step)."""
         timer = self.comm.timer
         self.optimizer.zero_grad()
-        loss = None
+        stepped = None
         if batch is not None:
             logits = self.model.forward(epoch, training=True, batch=batch)
             targets = logit_targets(self.data, self.model, self.comm, self.device, batch.target_rows)
             loss = cross_entropy(logits, targets, timer)
             del logits
             loss.backward()
+            stepped = (loss.detach(), targets.counts["train"])
         self.average_gradients(active)
         with timer.phase("dense"):
             self.optimizer.step()
-        return None if loss is None else loss.detach()
+        return stepped
 
     def average_gradients(self, active: int) -> None:
         """Each owned parameter part's gradient averaged over the replicas that stepped (one all-reduce
@@ -126,26 +129,28 @@ class Trainer:
         return [None if step is None else (epoch, step) for step in steps]
 
     def minibatch_epoch(self, epoch: int) -> tuple[torch.Tensor, float, float]:
-        """Every round of `epoch`: this replica's step losses (NaN where it had none), the seconds spent
-        waiting for cuts and the seconds the cuts took."""
+        """Every round of `epoch`: this replica's step losses and training-node counts (2 x rounds, NaN
+        where it had no step), the seconds spent waiting for cuts and the seconds the cuts took."""
         assert self.schedule is not None and self.batches is not None
         steps = self.replica_steps(epoch)
         following = self.replica_steps(epoch + 1)[0] if epoch < self.config.runtime.epochs else None
         upcoming = [key for key in steps if key is not None] + [following]
-        losses = torch.full((len(steps),), math.nan, dtype=torch.float64, device=self.device)
+        losses = torch.full((2, len(steps)), math.nan, dtype=torch.float64, device=self.device)
         self.batches.reset_wait()
         for round_index, key in enumerate(steps):
             batch = None if key is None else self.batches.take(key, upcoming[round_index + 1])
-            loss = self.batch_step(epoch, batch, self.schedule.active(round_index))
-            if loss is not None:
-                losses[round_index] = loss
+            stepped = self.batch_step(epoch, batch, self.schedule.active(round_index))
+            if stepped is not None:
+                losses[0, round_index], losses[1, round_index] = stepped
         return losses, self.batches.waited, self.batches.cut_seconds
 
-    def replica_losses(self, losses: torch.Tensor) -> list[list[float | None]]:
-        """Every replica's step losses (None where it had no step), from each replica's `losses`."""
-        gathered = self.comm.everyone.all_gather(losses).view(self.comm.everyone.size, -1)
+    def replica_losses(self, losses: torch.Tensor) -> tuple[list[list[float | None]], list[list[float]]]:
+        """Every replica's step losses (None where it had no step) and training-node counts, from each
+        replica's `losses` (minibatch_epoch's)."""
+        gathered = self.comm.everyone.all_gather(losses.flatten()).view(self.comm.everyone.size, 2, -1)
         by_replica = gathered[:: self.comm.grid.size].tolist()
-        return [[None if math.isnan(value) else value for value in row] for row in by_replica]
+        steps = [[None if math.isnan(value) else value for value in row] for row, _ in by_replica]
+        return steps, [[0.0 if math.isnan(value) else value for value in row] for _, row in by_replica]
 
     def train_epoch(self, epoch: int) -> EpochRecord:
         """`step` (or every mini-batch step of the epoch), then the figures to print: the loss and the
@@ -172,8 +177,9 @@ class Trainer:
         if self.schedule is None:
             record.loss = float(loss)
         else:
-            record.step_losses, record.sample_wait, record.sample_cut = self.replica_losses(loss), waited, cut
-            record.loss = statistics.fmean(v for row in record.step_losses for v in row if v is not None)
+            record.step_losses, counts = self.replica_losses(loss)
+            record.sample_wait, record.sample_cut = waited, cut
+            record.loss = sampled_epoch_loss(record.step_losses, counts)
         return record
 
     def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
@@ -207,13 +213,16 @@ class Trainer:
 
 def checkpoint_shape(trainer: Trainer) -> dict:
     """What a checkpoint must agree on with the run resuming it."""
-    config = trainer.config
+    model = trainer.model
+    layers = {"transform_first": [layer.transform_first for layer in model.layers], "dims": model.dims}
+    return {**run_shape(trainer.config), **layers, "num_nodes": model.num_nodes}
+
+
+def run_shape(config: TrainConfig) -> dict:
+    """The part of checkpoint_shape that the options alone give (checked before any rank starts)."""
     return {
-        "grid": list(trainer.comm.grid.dims),
-        "placement": trainer.comm.grid.placement,
-        "transform_first": [layer.transform_first for layer in trainer.model.layers],
-        "dims": trainer.model.dims,
-        "num_nodes": trainer.model.num_nodes,
+        "grid": list(config.grid),
+        "placement": config.process_grid.placement,
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
         "learnable_features": config.model.learnable_features,

@@ -101,6 +101,19 @@ def cross_entropy(logits: torch.Tensor, targets: Targets, timer: PhaseTimer) -> 
     return _CrossEntropy.apply(logits, targets, timer)
 
 
+def sampled_epoch_loss(step_losses: list[list[float | None]], train_counts: list[list[float]]) -> float:
+    """A mini-batch epoch's loss: the mean cross-entropy over the epoch's labelled training nodes, each
+    at the step that sampled it (steps weighted by their training nodes; one without any counts for
+    nothing), from every replica's per-round `step_losses` (None: no step) and `train_counts`."""
+    pairs = [
+        (loss, count)
+        for losses, counts in zip(step_losses, train_counts, strict=True)
+        for loss, count in zip(losses, counts, strict=True)
+        if loss is not None
+    ]
+    return sum(loss * count for loss, count in pairs) / max(1.0, sum(count for _, count in pairs))
+
+
 def accuracies(logits: torch.Tensor, targets: Targets) -> dict[str, float]:
     """Accuracy per split; the prediction is the lowest class id of the row's maximum logit."""
     with torch.no_grad():

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.staging import make_folder
+from gtool.trainer.checkpoint import latest_manifest, refuse_other_shape
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.distributed import GridComm, grid_comm
 from gtool.trainer.dropout import cuda_notice
@@ -28,7 +29,7 @@ from gtool.trainer.launch import (
     rank_device,
     rank_failure,
 )
-from gtool.trainer.loop import Trainer, fit, load_model_rank
+from gtool.trainer.loop import Trainer, fit, load_model_rank, run_shape
 from gtool.trainer.report import Reporter, Summary
 from gtool.trainer.timing import PhaseTimer
 
@@ -104,9 +105,14 @@ def train(config: TrainConfig) -> None:
 
 def prepare_run_files(config: TrainConfig) -> None:
     """The folders of --checkpoint and --log, made before any rank starts: a file in their way, or a --log
-    that is a folder, is an error naming it (it was a rank's traceback once the store was loaded)."""
+    that is a folder, is an error naming it (it was a rank's traceback once the store was loaded); and with
+    --resume, a latest checkpoint of another grid, batch size, replicas, dtype, ... is refused (it was,
+    once every rank had loaded its part of the store)."""
     if config.runtime.checkpoint:
         make_folder(Path(config.runtime.checkpoint), "--checkpoint")
+        latest = latest_manifest(Path(config.runtime.checkpoint)) if config.runtime.resume else None
+        if latest is not None:
+            refuse_other_shape(latest, run_shape(config))
     if config.runtime.log:
         log = Path(config.runtime.log)
         if log.is_dir():

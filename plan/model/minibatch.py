@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtool.geometry.bands import ceil_div
-from gtool.geometry.epochs import epoch_rounds
+from gtool.geometry.epochs import epoch_rounds, epoch_steps
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output, rank_layers
 from gtool.model import ModelConfig
@@ -100,6 +100,13 @@ class MiniBatchRun:
         """Rounds of steps per epoch (one step per replica a round)."""
         return epoch_rounds(self.num_nodes, self.batch_size, self.replicas)
 
+    @property
+    def last_round_size(self) -> int:
+        """The largest sample of the last round: B, unless the round is the short last step alone."""
+        steps = epoch_steps(self.num_nodes, self.batch_size)
+        alone = steps - (self.rounds - 1) * self.replicas == 1
+        return self.num_nodes - (steps - 1) * self.batch_size if alone else self.batch_size
+
     def epoch(
         self,
         shapes: list[LayerShape],
@@ -110,30 +117,41 @@ class MiniBatchRun:
         classes: int,
         spanning: tuple[bool, ...] = (False, False, False, False),
     ) -> tuple[list[Collective], EpochTime]:
-        """The collectives and seconds of an epoch of typical steps: each step multiplies (B/N)^2 of every
-        shard's nonzeros (the entries between two members) by blocks of the expected member counts;
+        """The collectives and seconds of an epoch of typical steps: rounds of steps of B nodes, the last
+        one at its largest sample (the short last step, when alone in it, is priced at its size);
         `spanning`: whether the groups of the x, y, z axes and of the replicas span nodes."""
-        step_shapes = expected_shapes(shapes, self.num_nodes, self.batch_size)
-        step_nnz = np.ceil(nnz * (self.batch_size / self.num_nodes) ** 2).astype(np.int64)
-        collectives = step_collectives(step_shapes, model.wire_itemsize) + replica_collectives(
-            shapes, self.replicas
+
+        def step(size: int) -> tuple[list[Collective], EpochTime]:
+            """A step of `size` nodes: (size/N)^2 of every shard's nonzeros (the entries between two
+            members) multiplied by blocks of the expected member counts."""
+            step_shapes = expected_shapes(shapes, self.num_nodes, size)
+            step_nnz = np.ceil(nnz * (size / self.num_nodes) ** 2).astype(np.int64)
+            collectives = step_collectives(step_shapes, model.wire_itemsize)
+            collectives += replica_collectives(shapes, self.replicas)
+            allocated = epoch_timeline(step_shapes, model, classes).allocated
+            parameters = parameter_elements(shapes, model)
+            seconds = epoch_time(
+                step_shapes,
+                step_nnz,
+                collectives,
+                profile,
+                model,
+                parameters,
+                ranks_per_node,
+                allocated,
+                spanning,
+            )
+            return collectives, seconds
+
+        (collectives, typical), (last_collectives, last) = step(self.batch_size), step(self.last_round_size)
+        full = self.rounds - 1
+        time = EpochTime(
+            typical.spmm * full + last.spmm,
+            typical.dense * full + last.dense,
+            typical.comm * full + last.comm,
+            typical.overhead * full + last.overhead,
         )
-        allocated = epoch_timeline(step_shapes, model, classes).allocated
-        parameters = parameter_elements(shapes, model)
-        step = epoch_time(
-            step_shapes,
-            step_nnz,
-            collectives,
-            profile,
-            model,
-            parameters,
-            ranks_per_node,
-            allocated,
-            spanning,
-        )
-        rounds = self.rounds
-        time = EpochTime(step.spmm * rounds, step.dense * rounds, step.comm * rounds, step.overhead * rounds)
-        return collectives * rounds, time
+        return collectives * full + last_collectives, time
 
 
 def _band_members(positions: np.ndarray, band_size: int, bands: int) -> np.ndarray:

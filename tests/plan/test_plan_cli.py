@@ -64,9 +64,13 @@ def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
         ((store,), "needs STORE and --ranks"),
         (("--calibrate",), "-o FILE.json"),
         ((store, "--ranks", "2", "--memory-per-rank", "lots"), "--memory-per-rank"),
+        ((store, "--ranks", "2", "--batch-size", "513"), "--batch-size 513 is more than the 512 nodes"),
     ]:
         done = plan(*args)
         assert done.exit_code == 2 and message in done.output, done.output
+    auto = CliRunner().invoke(app, ["train", store, "--grid", "auto", "--ranks", "2", "--batch-size", "513"])
+    assert auto.exit_code == 2 and "513 is more than the 512 nodes" in auto.output
+    assert "--grid auto chose" not in auto.output  # refused before planning
 
 
 def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from gtool.model import ModelConfig
 from gtool.plan.calibration.microbench import calibrate
 from gtool.plan.model.bandnnz import CellCounts, GridShards, ShardNnzTable, band_edges
 from gtool.plan.model.memory import adjacency_bytes
+from gtool.plan.model.minibatch import MiniBatchRun
 from gtool.plan.model.planner import PlanRequest, layouts
 from gtool.plan.model.profile import ProfileError, load_profile, save_profile
 from gtool.plan.model.shapes import factorizations
@@ -29,6 +30,13 @@ def test_factorizations_are_every_grid_of_p_ranks(ranks: int, count: int) -> Non
     grids = factorizations(ranks)
     assert len(grids) == count == len({g.dims for g in grids})
     assert all(g.size == ranks for g in grids)
+
+
+def test_the_last_round_of_a_minibatch_epoch_is_priced_at_its_largest_sample() -> None:
+    assert MiniBatchRun(2000, 1500, 1).last_round_size == 500  # the short step alone
+    assert MiniBatchRun(2000, 300, 2).last_round_size == 200  # 7 steps: round 4 is step 7 alone
+    assert MiniBatchRun(2000, 400, 2).last_round_size == 400  # 5 steps of 400: no short step
+    assert MiniBatchRun(2000, 1500, 2).last_round_size == 1500  # the short step beside a full one
 
 
 def test_layouts_of_a_minibatch_run_keep_given_replicas() -> None:

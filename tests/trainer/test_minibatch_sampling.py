@@ -14,6 +14,7 @@ import torch.distributed as dist
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_roles
 from gtool.loader import load_rank
+from gtool.trainer.loss import sampled_epoch_loss
 from gtool.trainer.minibatch.batch import RankSampler
 from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch, transposed_torch
 from gtool.trainer.minibatch.schedule import Schedule
@@ -173,3 +174,8 @@ def test_cutting_a_sample_dispatches_the_same_operators_on_a_16x_larger_graph(st
     large = cut_operators(stores("grid:32x32", **shape))
     assert small == large
     assert sum(small.values()) < 200, small
+
+
+def test_an_epochs_loss_weights_its_steps_by_their_training_nodes() -> None:
+    # a step without training nodes (loss 0) and a replica without a step (None) count for nothing
+    assert sampled_epoch_loss([[1.0, 0.0], [4.0, None]], [[2.0, 0.0], [1.0, 0.0]]) == 2.0

@@ -18,7 +18,7 @@ from gtool.errors import GtoolError
 from gtool.trainer import loop
 from gtool.trainer.checkpoint import CheckpointError, Checkpoints, rank_file
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share
+from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share, quiet_resource_tracker
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
 from gtool.trainer.report import EpochRecord, Reporter
@@ -55,6 +55,17 @@ def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("NUMBA_NUM_THREADS", "3")
     with numba_share(16):
         assert os.environ["NUMBA_NUM_THREADS"] == "3"
+
+
+def test_the_resource_tracker_of_spawned_ranks_keeps_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    with quiet_resource_tracker():
+        assert os.environ["PYTHONWARNINGS"] == "ignore:resource_tracker:UserWarning"
+    assert "PYTHONWARNINGS" not in os.environ
+    monkeypatch.setenv("PYTHONWARNINGS", "error")  # the user's filters are kept, and come back
+    with quiet_resource_tracker():
+        assert os.environ["PYTHONWARNINGS"] == "error,ignore:resource_tracker:UserWarning"
+    assert os.environ["PYTHONWARNINGS"] == "error"
 
 
 def test_the_command_asks_for_huge_pages(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,6 +137,13 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     reordered = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, True]})
     with pytest.raises(CheckpointError, match=r"transform_first: checkpoint \[False, False\] vs run"):
         reordered.latest()
+    written_before_minibatch = Checkpoints(
+        str(tmp_path), comm, {**shape, "batch_size": None, "data_parallel": 1}
+    )
+    assert written_before_minibatch.latest()["epoch"] == 6
+    batched = Checkpoints(str(tmp_path), comm, {**shape, "batch_size": 64, "data_parallel": 2})
+    with pytest.raises(CheckpointError, match="batch_size: checkpoint full graph vs run 64, data_parallel: "):
+        batched.latest()
 
 
 def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_path, monkeypatch) -> None:
@@ -178,6 +196,16 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> No
             prepare_run_files(TrainConfig.of("s", **options))
     prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
+    minibatch = TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
+    shape = {**loop.run_shape(minibatch), "dims": [16, 4]}
+    Checkpoints(str(tmp_path / "ck"), single_rank_comm(), shape).save(1, {}, {})
+    prepare_run_files(minibatch)
+    with pytest.raises(GtoolError, match="batch_size: checkpoint 300 vs run full graph"):
+        prepare_run_files(minibatch.replace(batch_size=None))
+    with pytest.raises(
+        GtoolError, match=r"grid: checkpoint \[1, 1, 1\] vs run \[2, 1, 1\], .*data_parallel: "
+    ):
+        prepare_run_files(minibatch.replace(grid=(2, 1, 1), data_parallel=2))
 
 
 def test_local_ranks_beyond_the_machines_memory_are_refused_before_any_starts() -> None:

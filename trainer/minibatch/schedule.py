@@ -12,18 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
-from gtool.geometry.epochs import epoch_rounds, epoch_steps
+from gtool.geometry.epochs import batch_problem, epoch_rounds, epoch_steps
 from gtool.trainer.randomness import derive_seed
 
 SAMPLE_STREAM = 4
 """The derive_seed stream of the epoch permutations (1: initial weights, 2: dropout, 3: sampled dropout)."""
-
-
-def batch_problem(batch_size: int, num_nodes: int) -> str | None:
-    """Why steps of `batch_size` nodes cannot be cut from `num_nodes` nodes, or None."""
-    if batch_size > num_nodes:
-        return f"--batch-size {batch_size} is more than the {num_nodes} nodes"
-    return None
 
 
 @dataclass(frozen=True)
