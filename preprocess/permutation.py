@@ -6,11 +6,9 @@ import numpy as np
 
 from gtool.preprocess.balanced import balanced_permutations
 from gtool.preprocess.engine.threaded import in_parts
-from gtool.store.metadata import PERMUTATION_SCHEMES
+from gtool.store.metadata import DEGREE_SCHEMES, PERMUTATION_SCHEMES
 
 SCHEMES = PERMUTATION_SCHEMES
-DEGREE_SCHEMES = frozenset({"balanced"})
-"""Schemes whose permutations depend on the degrees of A + I (counted before the permutation)."""
 
 
 def make_permutations(

@@ -41,22 +41,33 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
+UNTOLD = ("node_order",)
+"""Run shape keys that checkpoints written before them lack and that cannot be told then: not compared."""
+
+
 def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
     """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
     another `shape` (any of its keys)."""
     written = recorded_shape(manifest["shape"])
-    if any(written.get(key) != value for key, value in shape.items()):
+    differ = [k for k, v in shape.items() if written.get(k) != v and (k in written or k not in UNTOLD)]
+    if differ:
         details = ", ".join(
-            f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, value)}"
-            for key, value in shape.items()
-            if written.get(key) != value
+            f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, shape[key])}"
+            for key in differ
         )
         raise CheckpointError(f"{manifest['path']} was written by a differently shaped run ({details})")
 
 
 def _shown(key: str, value: Any) -> Any:
-    """A run shape's value as a mismatch names it (a full-graph run has no batch size)."""
-    return "full graph" if key == "batch_size" and value is None else value
+    """A run shape's value as a mismatch names it (a full-graph run has no batch size; a node order is
+    the options of `gtool shard` that made it)."""
+    if key == "batch_size" and value is None:
+        return "full graph"
+    if key == "node_order" and isinstance(value, dict):
+        return " ".join(f"--{option} {setting}" for option, setting in value.items()).replace(
+            "scheme", "perm"
+        )
+    return value
 
 
 def _write_atomically(path: Path, write: Any) -> None:

@@ -219,8 +219,9 @@ def checkpoint_shape(trainer: Trainer) -> dict:
 
 
 def run_shape(config: TrainConfig) -> dict:
-    """The part of checkpoint_shape that the options alone give (checked before any rank starts)."""
-    return {
+    """The part of checkpoint_shape that the options and the store's metadata give (checked before any rank
+    starts). Learned features are saved by position: with them, the store's node order too."""
+    shape = {
         "grid": list(config.grid),
         "placement": config.process_grid.placement,
         "dtype": config.model.dtype,
@@ -229,6 +230,9 @@ def run_shape(config: TrainConfig) -> dict:
         "batch_size": config.minibatch.batch_size,
         "data_parallel": config.minibatch.data_parallel,
     }
+    if config.model.learnable_features:
+        shape["node_order"] = open_store(config.store).meta.node_order
+    return shape
 
 
 def peak_memory(comm: GridComm, device: torch.device) -> list[dict[str, float]]:

@@ -38,7 +38,7 @@ from gtool.store.writing.staging import (
     staging_path,
     storage_error,
 )
-from gtool.trainer.checkpoint import CheckpointError, latest_manifest
+from gtool.trainer.checkpoint import CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 from gtool.trainer.distributed import GridComm
 from gtool.trainer.launch import RankEnv, environment_rank
@@ -101,6 +101,8 @@ def prediction_job(
             f"{manifest['path']} was trained on {shape['num_nodes']} nodes with widths {shape['dims']}; "
             f"{store} has {opened.num_nodes} nodes and needs widths {widths}"
         )
+    if model.learnable_features:  # saved by position: the store must hold each node's rows where training had
+        refuse_other_shape(manifest, {"node_order": opened.meta.node_order})
     if embeddings and model.layers < 2:
         raise GtoolError("--embeddings needs a model of 2 or more layers (a 1-layer GCN has no hidden layer)")
     check_output(output, overwrite, PREDICT_OUTPUT)

@@ -21,7 +21,15 @@ NORMALIZATIONS = ("sym", "none")
 GRAPH_KINDS = ("symmetrized", "directed-in")
 PERMUTATION_SCHEMES = ("double", "single", "none", "balanced")
 """How pr and pc were made (`permutation.scheme`; gtool.preprocess.permutation makes them)."""
+DEGREE_SCHEMES = frozenset({"balanced"})
+"""Schemes whose permutations depend on the degrees of A + I and on T, not only on N and the seed."""
 CLASS_INDEX = "class index"
+
+
+def node_order_options(order: dict[str, Any]) -> str:
+    """The `gtool shard` options that make a node order (StoreMeta.node_order): '--perm double --seed 0'."""
+    option = {"scheme": "--perm", "seed": "--seed", "tiles": "--tiles"}
+    return " ".join(f"{option.get(key, key)} {value}" for key, value in order.items())
 
 
 def spread(values: np.ndarray) -> dict[str, float]:
@@ -205,6 +213,16 @@ class StoreMeta:
     chunk file is damage. Stores written before lack the key: a missing chunk reads as the fill value."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys beyond those above (written by a newer gtool), kept as they were."""
+
+    @property
+    def node_order(self) -> dict[str, Any]:
+        """What fixes the stored node orders pr and pc of a graph: the permutation's scheme and seed, and T
+        for a scheme that follows the degrees and tiles. Two stores of one graph with equal node orders
+        hold every node's rows at the same positions (what learned features, saved by position, need)."""
+        order: dict[str, Any] = {"scheme": self.permutation.scheme, "seed": self.permutation.seed}
+        if self.permutation.scheme in DEGREE_SCHEMES:
+            order["tiles"] = self.tiles
+        return order
 
     @property
     def matrices(self) -> list[int]:

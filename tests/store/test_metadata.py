@@ -7,7 +7,7 @@ import pytest
 
 from bench.plan_metadata import metadata_only
 from gtool.errors import StoreError
-from gtool.store.metadata import Fields, MatrixStats, StoreMeta, tile_stats
+from gtool.store.metadata import Fields, MatrixStats, StoreMeta, node_order_options, tile_stats
 
 
 def test_tile_counts_must_be_integers_and_stay_read_only() -> None:
@@ -33,3 +33,12 @@ def test_an_unknown_permutation_scheme_is_refused() -> None:
     record["permutation"]["scheme"] = "weird"
     with pytest.raises(StoreError, match="s: metadata 'permutation.scheme' is 'weird', expected one of"):
         StoreMeta.from_dict(record, "s")
+
+
+def test_the_node_order_is_the_scheme_and_seed_and_t_where_the_scheme_follows_the_tiles() -> None:
+    record = metadata_only(nodes=100, edges=300, features=4, classes=2, tiles=2).to_dict()
+    assert StoreMeta.from_dict(record, "s").node_order == {"scheme": "double", "seed": 0}
+    record["permutation"] = {"scheme": "balanced", "seed": 3}
+    order = StoreMeta.from_dict(record, "s").node_order
+    assert order == {"scheme": "balanced", "seed": 3, "tiles": 2}
+    assert node_order_options(order) == "--perm balanced --seed 3 --tiles 2"

@@ -144,6 +144,14 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     batched = Checkpoints(str(tmp_path), comm, {**shape, "batch_size": 64, "data_parallel": 2})
     with pytest.raises(CheckpointError, match="batch_size: checkpoint full graph vs run 64, data_parallel: "):
         batched.latest()
+    order = {"scheme": "double", "seed": 0}
+    assert Checkpoints(str(tmp_path), comm, {**shape, "node_order": order}).latest()["epoch"] == 6  # untold
+    Checkpoints(str(tmp_path), comm, {**shape, "node_order": order}).save(7, state, {})
+    resharded = Checkpoints(str(tmp_path), comm, {**shape, "node_order": {"scheme": "double", "seed": 1}})
+    with pytest.raises(
+        CheckpointError, match="node_order: checkpoint --perm double --seed 0 vs run --perm double"
+    ):
+        resharded.latest()  # learned features, saved by position, would land on other nodes
 
 
 def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_path, monkeypatch) -> None:
