@@ -54,7 +54,7 @@ class History:
     test_at_best: float | None = None
 
     def update(self, record: EpochRecord) -> None:
-        if record.accuracy is None:
+        if record.accuracy is None or math.isnan(record.accuracy["valid"]):  # NaN: no validation nodes
             return
         if self.best_valid is None or record.accuracy["valid"] > self.best_valid:
             self.best_valid = record.accuracy["valid"]
@@ -126,7 +126,9 @@ class Reporter:
         history = summary.history
         table = Table(title="gtool train", show_header=False)
         if history.best_valid is None:
-            table.add_row("best validation accuracy", "n/a (no evaluation yet)")
+            evaluated = any(record.accuracy is not None for record in summary.epochs)
+            why = "the store has no validation nodes" if evaluated else "no evaluation yet"
+            table.add_row("best validation accuracy", f"n/a ({why})")
         else:
             best = f"{history.best_valid:.4f} (epoch {history.best_epoch})"
             table.add_row("best validation accuracy", best)

@@ -21,7 +21,7 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch import RankEnv, environment_rank, launch_local, numba_share, quiet_resource_tracker
 from gtool.trainer.layers import split_rows
 from gtool.trainer.optim import Adam
-from gtool.trainer.report import EpochRecord, Reporter
+from gtool.trainer.report import EpochRecord, History, Reporter, Summary
 from gtool.trainer.run import prepare_run_files
 from gtool.trainer.serial import torch_csr
 from tests.trainer.cases import single_rank_comm
@@ -240,3 +240,19 @@ def test_a_damaged_latest_json_is_a_checkpoint_error_naming_it(tmp_path, content
     checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1]})
     with pytest.raises(CheckpointError, match=r"latest.json: .*the checkpoint is damaged"):
         checkpoints.latest()
+
+
+def test_a_store_without_validation_nodes_is_said_so_not_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary said 'best validation accuracy nan (epoch 1)'."""
+    history = History()
+    records = [
+        EpochRecord(e, 1.0, 0.1, 0.0, 0.0, 0.0, {"train": 0.5, "valid": math.nan, "test": 0.4})
+        for e in (1, 2)
+    ]
+    for record in records:
+        history.update(record)
+    assert history.best_valid is None
+    Reporter(True, None, append=False).summary(Summary(history, records))
+    assert "n/a (the store has no validation nodes)" in " ".join(capsys.readouterr().out.split())
+    Reporter(True, None, append=False).summary(Summary(History(), []))
+    assert "n/a (no evaluation yet)" in " ".join(capsys.readouterr().out.split())
