@@ -184,7 +184,7 @@ def page_cache_case(cap: str, nodes: int, data: Path) -> list[dict]:
     """`gtool shard edges --features x.npy --tiles 4x4 --workers 1 --memory-limit 2GB`, caches dropped
     before each run, without and with a memory cgroup of `cap` (resident memory and page cache): total
     wall, the feature stages' busy seconds and disk bytes, the cgroup's peak."""
-    from gtool.preprocess.budget import parse_bytes
+    from gtool.units import parse_bytes
 
     x, edges = feature_inputs(data, nodes)
     rows = []

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gtool.preprocess.budget import parse_bytes
+from gtool.units import parse_bytes
 
 MEMORY_CONTROLLER = Path("/sys/fs/cgroup/memory")
 

@@ -16,8 +16,9 @@ from gtool.preprocess.sources.cache.entries import (
     remove_entries,
     remove_orphan_notes,
 )
+from gtool.units import human_bytes
 
-from .common import console, human_bytes, reports_errors
+from .common import console, reports_errors
 
 app = typer.Typer(
     help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "

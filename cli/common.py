@@ -66,12 +66,3 @@ def run(app: Callable[[], object]) -> None:
         if _final:
             for number in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(number, signal.SIG_IGN)
-
-
-def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TiB"

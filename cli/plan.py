@@ -137,7 +137,7 @@ def plan_request(
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
     from gtool.plan.model.planner import PlanRequest
-    from gtool.preprocess.budget import parse_bytes
+    from gtool.units import parse_bytes
 
     if ranks < 1:
         raise GtoolError(f"--ranks must be >= 1, got {ranks}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from .common import human_bytes
+from gtool.units import human_bytes
 
 if TYPE_CHECKING:
     from gtool.plan.model.planner import GridEstimate, Plan

@@ -10,12 +10,12 @@ from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
-from gtool.preprocess.budget import parse_bytes
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.cache.record import Preparation
 from gtool.preprocess.summary import ShardSummary
+from gtool.units import human_bytes, parse_bytes
 
-from .common import console, human_bytes, ignore_signals_at_exit, reports_errors
+from .common import console, ignore_signals_at_exit, reports_errors
 
 
 def default_output(source: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from .common import human_bytes
+from gtool.units import human_bytes
 
 
 def ratio(x: float) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import psutil
@@ -30,31 +29,6 @@ MIN_FEATURE_PIECE_BYTES = 8 * MB
 MAX_FEATURE_PIECE_BYTES = 1 << 30
 TASKS_PER_WORKER = 8
 """Work is cut into at least this many tasks per worker (where sizes allow), so workers finish together."""
-
-_UNITS = {
-    "": 1,
-    "B": 1,
-    "K": 1 << 10,
-    "KB": 1 << 10,
-    "M": MB,
-    "MB": MB,
-    "G": 1 << 30,
-    "GB": 1 << 30,
-    "T": 1 << 40,
-    "TB": 1 << 40,
-    "KIB": 1 << 10,
-    "MIB": MB,
-    "GIB": 1 << 30,
-    "TIB": 1 << 40,
-}
-
-
-def parse_bytes(text: str) -> int:
-    """'2GB', '512M', '1.5GiB' or a plain byte count -> bytes."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text)
-    if not match or match.group(2).upper() not in _UNITS:
-        raise ValueError(f"expected a size like 2GB or 512MB, got {text!r}")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
 def default_memory_limit() -> int:

@@ -24,6 +24,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.distributed import GridComm
+from gtool.units import human_bytes
 
 LATEST = "latest.json"
 MANIFEST = "manifest.json"
@@ -85,7 +86,7 @@ def _write_atomically(path: Path, write: Any) -> None:
         temporary.unlink(missing_ok=True)
         why = STORAGE_FAILURES.get(getattr(exc, "errno", None) or 0) or f"{type(exc).__name__}: {exc}"
         if isinstance(exc, RuntimeError):  # torch.save's short write
-            why += f"; {shutil.disk_usage(path.parent).free / (1 << 20):,.1f} MiB free there"
+            why += f"; {human_bytes(shutil.disk_usage(path.parent).free)} free there"
         raise CheckpointError(
             f"{path}: cannot be written ({why}); the latest complete checkpoint is unchanged"
         ) from None

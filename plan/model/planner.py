@@ -32,6 +32,7 @@ from gtool.plan.model.profile import DeviceProfile
 from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
 from gtool.store.reader import Store
 from gtool.store.scan import Progress
+from gtool.units import human_bytes
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,8 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
         return (
-            f"no grid fits {request.memory_per_rank / 2**30:.2f} GiB per rank: the smallest peak is "
-            f"{smallest.peak_memory / 2**30:.2f} GiB ({smallest.layout}); use more ranks or a narrower model"
+            f"no grid fits {human_bytes(request.memory_per_rank)} per rank: the smallest peak is "
+            f"{human_bytes(smallest.peak_memory)} ({smallest.layout}); use more ranks or a narrower model"
         )
     best = fitting[0]
     t = best.time
@@ -228,7 +229,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
         f"comm {t.comm:.3g} s, overhead {t.overhead:.3g} s"
     )
     text = f"fastest predicted epoch, {t.total:.3g} s ({split}), of {len(fitting)} grid(s)"
-    text += f" that fit {request.memory_per_rank / 2**30:.2f} GiB per rank" if request.memory_per_rank else ""
+    text += f" that fit {human_bytes(request.memory_per_rank)} per rank" if request.memory_per_rank else ""
     text += f" ({over} over the limit)" if over else ""
     if len(fitting) > 1:
         runner = fitting[1]

@@ -18,6 +18,7 @@ from fsspec import AbstractFileSystem
 
 from gtool.errors import GtoolError, StoreExistsError
 from gtool.store import layout
+from gtool.units import human_bytes
 
 STORAGE_FAILURES = {
     errno.ENOSPC: "no space left on the device",
@@ -96,7 +97,7 @@ def fullest(places: dict[str, str]) -> str | None:
     if not left:
         return None
     what, (free, folder) = min(left.items(), key=lambda item: item[1][0])
-    return f"{folder} ({what}, {free / (1 << 20):,.1f} MiB free after removing this run's files)"
+    return f"{folder} ({what}, {human_bytes(free)} free after removing this run's files)"
 
 
 @dataclass(frozen=True)
