@@ -21,7 +21,7 @@ from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
 from gtool.store.reader import Store, StoreLike, as_store
-from gtool.store.values import first_non_finite_row, label_problem, split_problem
+from gtool.store.values import first_non_finite_row, id_range_problem, label_problem, split_problem
 
 DEFAULT_WORKERS = 8
 DEFAULT_READ_AHEAD_BYTES = 64 << 20
@@ -124,10 +124,7 @@ def read_node_ids(store: Store, order: str, rows: Band) -> np.ndarray:
     to lie in [0, N): a damaged permutation would put a node's row out of bounds or into another's."""
     path = layout.PERMS[order]
     ids = read_band(store.array(path), rows, None, -1, store.meta.every_chunk, store.location)[0][: rows.real]
-    if ids.size and (ids.min() < 0 or ids.max() >= store.num_nodes):
+    if problem := id_range_problem(ids, store.num_nodes):
         where = f"rows {rows.start}-{rows.start + rows.real - 1}"
-        raise StoreError(
-            f"{store.location}: array {path} ({where}): node ids outside [0, {store.num_nodes}); "
-            "the store is damaged"
-        )
+        raise StoreError(f"{store.location}: array {path} ({where}): {problem}; the store is damaged")
     return ids

@@ -22,6 +22,7 @@ import torch
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.store.metadata import node_order_options
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.distributed import GridComm
 from gtool.units import human_bytes
@@ -65,9 +66,7 @@ def _shown(key: str, value: Any) -> Any:
     if key == "batch_size" and value is None:
         return "full graph"
     if key == "node_order" and isinstance(value, dict):
-        return " ".join(f"--{option} {setting}" for option, setting in value.items()).replace(
-            "scheme", "perm"
-        )
+        return node_order_options(value)
     return value
 
 

@@ -35,9 +35,9 @@ from gtool.errors import GtoolError
 DEFAULT_PORT = 29500
 LOOPBACK = "127.0.0.1"
 WATCH_S = 0.5
+"""How often a local launch looks for stopped ranks while it waits for them."""
 RANK_BASE_BYTES = 300 << 20
 """Memory of a spawned rank before it loads anything (Python, torch, zarr: about 380 MB RSS measured)."""
-"""How often a local launch looks for stopped ranks while it waits for them."""
 
 
 class RankFailed(GtoolError):

@@ -35,12 +35,19 @@ def split_problem(split: np.ndarray) -> str | None:
     return f"codes other than {SPLIT_VALUES.tolist()}"
 
 
+def id_range_problem(ids: np.ndarray, num_nodes: int) -> str | None:
+    """Node ids (of a permutation, or a slice of one) must lie in [0, N)."""
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        return f"node ids outside [0, {num_nodes})"
+    return None
+
+
 def permutation_problem(ids: np.ndarray, num_nodes: int) -> str | None:
     """A permutation (perm/r, perm/c) must hold every node id 0..N-1 exactly once."""
     if ids.shape != (num_nodes,):
         return f"shape {ids.shape}, expected ({num_nodes},)"
-    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
-        return f"node ids outside [0, {num_nodes})"
+    if problem := id_range_problem(ids, num_nodes):
+        return problem
     seen = np.zeros(num_nodes, dtype=bool)
     seen[ids] = True
     missing = num_nodes - int(np.count_nonzero(seen))

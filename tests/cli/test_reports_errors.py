@@ -9,7 +9,7 @@ import signal
 from types import SimpleNamespace
 
 import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from gtool import interrupts
 from gtool.cli import common
@@ -21,15 +21,20 @@ from gtool.errors import InterruptedWhenDone, Terminated
 from gtool.trainer import run
 
 
-def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
+def run_raising(error: BaseException) -> Result:
+    """A one-command app, its command wrapped by reports_errors, run raising `error`."""
     app = typer.Typer()
 
     @app.command()
     @reports_errors
-    def reads() -> None:
-        raise EOFError("No data left in file")
+    def command() -> None:
+        raise error
 
-    result = CliRunner().invoke(app, [])
+    return CliRunner().invoke(app, [])
+
+
+def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
+    result = run_raising(EOFError("No data left in file"))
     assert result.exit_code == 1
     assert "Aborted" not in result.output
     assert isinstance(result.exception, RuntimeError)
@@ -38,14 +43,7 @@ def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
 
 def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that(monkeypatch) -> None:
     monkeypatch.setattr(common, "_final", False)
-    app = typer.Typer()
-
-    @app.command()
-    @reports_errors
-    def publishes() -> None:
-        raise InterruptedWhenDone("SIGINT came after the store S")
-
-    result = CliRunner().invoke(app, [])
+    result = run_raising(InterruptedWhenDone("SIGINT came after the store S"))
     assert result.exit_code == 0 and "notice: SIGINT came after the store S; exit status 0" in result.output
     assert common._final  # signals are ignored while the interpreter exits
 
