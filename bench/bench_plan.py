@@ -52,8 +52,8 @@ def store_path(scale: int) -> Path:
 
 def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     """gtool.plan's epoch time for one grid (and its split)."""
+    from gtool.architecture import ModelConfig
     from gtool.geometry.grid import ProcessGrid
-    from gtool.model import ModelConfig
     from gtool.plan.model.bandnnz import ShardNnzTable
     from gtool.plan.model.planner import PlanRequest, estimate_grid
     from gtool.plan.model.profile import load_profile

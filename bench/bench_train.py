@@ -57,7 +57,7 @@ def train_reference(store: str, args: argparse.Namespace, pyg: bool = False) -> 
 
     from gtool.loader import load_rank
     from gtool.trainer.config import TrainConfig
-    from gtool.trainer.serial import SerialGCN, SerialGraph
+    from gtool.trainer.models.serial import SerialGCN, SerialGraph
 
     torch.set_num_threads(1)
     device = torch.device(args.device)

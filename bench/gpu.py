@@ -66,7 +66,7 @@ def check(device: str) -> None:
     """What the run will use; on a GPU machine, stop early without CUDA."""
     import torch
 
-    from gtool.trainer.dropout import cuda_notice
+    from gtool.trainer.nn.dropout import cuda_notice
 
     print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, devices: {torch.cuda.device_count()}")
     if device == "cuda":

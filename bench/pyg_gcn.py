@@ -12,7 +12,7 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.serial import SerialGCN, SerialGraph
+from gtool.trainer.models.serial import SerialGCN, SerialGraph
 
 
 class PygGCN(SerialGCN):

@@ -29,7 +29,8 @@ def auto_grid(
     or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
     rank plans alike, so every rank finds the same)."""
     from gtool.plan.model.auto import choose_layout
-    from gtool.trainer.launch import environment_rank, refuse_beyond_memory
+    from gtool.trainer.launch.environment import environment_rank
+    from gtool.trainer.launch.local import refuse_beyond_memory
 
     env = environment_rank()
     if env is not None and env.world_size > 1:

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
+from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
-from gtool.model import ModelConfig
 from gtool.store.reader import open_store
 from gtool.topology import Topology
 
@@ -30,7 +30,7 @@ WIDTH = 150
 def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
     from gtool.plan.calibration.microbench import calibrate
     from gtool.plan.model.profile import save_profile
-    from gtool.trainer.dropout import cuda_notice
+    from gtool.trainer.nn.dropout import cuda_notice
 
     if not output:
         raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")

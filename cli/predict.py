@@ -50,9 +50,9 @@ def predict(
     """
     from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch import RankFailed
-    from gtool.trainer.predict import checkpoint_model, prediction_job
-    from gtool.trainer.predict import predict as run_prediction
+    from gtool.trainer.launch.local import RankFailed
+    from gtool.trainer.predict.forward import predict as run_prediction
+    from gtool.trainer.predict.job import checkpoint_model, prediction_job
 
     try:
         runtime = RuntimeConfig(**options)

@@ -12,9 +12,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
-from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
 from gtool.topology import Topology

@@ -8,10 +8,10 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from gtool.architecture import ModelConfig
 from gtool.errors import ENDED_BY, GtoolError, Terminated
 from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
-from gtool.model import ModelConfig
 from gtool.store.reader import open_store
 from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
@@ -41,8 +41,9 @@ def train(
     """
     from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch import RankFailed, environment_rank
-    from gtool.trainer.run import train as run_training
+    from gtool.trainer.fit.train import train as run_training
+    from gtool.trainer.launch.environment import environment_rank
+    from gtool.trainer.launch.local import RankFailed
 
     opened = open_store(store)
     launched = environment_rank()

@@ -1,6 +1,6 @@
 """Options declared once: a dataclass field carries its default, its help and its constraints.
 
-The configurations of a run (gtool.model.ModelConfig, gtool.trainer.config's sections) declare each
+The configurations of a run (gtool.architecture.ModelConfig, gtool.trainer.config's sections) declare each
 option as `option(default, help, ...)`; the command line builds its flags from those declarations
 (gtool.cli.options) and every configuration validates itself in one place, `check_options`, with
 messages that name the flag:

@@ -39,7 +39,7 @@ def load_rank(
     read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
 ) -> RankData:
     """Load rank `rank` of a Gx x Gy x Gz grid for a GCN from a store (path, URL or Store); `layers`: the
-    layers' orders (True: transform-first, gtool.model.ModelConfig.orders), or their number (each
+    layers' orders (True: transform-first, gtool.architecture.ModelConfig.orders), or their number (each
     aggregate-first).
 
     Reads only the tiles its distinct adjacency shards overlap, `workers` at a time and at most about

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.grid import ProcessGrid
-from gtool.model import ModelConfig
 from gtool.plan.model.bandnnz import CellCounts
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.shapes import layer_shapes

@@ -1,9 +1,12 @@
-"""3D-parallel GCN training (Plexus) over torch.distributed: `gtool train`.
+"""3D-parallel GCN training (Plexus) over torch.distributed: `gtool train` and `gtool predict`.
 
-run.train(TrainConfig.of(store, (2, 2, 2), ...))      a whole run: local processes, or torchrun/srun ranks
-run.run_rank(RankEnv, TrainConfig)                   what one rank of a run does
-loop.Trainer(RankData, GridComm, TrainConfig, dev)   one rank's model, loss and optimizer, epoch by epoch
-serial.SerialGCN(SerialGraph, TrainConfig)           the single-process reference model
-
-Importing the package loads nothing else: the command line reads gtool.trainer.config without torch.
+config        what a run is told (TrainConfig); read by the command line without torch
+launch/       starting ranks: torchrun/srun environments, local processes, joining the grid
+comm/         the grid's process groups, their timed collectives, phase timing
+nn/           the 3D-parallel building blocks: SpMM and GEMM products, sharded blocks, dropout, loss
+models/       models built from the blocks, and their serial twins
+minibatch/    mini-batch samples cut by each rank from its own shards
+fit/          one rank's training: steps, epochs, optimizer, reports
+checkpoints/  sharded checkpoints, and their parameters on any grid
+predict/      a checkpoint's forward pass on any grid, written in the original node order
 """

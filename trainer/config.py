@@ -1,7 +1,7 @@
 """Everything a training run is told, nested by concern; each option declared once (gtool.options).
 
 `gtool train`'s flags are made from these declarations (gtool.cli.options), and the planner takes the
-same model description (gtool.model.ModelConfig).
+same model description (gtool.architecture.ModelConfig).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid
-from gtool.model import ModelConfig
 from gtool.options import Options, build_sections, option, route
 from gtool.topology import Topology
 

@@ -45,11 +45,13 @@ from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.planner import PlanRequest, estimate_grid
 from gtool.plan.model.profile import DeviceProfile, EpochFactors
 from gtool.store.reader import open_store
+from gtool.trainer.comm.groups import GroupCache, grid_comm
+from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GroupCache, grid_comm
-from gtool.trainer.launch import RankEnv, join_world, rank_device, run_local
-from gtool.trainer.loop import Trainer, load_model_rank
-from gtool.trainer.timing import PhaseTimer
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.local import run_local
+from gtool.trainer.launch.world import join_world, rank_device
 
 EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)

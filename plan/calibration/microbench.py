@@ -42,8 +42,10 @@ from gtool.plan.model.profile import (
     SpmmCost,
 )
 from gtool.preprocess.sources.generators import rmat_block
-from gtool.trainer.dropout import MaskSpec, relu_dropout
-from gtool.trainer.launch import RankEnv, join_world, launch_local, rank_device
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.local import launch_local
+from gtool.trainer.launch.world import join_world, rank_device
+from gtool.trainer.nn.dropout import MaskSpec, relu_dropout
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
@@ -191,7 +193,7 @@ def calibrate_elementwise(device: torch.device) -> tuple[ElementwiseCost, list[d
 
 
 def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
-    """The trainer's own fused ReLU + dropout (gtool.trainer.dropout) on blocks of a few shapes."""
+    """The trainer's own fused ReLU + dropout (gtool.trainer.nn.dropout) on blocks of a few shapes."""
     points = []
     spec = MaskSpec.of(0, 1, 1, 0.5, 1 << 20)
     for rows, width in ((1 << 12, 16), (1 << 12, 128), (1 << 16, 16), (1 << 16, 128), (1 << 18, 64)):

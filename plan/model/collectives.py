@@ -30,7 +30,7 @@ and after the last layer, whose output rows lie along its row axis and classes a
 
 (*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
 never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
-gtool.trainer.distributed.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
+gtool.trainer.comm.groups.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
 rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of the
 SpMMs' and dense products' outputs and gradients (H, Q, dH, dF; Z, Y, dZ, dF) count 2 bytes per element
 (they carry bfloat16), every other collective the training dtype's.

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtool.model import ModelConfig
+from gtool.architecture import ModelConfig
 from gtool.plan.model.collectives import Collective
 from gtool.plan.model.memory import Allocation
 from gtool.plan.model.profile import DeviceProfile

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gtool.model import ModelConfig
+from gtool.architecture import ModelConfig
 from gtool.plan.model.bandnnz import GridShards
 from gtool.plan.model.shapes import LayerShape
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.bands import ceil_div
 from gtool.geometry.epochs import epoch_rounds, epoch_steps
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output, rank_layers
-from gtool.model import ModelConfig
 from gtool.plan.model.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
 from gtool.plan.model.cost import EpochTime, epoch_time
 from gtool.plan.model.memory import epoch_timeline, parameter_elements

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
-from gtool.model import ModelConfig
 from gtool.plan.model.bandnnz import ShardNnzTable, grid_band_counts
 from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.plan.model.cost import EpochTime, epoch_time

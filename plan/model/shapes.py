@@ -82,7 +82,7 @@ def layer_shapes(
     grid: ProcessGrid, num_nodes: int, widths: list[int], orders: Sequence[bool]
 ) -> list[LayerShape]:
     """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) and orders `orders` (True:
-    transform-first, gtool.model.ModelConfig.orders) on `grid`.
+    transform-first, gtool.architecture.ModelConfig.orders) on `grid`.
 
     Shapes do not depend on which stored matrix a layer multiplies by (rank 0's geometry, one matrix)."""
     geometry = rank_layers(grid, 0, orders, num_nodes, False)

@@ -18,7 +18,7 @@ from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
 from gtool.errors import InterruptedWhenDone, Terminated
-from gtool.trainer import run
+from gtool.trainer.fit import train as run
 
 
 def run_raising(error: BaseException) -> Result:

@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from gtool.store.reader import Store, TileData
+from gtool.trainer.comm.groups import GridComm, GroupCache
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm, GroupCache
-from gtool.trainer.launch import RankEnv
-from gtool.trainer.loop import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.launch.environment import RankEnv
 from tests.support.tensorbytes import LiveTensorBytes
 from tests.trainer.cases import grid_comm, joined_world
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from gtool.architecture import ModelConfig
 from gtool.cli.main import app
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_widths
-from gtool.model import ModelConfig
 from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
 from gtool.plan.model.shapes import layer_shapes
 from tests.support.stores import StoreFactory

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import distinct_shards, rank_layers
-from gtool.model import ModelConfig
 from gtool.plan.calibration.microbench import calibrate
 from gtool.plan.model.bandnnz import CellCounts, GridShards, ShardNnzTable, band_edges
 from gtool.plan.model.memory import adjacency_bytes

@@ -26,7 +26,7 @@ from gtool.plan.model.profile import load_profile, save_profile
 from gtool.plan.model.shapes import factorizations, layer_shapes
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import launch_local
+from gtool.trainer.launch.local import launch_local
 from tests.plan.ranks import measure_cases
 from tests.support.stores import StoreFactory
 

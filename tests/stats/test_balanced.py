@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.grid import ProcessGrid
-from gtool.model import ModelConfig
 from gtool.preprocess.balanced import balanced_permutations
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.grid import ProcessGrid
-from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, collect_stats
 from gtool.store import layout
 from tests.loader.expected import (

@@ -10,9 +10,9 @@ import pytest
 import zarr
 from typer.testing import CliRunner
 
+from gtool.architecture import ModelConfig
 from gtool.cli.main import app
 from gtool.geometry.grid import ProcessGrid
-from gtool.model import ModelConfig
 from gtool.stats.report import GridPlan, collect_stats
 from gtool.store import layout
 from tests.stats.conftest import StatsStore, StoreCase, build

@@ -27,9 +27,9 @@ from gtool.store.reader import Store, open_store
 from gtool.store.verify import row_spans, verify_store
 from gtool.store.writing import chunk_writer
 from gtool.store.writing.chunk_writer import ChunkSink
-from gtool.trainer.distributed import AxisGroup
-from gtool.trainer.node_output import HeldBlock, write_node_rows
-from gtool.trainer.timing import PhaseTimer
+from gtool.trainer.comm.groups import AxisGroup
+from gtool.trainer.comm.timing import PhaseTimer
+from gtool.trainer.predict.writer import HeldBlock, write_node_rows
 from tests.support.reference import assert_same_sparse, reassemble
 from tests.support.storefiles import CHUNK_KEY, array_chunks
 from tests.support.stores import StoreFactory, make_store
@@ -324,7 +324,7 @@ def test_under_torchrun_only_rank_0_lists_the_store_before_training(
     for name, value in launched.items():
         monkeypatch.setenv(name, value)
     started = []
-    monkeypatch.setattr("gtool.trainer.run.train", started.append)
+    monkeypatch.setattr("gtool.trainer.fit.train.train", started.append)
     run = CliRunner().invoke(app, ["train", str(copy), "--grid", "2x1x1", "--epochs", "1"])
     assert (run.exit_code == 2 and "chunk 0: missing" in run.output) if lists else (run.exit_code == 0)
     assert len(started) == (0 if lists else 1)

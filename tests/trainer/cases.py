@@ -21,13 +21,14 @@ import torch.distributed as dist
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output
+from gtool.trainer.comm.groups import AxisGroup, GridComm, GroupCache, build_grid_comm
+from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import AxisGroup, GridComm, GroupCache, build_grid_comm
-from gtool.trainer.launch import RankEnv, join_world
-from gtool.trainer.loop import Trainer, load_model_rank
-from gtool.trainer.model import padded_slice
-from gtool.trainer.serial import SerialGCN
-from gtool.trainer.timing import PhaseTimer
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.world import join_world
+from gtool.trainer.models.gcn import padded_slice
+from gtool.trainer.models.serial import SerialGCN
 from tests.trainer.references import Reference, stored_order_reference, unpermuted_reference
 
 CPU = torch.device("cpu")

@@ -10,12 +10,13 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.trainer.checkpoint import Checkpoints
+from gtool.trainer.checkpoints.files import Checkpoints
+from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GridComm
-from gtool.trainer.loop import Trainer, checkpoint_shape, load_model_rank
+from gtool.trainer.fit.loop import checkpoint_shape
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
 from gtool.trainer.minibatch.schedule import Schedule
-from gtool.trainer.serial import SerialGCN, SerialSample, torch_csr
+from gtool.trainer.models.serial import SerialGCN, SerialSample, torch_csr
 from tests.support.reference import rescaled_subgraph
 from tests.trainer.cases import CPU
 from tests.trainer.references import unpermuted_reference

@@ -1,5 +1,5 @@
 """What each rank of the prediction tests' spawned world does: train a model with checkpoints on one grid,
-then predict from its checkpoint on other grids (gtool.trainer.predict.predict_on), all in one world."""
+then predict from its checkpoint on other grids (predict.forward.predict_on), all in one world."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from dataclasses import dataclass
 
 import torch.distributed as dist
 
+from gtool.trainer.comm.groups import GroupCache
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.distributed import GroupCache
-from gtool.trainer.launch import RankEnv
-from gtool.trainer.loop import Trainer, fit, load_model_rank
-from gtool.trainer.predict import predict_on, prediction_job
-from gtool.trainer.report import Reporter
+from gtool.trainer.fit.loop import fit
+from gtool.trainer.fit.report import Reporter
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.predict.forward import predict_on
+from gtool.trainer.predict.job import prediction_job
 from tests.trainer.cases import CPU, grid_comm, joined_world
 
 

@@ -13,7 +13,7 @@ from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
 from gtool.store import layout
 from gtool.store.reader import Store
-from gtool.trainer.serial import SerialGraph
+from gtool.trainer.models.serial import SerialGraph
 from tests.support.reference import normalized_adjacency, source_edges
 
 

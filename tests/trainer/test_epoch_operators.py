@@ -7,7 +7,7 @@ from collections import Counter
 
 from gtool.geometry.grid import ProcessGrid
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.loop import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
 from tests.support.operators import WAITS_FOR_DEVICE, OperatorLog
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import CPU, single_rank_comm

@@ -13,7 +13,7 @@ import torch
 
 from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch import launch_local
+from gtool.trainer.launch.local import launch_local
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import Case, run_case, run_world
 

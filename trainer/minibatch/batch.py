@@ -17,9 +17,9 @@ from gtool.geometry.layers import LayerGeometry, order_of_layer_output, rank_lay
 from gtool.loader.load import read_node_ids
 from gtool.loader.rank_data import RankData
 from gtool.store.reader import Store, open_store
-from gtool.trainer.layers import BlockedAdjacency
 from gtool.trainer.minibatch.cut import BandMembers, BandNodes, SampledBlock, cut_shard
 from gtool.trainer.minibatch.schedule import Schedule
+from gtool.trainer.nn.adjacency import BlockedAdjacency
 
 BandKey = tuple[str, Band]
 """(node order 'r' or 'c', band): a band of positions in one order."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from gtool.geometry.epochs import batch_problem, epoch_rounds, epoch_steps
-from gtool.trainer.randomness import derive_seed
+from gtool.trainer.nn.randomness import derive_seed
 
 SAMPLE_STREAM = 4
 """The derive_seed stream of the epoch permutations (1: initial weights, 2: dropout, 3: sampled dropout)."""

@@ -1,0 +1,87 @@
+"""Checkpoint files: round trips, refusals, damage named."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+import torch
+
+from gtool.trainer.checkpoints.files import CheckpointError, Checkpoints, rank_file
+from tests.trainer.cases import single_rank_comm
+
+CPU = torch.device("cpu")
+
+
+def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
+    comm = single_rank_comm()
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2]}
+    checkpoints = Checkpoints(str(tmp_path), comm, shape)
+    assert checkpoints.latest() is None
+    state = {"model": {"weight.0": torch.arange(6.0)}, "optimizer": {"step": torch.tensor(3)}}
+    checkpoints.save(3, state, {"best_valid": 0.5})
+    checkpoints.save(6, state, {"best_valid": 0.75})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-000006", "latest.json"]
+    manifest = checkpoints.latest()
+    assert manifest["epoch"] == 6 and manifest["history"] == {"best_valid": 0.75}
+    loaded = checkpoints.load(manifest, CPU)
+    assert torch.equal(loaded["model"]["weight.0"], state["model"]["weight.0"])
+    other = Checkpoints(str(tmp_path), comm, {"grid": [2, 1, 1], "dims": [4, 3, 2]})
+    with pytest.raises(CheckpointError, match=r"grid: checkpoint \[1, 1, 1\] vs run \[2, 1, 1\]"):
+        other.latest()
+    written_before_placements = Checkpoints(str(tmp_path), comm, {**shape, "placement": "zyx"})
+    assert written_before_placements.latest()["epoch"] == 6
+    placed = Checkpoints(str(tmp_path), comm, {**shape, "placement": "yxz"})
+    with pytest.raises(CheckpointError, match="placement: checkpoint zyx vs run yxz"):
+        placed.latest()
+    written_before_orders = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, False]})
+    assert written_before_orders.latest()["epoch"] == 6
+    reordered = Checkpoints(str(tmp_path), comm, {**shape, "transform_first": [False, True]})
+    with pytest.raises(CheckpointError, match=r"transform_first: checkpoint \[False, False\] vs run"):
+        reordered.latest()
+    written_before_minibatch = Checkpoints(
+        str(tmp_path), comm, {**shape, "batch_size": None, "data_parallel": 1}
+    )
+    assert written_before_minibatch.latest()["epoch"] == 6
+    batched = Checkpoints(str(tmp_path), comm, {**shape, "batch_size": 64, "data_parallel": 2})
+    with pytest.raises(CheckpointError, match="batch_size: checkpoint full graph vs run 64, data_parallel: "):
+        batched.latest()
+    order = {"scheme": "double", "seed": 0}
+    assert Checkpoints(str(tmp_path), comm, {**shape, "node_order": order}).latest()["epoch"] == 6  # untold
+    Checkpoints(str(tmp_path), comm, {**shape, "node_order": order}).save(7, state, {})
+    resharded = Checkpoints(str(tmp_path), comm, {**shape, "node_order": {"scheme": "double", "seed": 1}})
+    with pytest.raises(
+        CheckpointError, match="node_order: checkpoint --perm double --seed 0 vs run --perm double"
+    ):
+        resharded.latest()  # learned features, saved by position, would land on other nodes
+
+
+def test_a_damaged_or_unwritable_rank_file_is_a_checkpoint_error_naming_it(tmp_path, monkeypatch) -> None:
+    """A truncated rank file was torch's traceback; a write that failed (a full device) left its temporary
+    file behind, which filled the device again on the next try."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    state = {"model": {"weight.0": torch.arange(6.0)}}
+    checkpoints.save(3, state, {})
+    manifest = checkpoints.latest()
+    os.truncate(rank_file(manifest["path"], 0), 100)
+    with pytest.raises(CheckpointError, match=r"rank-00000.pt: cannot be read \(.*\); the checkpoint is dam"):
+        checkpoints.load(manifest, CPU)
+
+    def full_device(state, handle) -> None:
+        handle.write(b"part")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_device)
+    with pytest.raises(CheckpointError, match="rank-00000.pt: cannot be written .no space left on the dev"):
+        checkpoints.save(4, state, {})
+    assert [p.name for p in (tmp_path / "epoch-000004").iterdir()] == []
+    assert checkpoints.latest()["epoch"] == 3
+
+
+@pytest.mark.parametrize("content", [b'{"epoch": 3, "pa', b"\xff\xfe", b'["epoch-000003"]'])
+def test_a_damaged_latest_json_is_a_checkpoint_error_naming_it(tmp_path, content: bytes) -> None:
+    (tmp_path / "latest.json").write_bytes(content)
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1]})
+    with pytest.raises(CheckpointError, match=r"latest.json: .*the checkpoint is damaged"):
+        checkpoints.latest()

@@ -1,0 +1,181 @@
+"""Mini-batch sampling: every rank's cut of a sample equals the rescaled induced subgraph of the unpermuted
+graph, with no communication; the estimator is unbiased; cutting costs the same whatever N."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+import torch.distributed as dist
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.geometry.layers import layer_roles
+from gtool.loader import load_rank
+from gtool.trainer.minibatch.batch import RankSampler
+from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch, transposed_torch
+from gtool.trainer.minibatch.schedule import Schedule
+from gtool.trainer.nn.loss import sampled_epoch_loss
+from tests.support.operators import OperatorLog
+from tests.support.reference import rescaled_subgraph
+from tests.support.stores import StoreFactory
+from tests.trainer.references import unpermuted_reference
+
+GRAPH = "grid:7x11"  # N = 77: no band count of the grids divides it
+SHAPE = {"tiles": 3, "seed": 5, "num_features": 4, "num_classes": 3, "perm": "double"}
+LAYERS, BATCH, WIDTH = 3, 20, 6
+ORDERS = (False, True, True)
+"""Layer 0 aggregate-first, the middle and last layers transform-first (their rows on their c axis)."""
+
+
+def _no_collectives(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "all_reduce",
+        "all_gather_into_tensor",
+        "reduce_scatter_tensor",
+        "broadcast",
+        "send",
+        "recv",
+    ):
+        monkeypatch.setattr(dist, name, lambda *args, **kwargs: pytest.fail("a sampling cut communicated"))
+
+
+@pytest.mark.parametrize("grid", [(1, 1, 1), (2, 2, 2), (3, 2, 1)])
+def test_every_ranks_sampled_spmm_equals_scipy_on_the_unpermuted_graph(
+    stores: StoreFactory, grid: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = stores(GRAPH, **SHAPE)
+    reference = unpermuted_reference(store, LAYERS, torch.float64)
+    adjacency = sp.csr_matrix(reference.graph.matrices[0][0].to_dense().numpy())
+    n = adjacency.shape[0]
+    features = np.random.default_rng(0).standard_normal((n, WIDTH))
+    process_grid = ProcessGrid(*grid)
+    data = [load_rank(store, grid, rank, ORDERS) for rank in range(process_grid.size)]
+    _no_collectives(monkeypatch)
+    for batch_size in (BATCH, 3):  # 3 nodes on a 3x2x1 grid leave some bands empty
+        schedule = Schedule(n, batch_size, replicas=1)
+        samplers = [RankSampler(part, store, schedule, torch.device("cpu")) for part in data]
+        _check_cuts(schedule, samplers, process_grid, adjacency, features)
+
+
+def _check_cuts(
+    schedule: Schedule,
+    samplers: list[RankSampler],
+    process_grid: ProcessGrid,
+    adjacency: sp.csr_matrix,
+    features: np.ndarray,
+) -> None:
+    last = schedule.steps - 1  # the short last step
+    for seed, epoch, step in [(0, 1, 0), (0, 1, last), (7, 2, 1), (7, 4, last)]:
+        sample = schedule.sample(schedule.order(seed, epoch), step).numpy()
+        subgraph = rescaled_subgraph(adjacency, sample)
+        want = subgraph @ features[sample]
+        batches = [sampler.cut(seed, epoch, step) for sampler in samplers]
+        for layer in range(LAYERS):
+            contraction = layer_roles(ORDERS)[layer][1]  # the ranks that differ only there sum their products
+            sums: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+            for rank, (sampler, batch) in enumerate(zip(samplers, batches, strict=True)):
+                bands = sampler.layers[layer]
+                rows = sampler.nodes[bands.rows].members(torch.from_numpy(sample)).indices.numpy()
+                cols = batch.dropout_rows[layer].numpy()
+                sampled = torch.from_numpy(features[sample[cols]])
+                got = (batch.blocks[layer].csr().to(torch.float64) @ sampled).numpy()
+                np.testing.assert_allclose(got, subgraph[rows][:, cols] @ features[sample[cols]], atol=1e-5)
+                coords = process_grid.coords(rank)
+                key = tuple(coords[axis] for axis in range(3) if axis != contraction)
+                total = sums[key][1] + got if key in sums else got
+                sums[key] = (rows, total)
+            for rows, total in sums.values():  # summed over the contraction group: the whole product
+                np.testing.assert_allclose(total, want[rows], atol=1e-5)
+            covered = np.sort(np.concatenate([rows for rows, _ in sums.values()]))
+            assert np.array_equal(np.unique(covered), np.arange(sample.shape[0]))
+
+
+def test_the_cpu_cut_equals_its_torch_specification(stores: StoreFactory) -> None:
+    """The numba passes (CPU) cut the same entries, places and weights, bit for bit, as the torch operations
+    (what CUDA runs), and transpose them alike; the column slots are left unmarked."""
+    store = stores(GRAPH, **SHAPE)
+    schedule = Schedule(77, BATCH, replicas=1)
+    for rank in (0, 5):
+        sampler = RankSampler(load_rank(store, (2, 2, 2), rank, LAYERS), store, schedule, torch.device("cpu"))
+        for step in (0, schedule.steps - 1):
+            sample = schedule.sample(schedule.order(3, 1), step)
+            for layer, bands in enumerate(sampler.layers):
+                shard = sampler.data.shard(layer).matrix
+                rows, cols = (sampler.nodes[key].members(sample) for key in (bands.rows, bands.inputs))
+                slots = sampler.nodes[bands.inputs].column_slots
+                got = cut_shard(shard, rows, cols, schedule.rescaling(BATCH), slots)
+                want = cut_shard_torch(shard, rows, cols, schedule.rescaling(BATCH))
+                for name in ("rows", "cols", "values"):
+                    assert torch.equal(getattr(got, name), getattr(want, name)), name
+                assert (slots == -1).all()
+                transpose = got.transpose_csr()
+                parts = (transpose.crow_indices(), transpose.col_indices(), transpose.values())
+                wanted = transposed_torch(want.rows, want.cols, want.values, want.shape[1])
+                assert all(torch.equal(a, b) for a, b in zip(parts, wanted, strict=True))
+
+
+def _mean_aggregations(
+    sampler: RankSampler, features: np.ndarray, draws: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's sampled aggregation averaged over `draws` epochs (one estimate per node and epoch),
+    with the 1/p rescaling and without it."""
+    schedule = sampler.schedule
+    totals = (np.zeros_like(features), np.zeros_like(features))
+    for epoch in range(1, draws + 1):
+        order = schedule.order(0, epoch)
+        for step in range(schedule.steps):
+            sample = schedule.sample(order, step).numpy()
+            block = sampler.cut(0, epoch, step).blocks[0]
+            values = block.values.double()
+            unscaled = values / schedule.rescaling(sample.shape[0])
+            plain = torch.where(block.rows == block.cols, values, unscaled)
+            entries = (block.rows.numpy(), block.cols.numpy())
+            for total, weights in zip(totals, (values, plain), strict=True):
+                matrix = sp.csr_matrix((weights.numpy(), entries), block.shape)
+                total[sample] += matrix @ features[sample]
+    return totals[0] / draws, totals[1] / draws
+
+
+def test_an_aggregation_averaged_over_draws_approaches_the_full_one(stores: StoreFactory) -> None:
+    store = stores(GRAPH, **{**SHAPE, "perm": "none"})  # 1x1x1 and no permutation: block rows are nodes
+    adjacency = sp.csr_matrix(unpermuted_reference(store, 1, torch.float64).graph.matrices[0][0].to_dense())
+    n = adjacency.shape[0]
+    features = np.random.default_rng(1).standard_normal((n, WIDTH))
+    want = adjacency @ features
+    schedule = Schedule(n, BATCH, 1)
+    sampler = RankSampler(load_rank(store, (1, 1, 1), 0, 1), store, schedule, torch.device("cpu"))
+
+    def error(got: np.ndarray) -> float:
+        return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+    few, _ = _mean_aggregations(sampler, features, 8)
+    many, unscaled = _mean_aggregations(sampler, features, 128)
+    assert error(many) < error(few) / 2.5, (error(few), error(many))  # 16x the draws: 1/4 of the error
+    assert error(many) < 0.15
+    assert error(unscaled) > 0.3  # without 1/p the mean converges elsewhere
+
+
+def cut_operators(store: str) -> Counter[str]:
+    """The operators of cutting one sample of B = 16 nodes on a 2x2x2 grid's rank 5 (3 layers)."""
+    data = load_rank(store, (2, 2, 2), 5, LAYERS)
+    sampler = RankSampler(data, store, Schedule(data.meta.num_nodes, 16, 1), torch.device("cpu"))
+    sampler.cut(0, 1, 0)  # the epoch's order is drawn once, at its first step
+    with OperatorLog() as log:
+        sampler.cut(0, 1, 1)
+    return log.calls
+
+
+def test_cutting_a_sample_dispatches_the_same_operators_on_a_16x_larger_graph(stores: StoreFactory) -> None:
+    shape = {"tiles": 2, "num_features": 6, "num_classes": 3}
+    small = cut_operators(stores("grid:8x8", **shape))
+    large = cut_operators(stores("grid:32x32", **shape))
+    assert small == large
+    assert sum(small.values()) < 200, small
+
+
+def test_an_epochs_loss_weights_its_steps_by_their_training_nodes() -> None:
+    # a step without training nodes (loss 0) and a replica without a step (None) count for nothing
+    assert sampled_epoch_loss([[1.0, 0.0], [4.0, None]], [[2.0, 0.0], [1.0, 0.0]]) == 2.0

@@ -1,0 +1,17 @@
+"""Training options validated where they are declared."""
+
+from __future__ import annotations
+
+import pytest
+
+from gtool.trainer.config import TrainConfig
+
+
+def test_config_rejects_bad_values() -> None:
+    with pytest.raises(ValueError, match="--layers must be >= 1"):
+        TrainConfig.of("s", layers=0)
+    with pytest.raises(ValueError, match="--optimizer must be one of"):
+        TrainConfig.of("s", algorithm="sgd")
+    not_finite = r"--dropout must be a finite number, got inf; --lr must be a finite number, got nan"
+    with pytest.raises(ValueError, match=not_finite):  # nan passes every bound; an inf timeout overflowed
+        TrainConfig.of("s", lr=float("nan"), dropout=float("inf"))

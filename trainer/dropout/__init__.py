@@ -1,7 +1,0 @@
-"""Dropout from counter-based masks: decisions are a function of global coordinates, never drawn."""
-
-from gtool.trainer.dropout.backends import cuda_notice
-from gtool.trainer.dropout.functions import NO_DROPOUT, dropout, relu_dropout
-from gtool.trainer.dropout.masks import MaskSpec, RowsBlock, keep_mask
-
-__all__ = ["NO_DROPOUT", "MaskSpec", "RowsBlock", "cuda_notice", "dropout", "keep_mask", "relu_dropout"]

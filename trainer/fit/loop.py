@@ -1,0 +1,104 @@
+"""The epochs of a run: resuming, evaluating, checkpointing and reporting each."""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from dataclasses import asdict
+
+import torch
+
+from gtool.errors import GtoolError
+from gtool.store.reader import open_store
+from gtool.trainer.checkpoints.files import Checkpoints
+from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.fit.report import History, Reporter, Summary
+from gtool.trainer.fit.trainer import Trainer
+
+
+def checkpoint_shape(trainer: Trainer) -> dict:
+    """What a checkpoint must agree on with the run resuming it."""
+    model = trainer.model
+    layers = {"transform_first": [layer.transform_first for layer in model.layers], "dims": model.dims}
+    return {**run_shape(trainer.config), **layers, "num_nodes": model.num_nodes}
+
+
+def run_shape(config: TrainConfig) -> dict:
+    """The part of checkpoint_shape that the options and the store's metadata give (checked before any rank
+    starts). Learned features are saved by position: with them, the store's node order too."""
+    shape = {
+        "grid": list(config.grid),
+        "placement": config.process_grid.placement,
+        "dtype": config.model.dtype,
+        "optimizer": config.optimizer.algorithm,
+        "learnable_features": config.model.learnable_features,
+        "batch_size": config.minibatch.batch_size,
+        "data_parallel": config.minibatch.data_parallel,
+    }
+    if config.model.learnable_features:
+        shape["node_order"] = open_store(config.store).meta.node_order
+    return shape
+
+
+def peak_memory(comm: GridComm, device: torch.device) -> list[dict[str, float]]:
+    """Peak resident memory (and GPU memory) of every rank, in MB."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else 0.0
+    gathered = comm.everyone.all_gather(torch.tensor([rss, gpu], dtype=torch.float64, device=device))
+    return [{"rss": float(r), "gpu": float(g)} for r, g in gathered.view(-1, 2).tolist()]
+
+
+def resume(
+    trainer: Trainer, checkpoints: Checkpoints, reporter: Reporter, device: torch.device
+) -> tuple[History, int]:
+    """Load the latest checkpoint into `trainer`: the history so far and the epoch to continue at."""
+    manifest = checkpoints.latest()
+    if manifest is None:
+        reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
+        return History(), 1
+    trainer.load_state(checkpoints.load(manifest, device))
+    if manifest["epoch"] >= trainer.config.runtime.epochs:
+        reporter.message(
+            f"{manifest['path']} is at epoch {manifest['epoch']}, already at --epochs "
+            f"{trainer.config.runtime.epochs}: nothing left to train (raise --epochs to continue)"
+        )
+    else:
+        reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
+    return History(**manifest["history"]), manifest["epoch"] + 1
+
+
+def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
+    """Train to the last epoch (--epochs), resuming from and writing checkpoints when asked; report each."""
+    config = trainer.config
+    history, first_epoch = History(), 1
+    checkpoints = None
+    if config.runtime.checkpoint:
+        checkpoints = Checkpoints(
+            config.runtime.checkpoint, trainer.comm, checkpoint_shape(trainer), asdict(config.model)
+        )
+        if config.runtime.resume:
+            history, first_epoch = resume(trainer, checkpoints, reporter, device)
+    summary = Summary(history)
+    for epoch in range(first_epoch, config.runtime.epochs + 1):
+        record = trainer.train_epoch(epoch)
+        if epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs:
+            start = time.perf_counter()
+            record.accuracy = trainer.evaluate()
+            record.eval_seconds = time.perf_counter() - start
+        history.update(record)
+        summary.epochs.append(record)
+        reporter.epoch(record)
+        if not math.isfinite(record.loss):  # the same on every rank: all stop, before checkpointing it
+            raise GtoolError(
+                f"the loss is {record.loss} at epoch {epoch}: training diverged (try a lower --lr); "
+                "no checkpoint of this or later epochs was written"
+            )
+        if checkpoints is not None and (
+            epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs
+        ):
+            checkpoints.save(epoch, trainer.state(), asdict(history))
+    summary.peak_memory_mb = peak_memory(trainer.comm, device)
+    reporter.summary(summary)
+    return summary

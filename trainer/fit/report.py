@@ -1,0 +1,141 @@
+"""What a run shows: one line per epoch, a JSON-lines log of the same, and a closing summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from gtool.trainer.comm.timing import PHASES
+
+
+@dataclass
+class EpochRecord:
+    """One training epoch as rank 0 saw it; accuracies only on evaluated epochs."""
+
+    epoch: int
+    loss: float
+    seconds: float
+    spmm: float
+    dense: float
+    comm: float
+    accuracy: dict[str, float] | None = None
+    eval_seconds: float = 0.0
+    comm_bytes: list[dict[str, dict[str, int]]] | None = None
+    """Per rank, the bytes of its collectives in the training step by group and kind (CommBytes)."""
+    step_losses: list[list[float | None]] | None = None
+    """Mini-batch: per replica, the loss of its step in each round (None: no step in that round)."""
+    sample_wait: float = 0.0
+    """Mini-batch: seconds the steps waited for their sample's cut (the rest was hidden behind steps)."""
+    sample_cut: float = 0.0
+    """Mini-batch: seconds the cuts took, mostly in the background beside the steps (on the same cores)."""
+
+    def line(self) -> str:
+        text = f"epoch {self.epoch:4d}  loss {self.loss:.4f}"
+        if self.accuracy is not None:
+            text += "".join(f"  {name} {value:.4f}" for name, value in self.accuracy.items())
+        split = ", ".join(f"{name} {getattr(self, name):.3f}" for name in PHASES)
+        if self.step_losses is not None:
+            split += f", sampling {self.sample_wait:.3f} (cuts {self.sample_cut:.3f})"
+        return text + f"  time {self.seconds:.3f}s ({split})"
+
+
+@dataclass
+class History:
+    """The best validation accuracy so far, its epoch and the test accuracy then (kept in checkpoints)."""
+
+    best_valid: float | None = None
+    best_epoch: int = 0
+    test_at_best: float | None = None
+
+    def update(self, record: EpochRecord) -> None:
+        if record.accuracy is None or math.isnan(record.accuracy["valid"]):  # NaN: no validation nodes
+            return
+        if self.best_valid is None or record.accuracy["valid"] > self.best_valid:
+            self.best_valid = record.accuracy["valid"]
+            self.best_epoch = record.epoch
+            self.test_at_best = record.accuracy["test"]
+
+
+@dataclass
+class Summary:
+    """A finished run."""
+
+    history: History
+    epochs: list[EpochRecord] = field(default_factory=list)
+    peak_memory_mb: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def mean_epoch_seconds(self) -> float:
+        """Mean epoch time, leaving out this process's first epoch (warm-up) when there are others."""
+        times = [r.seconds for r in self.epochs]
+        times = times[1:] if len(times) > 1 else times
+        return sum(times) / len(times) if times else math.nan
+
+    def mean_phase_seconds(self, phase: str) -> float:
+        values = [getattr(r, phase) for r in self.epochs]
+        values = values[1:] if len(values) > 1 else values
+        return sum(values) / len(values) if values else math.nan
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "best_valid": self.history.best_valid,
+            "best_epoch": self.history.best_epoch,
+            "test_at_best_valid": self.history.test_at_best,
+            "mean_epoch_seconds": self.mean_epoch_seconds,
+            **{f"mean_{phase}_seconds": self.mean_phase_seconds(phase) for phase in PHASES},
+            "peak_memory_mb": self.peak_memory_mb,
+        }
+
+
+class Reporter:
+    """Prints and logs on rank 0 (`active`); does nothing elsewhere."""
+
+    def __init__(self, active: bool, log: str | None, append: bool):
+        self.active = active
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.log = Path(log) if log and active else None
+        if self.log is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            if not append:
+                self.log.write_text("")
+
+    def message(self, text: str) -> None:
+        if self.active:
+            self.console.print(text)
+
+    def _append(self, content: dict[str, Any]) -> None:
+        if self.log is not None:
+            with open(self.log, "a") as handle:
+                handle.write(json.dumps(content) + "\n")
+
+    def epoch(self, record: EpochRecord) -> None:
+        if self.active:
+            self.console.print(record.line())
+            self._append(asdict(record))
+
+    def summary(self, summary: Summary) -> None:
+        if not self.active:
+            return
+        self._append({"summary": summary.as_json()})
+        history = summary.history
+        table = Table(title="gtool train", show_header=False)
+        if history.best_valid is None:
+            evaluated = any(record.accuracy is not None for record in summary.epochs)
+            why = "the store has no validation nodes" if evaluated else "no evaluation yet"
+            table.add_row("best validation accuracy", f"n/a ({why})")
+        else:
+            best = f"{history.best_valid:.4f} (epoch {history.best_epoch})"
+            table.add_row("best validation accuracy", best)
+            table.add_row("test accuracy at best validation", f"{history.test_at_best:.4f}")
+        split = ", ".join(f"{p} {summary.mean_phase_seconds(p):.3f}" for p in PHASES)
+        table.add_row("mean epoch time", f"{summary.mean_epoch_seconds:.3f}s ({split})")
+        for rank, memory in enumerate(summary.peak_memory_mb):
+            text = f"{memory['rss']:.0f} MB RSS" + (f", {memory['gpu']:.0f} MB GPU" if memory["gpu"] else "")
+            table.add_row(f"peak memory rank {rank}", text)
+        self.console.print(table)

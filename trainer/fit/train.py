@@ -1,0 +1,80 @@
+"""`gtool train`: the run's files prepared, then each rank loads its part of the store and trains."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from gtool.errors import GtoolError
+from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.store.writing.staging import make_folder
+from gtool.trainer.checkpoints.files import latest_manifest, refuse_other_shape
+from gtool.trainer.config import TrainConfig
+from gtool.trainer.fit.loop import fit, run_shape
+from gtool.trainer.fit.report import Reporter, Summary
+from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.start import join_grid, run_layout, start_ranks
+from gtool.trainer.nn.dropout import cuda_notice
+
+
+def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
+    """Everything one rank does in a run.
+
+    A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
+    the failure from the connections closing when the process exits.
+    """
+    device, comm = join_grid(env, config)
+    grid = comm.grid
+    reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
+    if device.type == "cuda" and (notice := cuda_notice()):
+        reporter.message(notice)
+    started = time.perf_counter()
+    data = load_model_rank(config, grid, comm.rank, device)
+    dist.all_reduce(torch.zeros(1, device=device))
+    meta = data.meta
+    placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
+    batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
+    first = [str(layer) for layer, transform_first in enumerate(data.orders) if transform_first]
+    orders = f"; A (F W) in layer {', '.join(first)}" if first else ""
+    reporter.message(
+        f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
+        f"classes; grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
+        f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
+    )
+    trainer = Trainer(data, comm, config, device)
+    try:
+        summary = fit(trainer, reporter, device)
+    finally:
+        trainer.close()
+    dist.destroy_process_group()
+    return summary
+
+
+def train(config: TrainConfig) -> None:
+    """Run `config` on the ranks of torchrun/srun when started by one, else on local processes (a
+    one-rank grid runs in this process: a second one would only add its memory).
+
+    Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
+    """
+    prepare_run_files(config)
+    start_ranks(config, "train", run_rank, config)
+
+
+def prepare_run_files(config: TrainConfig) -> None:
+    """The folders of --checkpoint and --log, made before any rank starts: a file in their way, or a --log
+    that is a folder, is an error naming it; with --resume, a latest checkpoint of another grid, batch
+    size, replicas, dtype, ... is refused before any rank loads the store."""
+    if config.runtime.checkpoint:
+        make_folder(Path(config.runtime.checkpoint), "--checkpoint")
+        latest = latest_manifest(Path(config.runtime.checkpoint)) if config.runtime.resume else None
+        if latest is not None:
+            refuse_other_shape(latest, run_shape(config))
+    if config.runtime.log:
+        log = Path(config.runtime.log)
+        if log.is_dir():
+            raise GtoolError(f"--log {log}: a folder; name a file for the JSON lines")
+        make_folder(log.parent, "the folder of --log")

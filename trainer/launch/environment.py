@@ -1,0 +1,53 @@
+"""Who this process is in a run: torchrun's or srun's environment, or a local launch's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+from gtool.errors import GtoolError
+
+DEFAULT_PORT = 29500
+
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """Who this process is in the run and where rank 0 listens."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    master_addr: str
+    master_port: int
+    launcher: str
+
+
+def _first_slurm_host(nodelist: str) -> str:
+    """The first host name of a SLURM node list (via scontrol, which expands 'node[01-04]')."""
+    hosts = subprocess.run(
+        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return hosts[0]
+
+
+def environment_rank(env: dict[str, str] | None = None) -> RankEnv | None:
+    """This process's rank when torchrun (RANK, WORLD_SIZE, ...) or a multi-task srun started it.
+
+    srun is recognized by SLURM_STEP_NUM_TASKS, which only a job step has: a batch script also sees
+    SLURM_PROCID=0 and SLURM_NTASKS, and must launch its ranks locally (or through srun) instead."""
+    env = dict(os.environ if env is None else env)
+    port = int(env.get("MASTER_PORT", DEFAULT_PORT))
+    if "RANK" in env and "WORLD_SIZE" in env:
+        if "MASTER_ADDR" not in env:
+            raise GtoolError("RANK and WORLD_SIZE are set but MASTER_ADDR is not: start ranks with torchrun")
+        rank, size, local = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
+        return RankEnv(rank, size, local, env["MASTER_ADDR"], port, "torchrun")
+    if "SLURM_PROCID" in env and int(env.get("SLURM_STEP_NUM_TASKS", "1")) > 1:
+        addr = env.get("MASTER_ADDR") or _first_slurm_host(env["SLURM_JOB_NODELIST"])
+        rank, size = int(env["SLURM_PROCID"]), int(env["SLURM_STEP_NUM_TASKS"])
+        return RankEnv(rank, size, int(env.get("SLURM_LOCALID", 0)), addr, port, "srun")
+    return None

@@ -1,0 +1,169 @@
+"""`gtool predict`: a trained model's full-graph forward pass on any grid, written in the original node order.
+
+Each rank computes its logits block (with --embeddings, the last layer's input block too) as training
+evaluates; `writer` writes the blocks into a staging folder that rank 0 publishes once complete: OUT/logits
+(N x classes, row i: original node i), OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import zarr
+
+from gtool.errors import GtoolError
+from gtool.geometry.bands import Band
+from gtool.geometry.layers import order_of_layer_output, rank_layers
+from gtool.store import layout
+from gtool.store.reader import open_store
+from gtool.store.writing.chunk_writer import ChunkSink
+from gtool.store.writing.output_lock import output_lock
+from gtool.store.writing.staging import (
+    PREDICT_OUTPUT,
+    StagedOutput,
+    staging_path,
+    storage_error,
+)
+from gtool.trainer.checkpoints.regrid import TrainedParameters
+from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.fit.report import Reporter
+from gtool.trainer.fit.trainer import load_model_rank, logit_targets
+from gtool.trainer.launch.environment import RankEnv, environment_rank
+from gtool.trainer.launch.start import join_grid, start_ranks
+from gtool.trainer.models.gcn import ParallelGCN
+from gtool.trainer.nn.loss import accuracies
+from gtool.trainer.predict.job import PredictJob
+from gtool.trainer.predict.writer import HeldBlock, write_node_rows
+
+
+def _held(
+    model: ParallelGCN, comm: GridComm, which: str, values: torch.Tensor
+) -> tuple[HeldBlock, list[Band], int]:
+    """This rank's block of `which` (logits: the last layer's output; embeddings: its input), the column
+    band of every rank's block of it (bands do not depend on the layer's matrix) and the array's width."""
+    last = len(model.layers) - 1
+    geometry = model.layers[last]
+    orders = [g.transform_first for g in model.layers]
+    everyone = [
+        rank_layers(comm.grid, r, orders, model.num_nodes, False)[last] for r in range(comm.grid.size)
+    ]
+    if which == "logits":
+        width, order = model.dims[last + 1], order_of_layer_output(last)
+        rows, writes = geometry.rows, comm.coords[geometry.replica_axis] == 0
+        columns = [g.out_cols(width) for g in everyone]
+    else:
+        width, order = model.dims[last], order_of_layer_output(last - 1)
+        rows, writes = geometry.inputs, comm.coords[geometry.roles[0]] == 0
+        columns = [g.in_cols(width) for g in everyone]
+    return HeldBlock(values, rows, order, columns[comm.rank], writes), columns, width
+
+
+def _outputs(model: ParallelGCN, embeddings: bool) -> dict[str, torch.Tensor]:
+    """This rank's logits block and, with `embeddings`, its block of the last layer's input: the forward
+    pass training evaluates with (no dropout)."""
+    last = len(model.layers) - 1
+    with torch.no_grad():
+        if not embeddings:
+            return {"logits": model.forward(0, training=False)}
+        hidden = model.propagate(range(last), 0, training=False)
+        return {"embeddings": hidden, "logits": model.propagate(range(last, last + 1), 0, False, hidden)}
+
+
+def _write(
+    comm: GridComm, job: PredictJob, outputs: dict[str, torch.Tensor], model: ParallelGCN
+) -> dict[str, int]:
+    """Every output array written into the staging location; the rows of each (every rank calls it)."""
+    store, sink = open_store(job.config.store), ChunkSink(staging_path(job.output))
+    rows = {}
+    for name, values in outputs.items():
+        held, columns, width = _held(model, comm, name, values)
+        try:
+            written = write_node_rows(sink, name, store, held, columns, width, comm.everyone)
+        except OSError as exc:  # a full device or a read-only one: one line naming where
+            raise storage_error(exc, job.output) or exc from None
+        total = torch.tensor([written], dtype=torch.int64, device=comm.everyone.device)
+        rows[name] = int(comm.everyone.all_reduce(total).item())
+    return rows
+
+
+def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: Reporter) -> dict[str, Any]:
+    """What one rank of the prediction grid does once joined; returns the figures of the summary.
+
+    Rank 0 prepares the staging location, and publishes it once every rank has written (or removes it when
+    it fails); the output is locked before the ranks start (`predict`)."""
+    config = job.config
+    started = time.perf_counter()
+    data = load_model_rank(config, comm.grid, comm.rank, device)
+    model = ParallelGCN(data, comm, config, device)
+    TrainedParameters(job.manifest).load_into(model)
+    outputs = _outputs(model, job.embeddings)
+    try:
+        accuracy, unscored = accuracies(outputs["logits"], logit_targets(data, model, comm, device)), None
+    except GtoolError as error:  # no labels, or none to train on: the logits are written all the same
+        accuracy, unscored = None, str(error)
+    del data
+    computed = time.perf_counter() - started
+    staged = StagedOutput(job.output, job.overwrite, PREDICT_OUTPUT) if comm.rank == 0 else None
+    try:
+        if staged is not None:
+            zarr.open_group(store=staged.path, mode="w")
+        comm.everyone.barrier()
+        summary = {
+            "store": config.store,
+            "checkpoint": job.manifest["path"],
+            "epoch": job.manifest["epoch"],
+            "grid": "x".join(map(str, comm.grid.dims)),
+            "rows": _write(comm, job, outputs, model),
+            "accuracy": accuracy,
+            "unscored": unscored,
+            "seconds": {"forward": computed, "total": time.perf_counter() - started},
+        }
+        if staged is not None:
+            zarr.open_group(store=staged.path, mode="r+").attrs[layout.PREDICTIONS_KEY] = {
+                **summary,
+                "complete": True,
+            }
+            staged.publish()
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise
+    reporter.message(_summary_text(job.output, summary, model.dims))
+    return summary
+
+
+def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
+    """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
+    widths = {"logits": dims[-1], "embeddings": dims[-2]}
+    shapes = ", ".join(f"{name} {rows} x {widths[name]}" for name, rows in summary["rows"].items())
+    accuracy = summary["accuracy"]
+    if accuracy is None:
+        scores = f"n/a ({summary['unscored']})"
+    else:
+        scores = "  ".join(f"{split} {value:.4f}" for split, value in accuracy.items())
+    return (
+        f"gtool predict: wrote {output} ({shapes}; rows in the original node order) from "
+        f"{summary['checkpoint']} (epoch {summary['epoch']}) on grid {summary['grid']} in "
+        f"{summary['seconds']['total']:.1f}s\naccuracy: {scores}"
+    )
+
+
+def predict_rank(env: RankEnv, job: PredictJob) -> None:
+    """Everything one rank of `gtool predict` does."""
+    device, comm = join_grid(env, job.config)
+    predict_on(comm, job, device, Reporter(env.rank == 0, None, append=False))
+    dist.destroy_process_group()
+
+
+def predict(job: PredictJob) -> None:
+    """Run `job` on the ranks of torchrun/srun when started by one, else on local processes (as `gtool
+    train`). The process that starts the local ranks, or rank 0 of torchrun/srun's, locks the output for
+    the whole run: a second run writing it is refused before any rank loads or computes. Raises RankFailed
+    naming the rank that failed first."""
+    env = environment_rank()
+    with output_lock(job.output, "gtool predict") if env is None or env.rank == 0 else nullcontext():
+        start_ranks(job.config, "predict", predict_rank, job)
