@@ -139,12 +139,18 @@ def backward_sums(
     share_threads()
     rows, cols = z.shape
     row_dots = torch.empty(rows, dtype=z.dtype)
-    partials = np.zeros((-(-rows // CHUNK_ROWS), cols))
+    partials = torch.zeros(-(-rows // CHUNK_ROWS), cols, dtype=torch.float64)
     arguments = (*mask_arguments(spec, placement), _keep(spec, z.dtype))
     _backward_sums(
-        z.numpy(), inverse_rms.numpy(), gamma.numpy(), grad.numpy(), row_dots.numpy(), partials, *arguments
+        z.numpy(),
+        inverse_rms.numpy(),
+        gamma.numpy(),
+        grad.numpy(),
+        row_dots.numpy(),
+        partials.numpy(),
+        *arguments,
     )
-    return row_dots, torch.from_numpy(partials.sum(axis=0)).to(gamma.dtype)
+    return row_dots, partials.sum(dim=0).to(gamma.dtype)
 
 
 def backward_input(
