@@ -21,17 +21,11 @@ class _RmsReluDropout(torch.autograd.Function):
     def forward(ctx, z, gamma, residual, col_group, width, spec, placement, eps, passes):
         z, gamma = z.contiguous(), gamma.contiguous()
         scales = inverse_rms(col_group.all_reduce(passes.row_squares(z)), width, eps)
-        y = passes.forward(
-            z, scales, gamma, None if residual is None else residual.contiguous(), spec, placement
-        )
+        residual = None if residual is None else residual.contiguous()
+        y = passes.forward(z, scales, gamma, residual, spec, placement)
         ctx.save_for_backward(z, scales, gamma)
-        ctx.col_group, ctx.width, ctx.spec, ctx.placement, ctx.passes = (
-            col_group,
-            width,
-            spec,
-            placement,
-            passes,
-        )
+        ctx.col_group, ctx.width, ctx.passes = col_group, width, passes
+        ctx.spec, ctx.placement = spec, placement
         return y
 
     @staticmethod
