@@ -17,7 +17,7 @@ from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
-from gtool.store.values import permutation_problem, weight_problem
+from gtool.store.values import permutation_problem, permutations_digest, weight_problem
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,15 @@ class Store:
             raise StoreError(f"{self.location}: array {path}: {problem}; the store is damaged")
         return ids
 
+    @functools.cached_property
+    def node_order(self) -> dict[str, Any]:
+        """StoreMeta.node_order, with the permutations' digest computed from perm/r and perm/c when the
+        store's writer did not record it (stores written before it was)."""
+        order = self.meta.node_order
+        if "digest" not in order:
+            order["digest"] = permutations_digest(self.perm("r"), self.perm("c"))
+        return order
+
     def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
         """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's
         writer stored every chunk, raise DamagedChunkError naming `where` (default: the store)."""
@@ -273,14 +282,16 @@ class Store:
         for path in layout.NODE_DTYPES:
             if problem := dtype_problem(self.array(path)):
                 raise StoreError(f"{self.location}: {problem}")
-        kind = self.meta.labels.kind
-        dims, expected_shape = (2, f"({n}, K)") if self.meta.labels.multi_label else (1, f"({n},)")
+        kind, classes = self.meta.labels.kind, self.num_classes
+        multi = self.meta.labels.multi_label
+        expected_shape = (n, classes) if multi else (n,)
         for order in ("r", "c"):
-            got = self.array(layout.LABELS[order]).shape
-            if len(got) != dims or got[0] != n:
+            got = tuple(self.array(layout.LABELS[order]).shape)
+            if got != expected_shape:
+                columns = f", one column per class (num_classes {classes})" if multi else ""
                 raise StoreError(
-                    f"{self.location}: array {layout.LABELS[order]} has shape {tuple(got)}, expected "
-                    f"{expected_shape} (metadata labels.kind is {kind!r})"
+                    f"{self.location}: array {layout.LABELS[order]} has shape {got}, expected "
+                    f"{expected_shape} (metadata labels.kind is {kind!r}{columns})"
                 )
         if self.tile_size != tile_size(n, self.tiles):
             raise StoreError(
