@@ -147,17 +147,22 @@ class Store:
         return tile_range(i, s, n), tile_range(j, s, n)
 
     def check_matrix(self, matrix: int) -> None:
-        """Raise ValueError unless `matrix` is one the store holds."""
-        if isinstance(matrix, (int, np.integer)) and matrix in self.matrices:
+        """Raise TypeError unless `matrix` is an int (True would name A1), ValueError unless the store
+        holds it."""
+        check_index("matrix", matrix)
+        if matrix in self.matrices:
             return
         held = " and ".join(f"A{m}" for m in self.matrices)
         why = " (pr == pc: A0 serves every layer)" if not self.two_matrices else ""
         raise ValueError(f"{self.location}: no matrix {matrix!r}: the store holds {held}{why}")
 
     def check_tile(self, i: int, j: int) -> None:
-        """Raise ValueError unless (i, j) is a tile of the store's T x T grid."""
+        """Raise TypeError unless i and j are ints, ValueError unless (i, j) is a tile of the store's T x T
+        grid."""
+        check_index("tile index i", i)
+        check_index("tile index j", j)
         t = self.tiles
-        if not all(isinstance(k, (int, np.integer)) and 0 <= k < t for k in (i, j)):
+        if not all(0 <= k < t for k in (i, j)):
             raise ValueError(
                 f"{self.location}: no tile ({i!r}, {j!r}): tiles are (i, j) with 0 <= i, j < {t}"
             )
@@ -315,6 +320,13 @@ class Store:
                     f"{self.location}: metadata nnz of A{m} is {self.meta.nnz[m]}, its stats' tile_nnz "
                     f"add up to {counted}"
                 )
+
+
+def check_index(what: str, value: object) -> None:
+    """Raise TypeError unless `value` is an integer (numpy's too) and not a bool, which Python counts as
+    one (True would be 1, and a path such as adj/True/0_0 names no array)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"the {what} must be an int, got {value!r} ({type(value).__name__})")
 
 
 def store_arrays(store: Store) -> dict[str, zarr.Array]:
