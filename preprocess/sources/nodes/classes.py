@@ -42,6 +42,7 @@ def class_count(labels: np.ndarray, declared: int | None, given: int | None, whe
     if labels.ndim == 2:
         if given is not None and given != labels.shape[1]:
             raise InputError(where, f"{labels.shape[1]} label columns, but --num-classes is {given}")
+        check_class_limit(labels.shape[1], labels.shape[0], f"{where} (its label columns)")
         return int(labels.shape[1])
     if given is not None:
         check_below(labels, given, where, "--num-classes gives")
