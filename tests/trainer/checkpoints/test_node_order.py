@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import gtool
+from gtool.cli.main import app
 from tests.support.stores import make_store
 
 pytestmark = pytest.mark.integration  # builds stores / runs the command line
@@ -29,11 +31,6 @@ def edge_file(path: Path, extra: list[tuple[int, int]]) -> str:
     return str(path)
 
 
-def gtool_command(*args: str) -> subprocess.CompletedProcess:
-    run = [sys.executable, "-m", "gtool.cli", *args]
-    return subprocess.run(run, capture_output=True, text=True, timeout=300)
-
-
 def test_one_more_edge_moves_nodes_and_is_refused(tmp_path: Path) -> None:
     first = make_store(edge_file(tmp_path / "g.txt", []), tmp_path / "g.zarr", **BALANCED)
     other = make_store(edge_file(tmp_path / "g1.txt", [(0, 1)]), tmp_path / "g1.zarr", **BALANCED)
@@ -46,7 +43,8 @@ def test_one_more_edge_moves_nodes_and_is_refused(tmp_path: Path) -> None:
 
     checkpoints = tmp_path / "ck"
     model = ["--grid", "1x1x1", "--learnable-features", "--checkpoint", str(checkpoints)]
-    trained = gtool_command("train", first, "--epochs", "2", *model)
+    run = [sys.executable, "-m", "gtool.cli", "train", first, "--epochs", "2", *model]
+    trained = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert trained.returncode == 0, trained.stderr
     latest = (checkpoints / "latest.json").read_bytes()
 
@@ -55,13 +53,13 @@ def test_one_more_edge_moves_nodes_and_is_refused(tmp_path: Path) -> None:
         "node_order: checkpoint --perm balanced --seed 0 --tiles 2 (permutations digest {}) vs run --perm "
         "balanced --seed 0 --tiles 2 (permutations digest {})"
     ).format(*digests)
-    resumed = gtool_command("train", other, "--epochs", "3", "--resume", *model)
-    assert resumed.returncode == 2
-    assert resumed.stderr.startswith("error: ") and expected in " ".join(resumed.stderr.split())
+    for args in (  # both refused before any rank starts
+        ["train", other, "--epochs", "3", "--resume", *model],
+        ["predict", other, "--checkpoint", str(checkpoints), "-o", str(tmp_path / "p")],
+    ):
+        refused = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+        assert refused.exit_code == 2, refused.output
+        assert refused.output.startswith("error: ") and expected in " ".join(refused.output.split())
     assert (checkpoints / "latest.json").read_bytes() == latest
     assert json.loads(latest)["epoch"] == 2 and not (checkpoints / "epoch-000003").exists()
-
-    predicted = gtool_command("predict", other, "--checkpoint", str(checkpoints), "-o", str(tmp_path / "p"))
-    assert predicted.returncode == 2
-    assert predicted.stderr.startswith("error: ") and expected in " ".join(predicted.stderr.split())
     assert not (tmp_path / "p").exists()
