@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-needed="import os, zarr, dask.distributed, ogb, numba, gtool.trainer.run as run
+needed="import os, zarr, dask.distributed, ogb, numba, gtool.trainer.fit.train as run
 assert os.path.realpath(run.__file__).startswith(os.path.realpath('.')), 'gtool of another checkout'"
 if ! "$python" -c "$needed" 2>/dev/null; then
     echo "bench/gpu.sh: installing gtool and what it lacks" >&2
