@@ -36,7 +36,7 @@ from gtool.cores import available_cores
 OUT = RESULTS / "gpu"
 PROFILE = "profile-{device}.json"
 CUDA_TESTS = [
-    "tests/trainer/test_dropout_triton.py::test_cuda_kernels_draw_the_specified_masks",
+    "tests/trainer/nn/dropout/test_dropout_triton.py::test_cuda_kernels_draw_the_specified_masks",
     "tests/trainer/test_cli_train.py::test_ranks_on_one_gpu_through_gloo_train_like_one_rank",
 ]
 STEPS = ("check", "train", "test", "calibrate", "shard")
