@@ -73,7 +73,7 @@ from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource,
 from gtool.preprocess.sources.cache.entries import CacheFolder, cache_folder
 from gtool.preprocess.sources.cache.extraction import prepare_source
 from gtool.preprocess.sources.cache.record import Preparation
-from gtool.preprocess.sources.nodes.classes import class_count
+from gtool.preprocess.sources.nodes.classes import check_class_limit, class_count
 from gtool.preprocess.sources.nodes.generated import (
     DEGREE_CLASSES,
     RandomFeatures,
@@ -278,6 +278,8 @@ class ShardRun:
         """The --features file, checked and prepared (its compressed members extracted) before the run."""
         self.label_classes = 0
         """The class count of the source's or --labels' labels, checked against them by node_inputs."""
+        self.permutations_digest: str | None = None
+        """The digest of pr and pc, the store's node order (set when the permutations are written)."""
         self.scratch, self.stages, self.limit = scratch, stages, limit
         self.concurrency, self.processes = engine.concurrency, engine.processes
         self.threads = available_cores()
@@ -385,6 +387,8 @@ class ShardRun:
         the source; sizes checked against N, and the labels against their class count, before the edges
         are mapped."""
         opts = self.options
+        if opts.num_classes is not None:
+            check_class_limit(opts.num_classes, n, "--num-classes")
         data = self.source.node_data()
         if self.feature_file is not None:
             data.features = self.feature_file
@@ -418,7 +422,7 @@ class ShardRun:
             split = pool.submit(self.split, data, pr.shape[0])
             labels, num_classes = self.labels(data, scattered(degrees, pr, self.threads))
             write_node_arrays(self.store, labels, split.result(), pr, pc, self.threads)
-            written.result()
+            self.permutations_digest = written.result()
         return num_classes, self.node_metadata(data, labels)
 
     def split(self, data: NodeData, n: int) -> np.ndarray:
@@ -607,7 +611,7 @@ class ShardRun:
             tile_size=plan.tile_size,
             normalization=opts.norm,
             graph="directed-in" if opts.directed else "symmetrized",
-            permutation=PermutationInfo(opts.perm, opts.seed),
+            permutation=PermutationInfo(opts.perm, opts.seed, self.permutations_digest),
             source={**self.source.describe(), "input_edges": input_edges},
             labels=labels,
             split_origin=split_origin,

@@ -18,8 +18,8 @@ from gtool.preprocess.sources.generators import parse_generator
 
 WHAT_SOURCE_IS = (
     "SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/.parquet, optionally .gz), an OGB or Planetoid "
-    "directory, a dataset name (cora, citeseer, pubmed, arxiv, products, papers100m) or a generator "
-    "(rmat:SCALE[:EDGEFACTOR], grid:RxC)"
+    "directory, a dataset name (cora, citeseer, pubmed, arxiv, products, proteins, papers100m) or a "
+    "generator (rmat:SCALE[:EDGEFACTOR], grid:RxC, sbm:NODES:CLASSES, sbm-multi:NODES:COMMUNITIES:TASKS)"
 )
 
 
@@ -55,7 +55,7 @@ def resolve_source(spec: str, options: ShardOptions) -> GraphSource:
     from gtool.preprocess.sources.ogb.source import open_ogb
 
     if path.is_dir() or known_dataset(spec) is not None:
-        return open_ogb(spec, options.root)
+        return open_ogb(spec, options.root, keep_direction=options.directed)
     raise InputError(
         spec, f"no such file or directory, and not a source name{close_name(spec)}; {WHAT_SOURCE_IS}"
     )

@@ -24,12 +24,38 @@ PERMUTATION_SCHEMES = ("double", "single", "none", "balanced")
 DEGREE_SCHEMES = frozenset({"balanced"})
 """Schemes whose permutations depend on the degrees of A + I and on T, not only on N and the seed."""
 CLASS_INDEX = "class index"
+CLASSES_ANY_GRAPH = 100_000
+"""Classes a store may have whatever its node count (class_limit)."""
+
+
+def class_limit(num_nodes: int) -> int:
+    """The most classes a store of `num_nodes` nodes may have: one per node, or CLASSES_ANY_GRAPH on a
+    smaller graph. More leave classes that no node can have, and readers size output layers and logits
+    by the count (a count edited to 10^12 would have `gtool train` allocate terabytes)."""
+    return max(num_nodes, CLASSES_ANY_GRAPH)
+
+
+DIGEST_SHOWN = 8
+"""Hex digits of a permutations digest that messages show."""
 
 
 def node_order_options(order: dict[str, Any]) -> str:
-    """The `gtool shard` options that make a node order (StoreMeta.node_order): '--perm double --seed 0'."""
+    """A node order (StoreMeta.node_order) as the `gtool shard` options that made it and, when recorded,
+    its permutations' digest: '--perm balanced --seed 0 --tiles 2 (permutations digest 3f2a91c0)'."""
     option = {"scheme": "--perm", "seed": "--seed", "tiles": "--tiles"}
-    return " ".join(f"{option.get(key, key)} {value}" for key, value in order.items())
+    made = " ".join(f"{option.get(key, key)} {value}" for key, value in order.items() if key != "digest")
+    digest = order.get("digest")
+    return f"{made} (permutations digest {str(digest)[:DIGEST_SHOWN]})" if digest is not None else made
+
+
+def same_node_order(written: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether two node orders put every node at the same positions: their permutations' digests when
+    both have one (what decides the positions); else, for an order recorded before digests were, the
+    options that made them."""
+    if "digest" in written and "digest" in current:
+        return bool(written["digest"] == current["digest"])
+    options = {key: value for key, value in current.items() if key != "digest"}
+    return {key: value for key, value in written.items() if key != "digest"} == options
 
 
 def spread(values: np.ndarray) -> dict[str, float]:
@@ -108,6 +134,15 @@ class Fields:
         """A flag that older stores lack (false when absent)."""
         return key in self.content and self.flag(key)
 
+    def optional_digest(self, key: str) -> str | None:
+        """A hex digest that older stores lack (None when absent)."""
+        if key not in self.content:
+            return None
+        value = self.text(key)
+        if not value or any(c not in "0123456789abcdef" for c in value):
+            raise StoreError(f"{self.where}: metadata '{self.path}{key}' is {value!r}, expected a hex digest")
+        return value
+
     def nested(self, key: str) -> Fields:
         return Fields(self.raw(key), self.where, f"{self.path}{key}.")
 
@@ -166,10 +201,16 @@ class MatrixStats:
 
 @dataclass(frozen=True)
 class PermutationInfo:
-    """`permutation`: the scheme that made pr and pc, and its seed."""
+    """`permutation`: the scheme that made pr and pc, its seed, and the digest of pr and pc
+    (gtool.store.values.permutations_digest; None in stores written before it was recorded)."""
 
     scheme: str
     seed: int
+    digest: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        digest = {} if self.digest is None else {"digest": self.digest}
+        return {"scheme": self.scheme, "seed": self.seed, **digest}
 
 
 @dataclass(frozen=True)
@@ -216,12 +257,17 @@ class StoreMeta:
 
     @property
     def node_order(self) -> dict[str, Any]:
-        """What fixes the stored node orders pr and pc of a graph: the permutation's scheme and seed, and T
-        for a scheme that follows the degrees and tiles. Two stores of one graph with equal node orders
-        hold every node's rows at the same positions (what learned features, saved by position, need)."""
+        """The stored node orders pr and pc: the digest of the permutations (when recorded), which decides
+        where each node's rows are, beside the options that made them (scheme, seed, and T for a scheme
+        that follows the degrees and tiles), which name the order in messages. Two stores whose orders
+        are `same_node_order` hold every node's rows at the same positions (what learned features, saved
+        by position, need). Store.node_order computes the digest of a store written before it was
+        recorded."""
         order: dict[str, Any] = {"scheme": self.permutation.scheme, "seed": self.permutation.seed}
         if self.permutation.scheme in DEGREE_SCHEMES:
             order["tiles"] = self.tiles
+        if self.permutation.digest is not None:
+            order["digest"] = self.permutation.digest
         return order
 
     @property
@@ -249,12 +295,19 @@ class StoreMeta:
         permutation = fields.nested("permutation")
         labels = fields.nested("labels")
         known = set(KEY_ORDER)
+        num_nodes, num_classes = fields.integer("num_nodes", 0), fields.integer("num_classes", 1)
+        if num_classes > class_limit(num_nodes):
+            raise StoreError(
+                f"{where}: metadata 'num_classes' is {num_classes:,}, more than a store of {num_nodes:,} "
+                f"nodes may have ({class_limit(num_nodes):,}: one class per node, or "
+                f"{CLASSES_ANY_GRAPH:,} on a smaller graph); the metadata is damaged"
+            )
         return cls(
             layout=fields.integer("layout"),
             complete=fields.flag("complete"),
-            num_nodes=fields.integer("num_nodes", 0),
+            num_nodes=num_nodes,
             num_features=fields.integer("num_features", 0),
-            num_classes=fields.integer("num_classes", 0),
+            num_classes=num_classes,
             nnz={int(m): nnz.integer(m, 0) for m in matrices},
             tiles=int(tiles[0]),
             tile_size=fields.integer("tile_size", 1),
@@ -262,7 +315,9 @@ class StoreMeta:
             self_loops=fields.flag("self_loops"),
             graph=fields.text("graph", GRAPH_KINDS),
             permutation=PermutationInfo(
-                permutation.text("scheme", PERMUTATION_SCHEMES), permutation.integer("seed", 0)
+                permutation.text("scheme", PERMUTATION_SCHEMES),
+                permutation.integer("seed", 0),
+                permutation.optional_digest("digest"),
             ),
             source=fields.nested("source").content,
             labels=LabelsInfo(labels.text("origin"), labels.text("kind"), labels.integer("missing")),
@@ -289,7 +344,7 @@ class StoreMeta:
             "normalization": self.normalization,
             "self_loops": self.self_loops,
             "graph": self.graph,
-            "permutation": {"scheme": self.permutation.scheme, "seed": self.permutation.seed},
+            "permutation": self.permutation.to_dict(),
             "source": self.source,
             "labels": {
                 "origin": self.labels.origin,

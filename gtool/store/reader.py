@@ -17,7 +17,7 @@ from gtool.geometry.tiles import tile_range, tile_size
 from gtool.store import layout
 from gtool.store.chunks import Selection, absent_chunks, missing_chunks_text, read_checked, stored_keys
 from gtool.store.metadata import StoreMeta
-from gtool.store.values import permutation_problem, weight_problem
+from gtool.store.values import permutation_problem, permutations_digest, weight_problem
 
 
 @dataclass(frozen=True)
@@ -147,17 +147,22 @@ class Store:
         return tile_range(i, s, n), tile_range(j, s, n)
 
     def check_matrix(self, matrix: int) -> None:
-        """Raise ValueError unless `matrix` is one the store holds."""
-        if isinstance(matrix, (int, np.integer)) and matrix in self.matrices:
+        """Raise TypeError unless `matrix` is an int (True would name A1), ValueError unless the store
+        holds it."""
+        check_index("matrix", matrix)
+        if matrix in self.matrices:
             return
         held = " and ".join(f"A{m}" for m in self.matrices)
         why = " (pr == pc: A0 serves every layer)" if not self.two_matrices else ""
         raise ValueError(f"{self.location}: no matrix {matrix!r}: the store holds {held}{why}")
 
     def check_tile(self, i: int, j: int) -> None:
-        """Raise ValueError unless (i, j) is a tile of the store's T x T grid."""
+        """Raise TypeError unless i and j are ints, ValueError unless (i, j) is a tile of the store's T x T
+        grid."""
+        check_index("tile index i", i)
+        check_index("tile index j", j)
         t = self.tiles
-        if not all(isinstance(k, (int, np.integer)) and 0 <= k < t for k in (i, j)):
+        if not all(0 <= k < t for k in (i, j)):
             raise ValueError(
                 f"{self.location}: no tile ({i!r}, {j!r}): tiles are (i, j) with 0 <= i, j < {t}"
             )
@@ -226,6 +231,15 @@ class Store:
             raise StoreError(f"{self.location}: array {path}: {problem}; the store is damaged")
         return ids
 
+    @functools.cached_property
+    def node_order(self) -> dict[str, Any]:
+        """StoreMeta.node_order, with the permutations' digest computed from perm/r and perm/c when the
+        store's writer did not record it (stores written before it was)."""
+        order = self.meta.node_order
+        if "digest" not in order:
+            order["digest"] = permutations_digest(self.perm("r"), self.perm("c"))
+        return order
+
     def read(self, array: zarr.Array, selection: Selection = (), where: str | None = None) -> np.ndarray:
         """array[selection] through `read_checked`: damaged chunks, and missing ones where the store's
         writer stored every chunk, raise DamagedChunkError naming `where` (default: the store)."""
@@ -273,14 +287,16 @@ class Store:
         for path in layout.NODE_DTYPES:
             if problem := dtype_problem(self.array(path)):
                 raise StoreError(f"{self.location}: {problem}")
-        kind = self.meta.labels.kind
-        dims, expected_shape = (2, f"({n}, K)") if self.meta.labels.multi_label else (1, f"({n},)")
+        kind, classes = self.meta.labels.kind, self.num_classes
+        multi = self.meta.labels.multi_label
+        expected_shape = (n, classes) if multi else (n,)
         for order in ("r", "c"):
-            got = self.array(layout.LABELS[order]).shape
-            if len(got) != dims or got[0] != n:
+            got = tuple(self.array(layout.LABELS[order]).shape)
+            if got != expected_shape:
+                columns = f", one column per class (num_classes {classes})" if multi else ""
                 raise StoreError(
-                    f"{self.location}: array {layout.LABELS[order]} has shape {tuple(got)}, expected "
-                    f"{expected_shape} (metadata labels.kind is {kind!r})"
+                    f"{self.location}: array {layout.LABELS[order]} has shape {got}, expected "
+                    f"{expected_shape} (metadata labels.kind is {kind!r}{columns})"
                 )
         if self.tile_size != tile_size(n, self.tiles):
             raise StoreError(
@@ -304,6 +320,13 @@ class Store:
                     f"{self.location}: metadata nnz of A{m} is {self.meta.nnz[m]}, its stats' tile_nnz "
                     f"add up to {counted}"
                 )
+
+
+def check_index(what: str, value: object) -> None:
+    """Raise TypeError unless `value` is an integer (numpy's too) and not a bool, which Python counts as
+    one (True would be 1, and a path such as adj/True/0_0 names no array)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"the {what} must be an int, got {value!r} ({type(value).__name__})")
 
 
 def store_arrays(store: Store) -> dict[str, zarr.Array]:

@@ -4,6 +4,8 @@ or None."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from gtool.store import layout
@@ -52,6 +54,42 @@ def permutation_problem(ids: np.ndarray, num_nodes: int) -> str | None:
     seen[ids] = True
     missing = num_nodes - int(np.count_nonzero(seen))
     return f"not a permutation ({missing} of {num_nodes} node ids never appear)" if missing else None
+
+
+DIGEST_BYTES = 16
+HASHED_IDS = 1 << 22
+"""Node ids hashed per call: a bounded copy when the ids are not little-endian int64 already."""
+
+
+class IdsHash:
+    """BLAKE2b-128 of a sequence of node ids as little-endian int64, fed in blocks in order."""
+
+    def __init__(self) -> None:
+        self.hasher = hashlib.blake2b(digest_size=DIGEST_BYTES)
+
+    def update(self, ids: np.ndarray) -> None:
+        for start in range(0, ids.shape[0], HASHED_IDS):
+            block = np.ascontiguousarray(ids[start : start + HASHED_IDS], dtype="<i8")
+            self.hasher.update(block.data)
+
+    def digest(self) -> bytes:
+        return self.hasher.digest()
+
+
+def combined_digest(rows: bytes, cols: bytes) -> str:
+    """The permutations digest from the IdsHash digests of pr and of pc, as hex."""
+    return hashlib.blake2b(rows + cols, digest_size=DIGEST_BYTES).hexdigest()
+
+
+def permutations_digest(pr: np.ndarray, pc: np.ndarray) -> str:
+    """What identifies a store's node order (metadata permutation.digest): a digest of pr and pc, equal
+    for two stores exactly when they put every node at the same positions (almost surely)."""
+    parts = []
+    for ids in (pr, pc):
+        hashed = IdsHash()
+        hashed.update(ids)
+        parts.append(hashed.digest())
+    return combined_digest(*parts)
 
 
 def first_non_finite_row(block: np.ndarray) -> int | None:

@@ -41,7 +41,15 @@ from gtool.store.reader import (
     tile_problem,
     tile_shape_problem,
 )
-from gtool.store.values import DIGESTS, first_non_finite_row, label_problem, node_value_digest, split_problem
+from gtool.store.values import (
+    DIGESTS,
+    IdsHash,
+    combined_digest,
+    first_non_finite_row,
+    label_problem,
+    node_value_digest,
+    split_problem,
+)
 
 Progress = Callable[[int], None]
 """Called with the number of chunks just read."""
@@ -266,7 +274,8 @@ class Verifier:
     # node arrays
 
     def check_permutations(self) -> None:
-        """perm/r and perm/c hold each node id once; equal (identity) for the single (none) scheme."""
+        """perm/r and perm/c hold each node id once; equal (identity) for the single (none) scheme; their
+        digest is the metadata's (where recorded)."""
         n = self.store.num_nodes
         scheme = self.store.meta.permutation.scheme
         paths = (layout.PERM_ROWS, layout.PERM_COLS)
@@ -280,6 +289,7 @@ class Verifier:
             )
             return
         seen = {path: np.zeros(n, dtype=bool) for path in (layout.PERM_ROWS, layout.PERM_COLS)}
+        hashed = {path: IdsHash() for path in paths}
         differ, readable = False, True
         step = block_rows(self.store.array(layout.PERM_ROWS))
         blocks = (self.blocks(path, step, written_only=False) for path in paths)
@@ -288,6 +298,7 @@ class Verifier:
             for path, block in ((layout.PERM_ROWS, pr), (layout.PERM_COLS, pc)):
                 if block is not None:
                     self.mark_ids(path, block, seen[path])
+                    hashed[path].update(block)
             if pr is None or pc is None:
                 readable = False
                 continue
@@ -302,6 +313,14 @@ class Verifier:
                 self.problem(
                     f"array {path}: not a permutation ({missing} of {n} node ids never appear)", "perm"
                 )
+        recorded = self.store.meta.permutation.digest
+        digest = combined_digest(*(hashed[path].digest() for path in paths))
+        if readable and recorded is not None and digest != recorded:
+            self.problem(
+                f"arrays perm/r and perm/c: their digest is {digest}, but the metadata's permutation.digest "
+                f"is {recorded} (the store's node order)",
+                "perm",
+            )
         if scheme in ("single", "none") and differ:
             self.problem(f"arrays perm/r and perm/c differ, but the permutation scheme is {scheme}", "perm")
         if readable and differ != self.store.two_matrices:

@@ -11,6 +11,7 @@ from gtool.preprocess import spill
 from gtool.preprocess.engine.threaded import gathered
 from gtool.preprocess.sources.base import FeatureSource
 from gtool.store import layout
+from gtool.store.values import permutations_digest
 from gtool.store.writing.chunk_writer import ChunkSink, array_metadata, write_chunk
 from gtool.store.writing.codecs import create_array
 
@@ -73,10 +74,12 @@ def write_node_arrays(
             create_array(store=store, name=name, data=gathered(values, perm, threads), chunks=_chunks(values))
 
 
-def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> None:
-    """perm/r and perm/c as int64."""
+def write_permutations(store: str, pr: np.ndarray, pc: np.ndarray) -> str:
+    """perm/r and perm/c as int64; returns their digest (the store's node order, metadata
+    permutation.digest)."""
     create_array(store=store, name=layout.PERM_ROWS, data=np.asarray(pr, np.int64), chunks=_chunks(pr))
     create_array(store=store, name=layout.PERM_COLS, data=np.asarray(pc, np.int64), chunks=_chunks(pc))
+    return permutations_digest(pr, pc)
 
 
 def _chunks(array: np.ndarray) -> tuple[int, ...]:

@@ -2,7 +2,8 @@
 
 R-MAT edges come in fixed generator blocks seeded by (seed, block) (sources/blocks.py), so the graph never
 depends on how the pipeline groups blocks into chunks, and scale 26 never holds its edge list in memory.
-The stochastic block model with planted classes (`sbm:...`, the demo that learns) is in sources/sbm.py.
+The stochastic block model with planted classes (`sbm:...`, the demo that learns) is in sources/sbm.py, its
+multi-label variant (`sbm-multi:...`) in sources/sbm_tasks.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, GraphSource
 from gtool.preprocess.sources.blocks import BlockedChunk, block_ranges
 from gtool.preprocess.sources.sbm import parse_sbm
+from gtool.preprocess.sources.sbm_tasks import parse_sbm_tasks
 
 RMAT_A, RMAT_B, RMAT_C = 0.57, 0.19, 0.19
 DEFAULT_GENERATOR_SEED = 1
@@ -63,9 +65,10 @@ class RmatSource(GraphSource):
     """`rmat:SCALE[:EDGEFACTOR[:SEED]]`: 2^SCALE vertices, EDGEFACTOR * 2^SCALE generated edges."""
 
     def __init__(self, scale: int, edge_factor: int = 16, seed: int = DEFAULT_GENERATOR_SEED):
-        if not 1 <= scale <= 40 or edge_factor < 1:
+        if not 1 <= scale <= 40 or edge_factor < 1 or seed < 0:
             raise InputError(
-                "rmat", f"expected 1 <= SCALE <= 40 and EDGEFACTOR >= 1, got {scale}:{edge_factor}"
+                "rmat",
+                f"expected 1 <= SCALE <= 40, EDGEFACTOR >= 1 and SEED >= 0, got {scale}:{edge_factor}:{seed}",
             )
         self.scale, self.edge_factor, self.seed = scale, edge_factor, seed
         self.edges = edge_factor << scale
@@ -133,12 +136,15 @@ class GridSource(GraphSource):
 
 
 def parse_generator(spec: str) -> GraphSource | None:
-    """A generator source for 'rmat:...', 'grid:...' or 'sbm:...', or None if `spec` names no generator."""
+    """A generator source for 'rmat:...', 'grid:...', 'sbm:...' or 'sbm-multi:...', or None if `spec` names
+    no generator."""
     kind, _, args = spec.partition(":")
-    if kind not in ("rmat", "grid", "sbm") or not args:
+    if kind not in ("rmat", "grid", "sbm", "sbm-multi") or not args:
         return None
     if kind == "sbm":
         return parse_sbm(spec, args)
+    if kind == "sbm-multi":
+        return parse_sbm_tasks(spec, args)
     try:
         if kind == "rmat":
             nums = [int(a) for a in args.split(":")]

@@ -133,12 +133,18 @@ class SbmSource(GraphSource):
         }
 
 
-def parse_sbm(spec: str, args: str) -> SbmSource:
-    """`sbm:NODES:CLASSES[:DEGREE[:SEED]]` as a source."""
+def spec_numbers(spec: str, args: str, counts: range, expected: str) -> list[int]:
+    """The colon-separated integers `args` of generator spec `spec`, as many as `counts` allows, else an
+    InputError saying the `expected` form."""
     try:
         nums = [int(a) for a in args.split(":")]
-        if not 2 <= len(nums) <= 4:
-            raise ValueError
     except ValueError:
-        raise InputError(spec, "not a generator spec; expected sbm:NODES:CLASSES[:DEGREE[:SEED]]") from None
-    return SbmSource(*nums)
+        nums = []
+    if len(nums) not in counts:
+        raise InputError(spec, f"not a generator spec; expected {expected}")
+    return nums
+
+
+def parse_sbm(spec: str, args: str) -> SbmSource:
+    """`sbm:NODES:CLASSES[:DEGREE[:SEED]]` as a source."""
+    return SbmSource(*spec_numbers(spec, args, range(2, 5), "sbm:NODES:CLASSES[:DEGREE[:SEED]]"))

@@ -99,6 +99,15 @@ def test_calls_take_a_store_or_its_path_and_refuse_what_it_does_not_hold(
             call()
     with pytest.raises(ValueError, match="perm\\(\\) takes 'r'"):
         store.perm("x")
+    for call, what in (
+        (lambda: gtool.to_scipy(store, True), "matrix must be an int, got True \\(bool\\)"),
+        (lambda: gtool.to_scipy(store, 1.0), "matrix must be an int, got 1.0 \\(float\\)"),
+        (lambda: store.read_tile(0, np.True_, 0), "tile index i must be an int, got .*True"),
+        (lambda: store.tile_bounds(0, "1"), "tile index j must be an int, got '1' \\(str\\)"),
+    ):  # True read as damage: "missing array adj/True/0_0"
+        with pytest.raises(TypeError, match=what):
+            call()
+    assert gtool.to_scipy(store, np.int64(1)).nnz == gtool.to_scipy(store, 1).nnz
 
 
 def replace_array(group: zarr.Group, path: str, values: np.ndarray) -> None:

@@ -24,6 +24,7 @@ from gtool.loader import load_rank
 from gtool.loader.load import read_node_ids
 from gtool.store import layout
 from gtool.store.reader import Store, open_store
+from gtool.store.values import permutations_digest
 from gtool.store.verify import row_spans, verify_store
 from gtool.store.writing import chunk_writer
 from gtool.store.writing.chunk_writer import ChunkSink
@@ -450,3 +451,38 @@ def test_verify_refuses_a_permutation_check_beyond_its_memory_budget(store: Path
         "budget of 100 bytes (metadata num_nodes too large?)"
     ]
     assert not report.clean("perm") and report.clean("nodes/", "adj/", "A0", "A1", "chunks")
+
+
+@pytest.mark.parametrize("command", [["verify"], ["info"], ["train", "--epochs", "1"]])
+def test_a_class_count_beyond_the_nodes_is_refused_before_any_allocation(
+    store: Path, tmp_path: Path, command: list[str]
+) -> None:
+    """num_classes edited to 10^12 passed `gtool verify`, and `gtool train` allocated 64 TB for its logits."""
+    copy = shutil.copytree(store, tmp_path / "classes.zarr")
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"].update(num_classes=10**12))
+    result = CliRunner().invoke(app, [command[0], str(copy), *command[1:]], env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    message = (
+        f"error: {copy}: metadata 'num_classes' is 1,000,000,000,000, more than a store of 128 nodes may "
+        "have (100,000: one class per node, or 100,000 on a smaller graph); the metadata is damaged"
+    )
+    assert message in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.zarr"]
+
+
+def test_a_permutations_digest_is_recorded_checked_by_verify_and_computed_for_older_stores(
+    store: Path, tmp_path: Path
+) -> None:
+    opened = open_store(str(store))
+    digest = opened.meta.permutation.digest
+    assert digest == permutations_digest(opened.perm("r"), opened.perm("c")) == opened.node_order["digest"]
+    copy = shutil.copytree(store, tmp_path / "old.zarr")
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"]["permutation"].pop("digest"))
+    older = open_store(str(copy))
+    assert older.meta.permutation.digest is None and "digest" not in older.meta.node_order
+    assert older.node_order == opened.node_order and verify_store(older).ok
+    edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"]["permutation"].update(digest="ab" * 16))
+    assert verify_store(open_store(str(copy))).problems == [
+        f"arrays perm/r and perm/c: their digest is {digest}, but the metadata's permutation.digest is "
+        f"{'ab' * 16} (the store's node order)"
+    ]

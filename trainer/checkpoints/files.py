@@ -21,7 +21,7 @@ import torch
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
-from gtool.store.metadata import node_order_options
+from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.comm.groups import GridComm
 from gtool.units import human_bytes
@@ -50,13 +50,22 @@ def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
     """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
     another `shape` (any of its keys)."""
     written = recorded_shape(manifest["shape"])
-    differ = [k for k, v in shape.items() if written.get(k) != v and (k in written or k not in UNTOLD)]
+    differ = [
+        k for k, v in shape.items() if not _same(k, written.get(k), v) and (k in written or k not in UNTOLD)
+    ]
     if differ:
         details = ", ".join(
             f"{key}: checkpoint {_shown(key, written.get(key))} vs run {_shown(key, shape[key])}"
             for key in differ
         )
         raise CheckpointError(f"{manifest['path']} was written by a differently shaped run ({details})")
+
+
+def _same(key: str, written: Any, current: Any) -> bool:
+    """Whether a run shape's value is the checkpoint's (node orders: the same positions of every node)."""
+    if key == "node_order" and isinstance(written, dict) and isinstance(current, dict):
+        return same_node_order(written, current)
+    return bool(written == current)
 
 
 def _shown(key: str, value: Any) -> Any:

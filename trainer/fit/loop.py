@@ -38,7 +38,7 @@ def run_shape(config: TrainConfig) -> dict:
         "data_parallel": config.minibatch.data_parallel,
     }
     if config.model.learnable_features:
-        shape["node_order"] = open_store(config.store).meta.node_order
+        shape["node_order"] = open_store(config.store).node_order
     return shape
 
 

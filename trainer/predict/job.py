@@ -68,7 +68,7 @@ def prediction_job(
             f"{store} has {opened.num_nodes} nodes and needs widths {widths}"
         )
     if model.learnable_features:  # saved by position: the store must hold each node's rows where training had
-        refuse_other_shape(manifest, {"node_order": opened.meta.node_order})
+        refuse_other_shape(manifest, {"node_order": opened.node_order})
     if embeddings and model.layers < 2:
         raise GtoolError("--embeddings needs a model of 2 or more layers (a 1-layer GCN has no hidden layer)")
     check_output(output, overwrite, PREDICT_OUTPUT)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.errors import InputError
+from gtool.store.metadata import CLASSES_ANY_GRAPH, class_limit
 
 MAX_INFERRED_CLASSES = 100_000
 """The most classes inferred from the labels alone; --num-classes allows more."""
@@ -22,6 +23,18 @@ def check_below(labels: np.ndarray, num_classes: int, where: str, whose: str) ->
         raise InputError(where, problem, index=f"node {k}")
 
 
+def check_class_limit(num_classes: int, num_nodes: int, whose: str) -> None:
+    """Fail when a class count is more than a store of `num_nodes` nodes may have (the store format's
+    class_limit, which readers check too); `whose` names where the count comes from."""
+    limit = class_limit(num_nodes)
+    if num_classes > limit:
+        raise InputError(
+            whose,
+            f"{num_classes:,} classes, more than a graph of {num_nodes:,} nodes may have ({limit:,}: one "
+            f"class per node, or {CLASSES_ANY_GRAPH:,} on a smaller graph)",
+        )
+
+
 def class_count(labels: np.ndarray, declared: int | None, given: int | None, where: str) -> int:
     """The class count of `labels` (int64 class ids, -1 unlabelled; or an N x K multi-label matrix),
     checked against them: `given` (--num-classes) wins, then `declared` (by the source), else the largest
@@ -29,11 +42,13 @@ def class_count(labels: np.ndarray, declared: int | None, given: int | None, whe
     if labels.ndim == 2:
         if given is not None and given != labels.shape[1]:
             raise InputError(where, f"{labels.shape[1]} label columns, but --num-classes is {given}")
+        check_class_limit(labels.shape[1], labels.shape[0], f"{where} (its label columns)")
         return int(labels.shape[1])
     if given is not None:
         check_below(labels, given, where, "--num-classes gives")
         return given
     if declared is not None:
+        check_class_limit(declared, labels.shape[0], f"{where} (the class count the source declares)")
         check_below(labels, declared, where, "the source declares")
         return max(declared, 1)
     inferred = int(labels.max(initial=-1)) + 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +20,19 @@ from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, read_format
 FEATURE_KEYS = ("node_feat", "features", "x")
 LABEL_KEYS = ("node_label", "labels", "label", "y")
 SPLIT_KEYS = ("split",)
-SPLIT_SETS = (("train", 0), ("valid", 1), ("val", 1), ("test", 2))
+SPLIT_SETS = (
+    ("train", 0),
+    ("valid", 1),
+    ("val", 1),
+    ("test", 2),
+    ("train_mask", 0),
+    ("val_mask", 1),
+    ("valid_mask", 1),
+    ("test_mask", 2),
+)
+"""Members of an .npz that name the nodes of a split (node index arrays or masks), and its code."""
+MASK_KEYS = ("train_mask", "val_mask", "test_mask")
+MASK_FORM = "bool arrays train, valid, test (or train_mask, val_mask, test_mask) of an .npz"
 SPLIT_WORDS = {
     "train": 0,
     "valid": 1,
@@ -167,36 +180,73 @@ def split_from_words(node_values: NodeValues) -> np.ndarray:
 
 
 def split_from_codes(node_values: NodeValues) -> np.ndarray:
-    """A numeric split array (0 train, 1 valid, 2 test, -1 none), checked, as int8."""
+    """A numeric split array (0 train, 1 valid, 2 test, -1 none), checked, as int8. A boolean array is a
+    node mask, not codes (its nodes would be valid, all others train): refused, saying how to give masks."""
+    if node_values.values.dtype.kind == "b":
+        raise InputError(
+            node_values.file,
+            f"a boolean array (a node mask?), expected split codes (0 train, 1 valid, 2 test, -1 none) or "
+            f"words; give masks as {MASK_FORM}",
+        )
     codes = whole_numbers(node_values, "split code")
     node_values.fail_first(
         (codes < -1) | (codes > 2),
         lambda v: f"expected a split code 0 (train), 1 (valid), 2 (test) or -1, got {v}",
     )
+    if codes.size and np.isin(codes, (0, 1)).all():
+        logging.getLogger("gtool").warning(
+            "notice: %s holds split codes 0 (train) and 1 (valid) only, so no node is a test node; if it "
+            "is a 0/1 node mask, give masks as %s",
+            node_values.file,
+            MASK_FORM,
+        )
     return codes.astype(np.int8)
 
 
-def index_set(path: str, key: str, num_nodes: int) -> np.ndarray:
-    """Node ids of index array `key` of an .npz, each checked to lie in 0..num_nodes-1."""
-    ids = as_node_ids(np.ravel(load_array(ArrayRef(path, key))), path, lambda k: f"{key}[{k}]")
+def node_set(path: str, key: str, num_nodes: int) -> tuple[np.ndarray, bool]:
+    """The nodes of member `key` of an .npz: a mask when its name says so (train_mask, ...) or its dtype is
+    bool (one entry per node), else an index array of node ids, each in 0..num_nodes-1; an integer 0/1
+    array of one entry per node is refused (a mask read as ids would be nodes 0 and 1)."""
+    values = load_array(ArrayRef(path, key))
+    if key.endswith("_mask") or values.dtype.kind == "b":
+        return mask_nodes(NodeValues(values, path, key).squeezed(), num_nodes), True
+    ids = as_node_ids(np.ravel(values), path, lambda k: f"{key}[{k}]")
     bad = np.flatnonzero((ids < 0) | (ids >= num_nodes))
     if bad.size:
         k = int(bad[0])
         raise InputError(path, f"node {ids[k]} is outside 0..{num_nodes - 1}", index=f"{key}[{k}]")
-    return ids
+    if ids.size == num_nodes > 2 and np.isin(ids, (0, 1)).all():
+        raise InputError(
+            path,
+            f"{key} holds {num_nodes} entries of 0 and 1, one per node: a 0/1 node mask, not node ids? store "
+            f"masks as bool, or name them {', '.join(MASK_KEYS)}",
+        )
+    return ids, False
 
 
-def split_from_index_sets(path: str, keys: list[str], num_nodes: int) -> np.ndarray:
-    """Codes from the node index arrays 'train', 'valid' (or 'val') and 'test' of an .npz."""
+def mask_nodes(mask: NodeValues, num_nodes: int) -> np.ndarray:
+    """The nodes of a node mask: one bool, or 0/1 integer, entry per node."""
+    if mask.values.ndim != 1:
+        raise InputError(mask.file, f"a node mask of shape {mask.values.shape}, expected ({num_nodes},)")
+    mask.check_rows(num_nodes)
+    if mask.values.dtype.kind != "b":
+        values = whole_numbers(mask, "mask entry")
+        mask.fail_first((values < 0) | (values > 1), lambda v: f"expected a 0/1 (or bool) node mask, got {v}")
+    return np.flatnonzero(mask.values)
+
+
+def split_from_node_sets(path: str, keys: list[str], num_nodes: int) -> np.ndarray:
+    """Codes from the members of an .npz that name the nodes of each split: node index arrays or masks
+    'train', 'valid' (or 'val'), 'test', or masks 'train_mask', 'val_mask' (or 'valid_mask'), 'test_mask'."""
     split = np.full(num_nodes, -1, dtype=np.int8)
     for key, code in SPLIT_SETS:
         if key not in keys:
             continue
-        ids = index_set(path, key, num_nodes)
+        ids, mask = node_set(path, key, num_nodes)
         taken = np.flatnonzero((split[ids] != -1) & (split[ids] != code))
         if taken.size:
             k = int(taken[0])
-            raise InputError(path, f"node {ids[k]} is in two splits", index=f"{key}[{k}]")
+            raise InputError(path, f"node {ids[k]} is in two splits", index=f"{key}[{ids[k] if mask else k}]")
         split[ids] = code
     return split
 
@@ -205,13 +255,13 @@ def load_split(path: str, num_nodes: int) -> np.ndarray:
     """The split as int8 codes (0 train, 1 valid, 2 test, -1 none).
 
     From a per-node array (.npy/.npz/text) of codes or of the words 'train'/'valid'/'test'/'', or from
-    an .npz of node index arrays 'train', 'valid' (or 'val') and 'test'.
+    an .npz of node index arrays or masks per split (split_from_node_sets).
     """
     check_readable(path)
     if path.lower().endswith(".npz"):
         keys = npz_keys(path)
         if any(key in keys for key, _ in SPLIT_SETS):
-            return split_from_index_sets(path, keys, num_nodes)
+            return split_from_node_sets(path, keys, num_nodes)
     node_values = read_node_values(path, SPLIT_KEYS, words=True).squeezed()
     if node_values.values.ndim != 1:
         raise InputError(path, f"expected one split entry per node, got shape {node_values.values.shape}")

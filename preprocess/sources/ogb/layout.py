@@ -5,7 +5,7 @@ ogb.io.DatasetSaver) holds raw/ in one of two forms, binary (raw/data.npz, raw/n
 (raw/edge.csv.gz, raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz, raw/node-feat.csv.gz,
 raw/node-label.csv.gz), and split/<split name>/{train,valid,test}.csv.gz (or split_dict.pt).
 Every dataset of master.csv is known by name; those gtool does not shard (heterogeneous ones such as
-ogbn-mag, multi-label ones such as ogbn-proteins) are refused with the reason (OgbInfo.refusal).
+ogbn-mag, multi-task ones that are not binary) are refused with the reason (OgbInfo.refusal).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import functools
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,15 @@ GRAPH_FILES = {
     True: ("raw/data.npz",),
     False: ("raw/edge.csv.gz", "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz"),
 }
-NODE_FILES = {True: ("raw/node-label.npz",), False: ("raw/node-feat.csv.gz", "raw/node-label.csv.gz")}
+FEATURE_FILE = {True: None, False: "raw/node-feat.csv.gz"}
+"""The node feature file of each raw form (the binary form keeps them in data.npz)."""
 FORMS = " or ".join(", ".join(files) for files in GRAPH_FILES.values())
 HETERO_FILES = ("raw/edge_index_dict.npz", "raw/triplet-type-list.csv.gz")
 SPLIT_FILES = tuple(f"{name}.csv.gz" for name in layout.SPLIT_CODES)
 SPLIT_PT = "split_dict.pt"
 CLASSIFICATION_TASKS = ("multiclass classification", "binary classification")
+BINARY_TASKS = "binary classification"
+"""The task type of multi-label datasets: K binary tasks per node (ogbn-proteins)."""
 LABEL_FILES = {True: ("raw/node-label.npz", "node_label"), False: ("raw/node-label.csv.gz", None)}
 
 
@@ -50,6 +53,8 @@ class OgbInfo:
     num_tasks: int = 1
     task_type: str = "multiclass classification"
     hetero: bool = False
+    node_features: bool = True
+    """Whether the dataset has node features (master.csv's has_node_attr)."""
 
     @property
     def dir_name(self) -> str:
@@ -63,20 +68,29 @@ class OgbInfo:
                 "it is a heterogeneous graph (several node and edge types, each with its own ids); "
                 "gtool shards homogeneous graphs (one node type, one edge type) only"
             )
-        if self.num_tasks > 1:
+        if self.num_tasks > 1 and self.task_type != BINARY_TASKS:
             return (
-                f"it is multi-label ({self.num_tasks} {self.task_type} tasks per node); gtool's trainer "
-                "predicts one class per node (softmax cross-entropy) and has no multi-label loss"
+                f"it has {self.num_tasks} {self.task_type} tasks per node; gtool stores one class per node, "
+                f"or K {BINARY_TASKS} tasks (multi-label)"
             )
         if self.task_type not in CLASSIFICATION_TASKS:
             return f"its task is {self.task_type}; gtool trains node classification only"
         return None
 
-    def check_supported(self, where: str) -> None:
-        """Fail with the reason when gtool does not shard this dataset."""
+    def check_supported(self, where: str, keep_direction: bool = False) -> None:
+        """Fail with the reason when gtool does not shard this dataset, or not with `keep_direction`
+        (--directed) an undirected one: OGB stores each of its edges once and adds the inverse when
+        loading it, so keeping the stored direction would drop one of the two of every edge."""
         reason = self.refusal()
         if reason is not None:
             raise InputError(where, f"not supported: {reason}")
+        if keep_direction and not self.directed:
+            raise InputError(
+                where,
+                "--directed keeps each edge's direction, but this dataset is undirected: OGB stores each "
+                "edge once and adds its inverse when loading it, so its edges have no direction to keep "
+                "(--directed would drop half of every edge); shard it without --directed",
+            )
 
 
 def master_csv() -> Path:
@@ -110,6 +124,7 @@ def master_info(name: str) -> OgbInfo:
         num_tasks=int(entry["num tasks"]),
         task_type=entry["task type"],
         hetero=entry["is hetero"] == "True",
+        node_features=entry["has_node_attr"] == "True",
     )
 
 
@@ -163,9 +178,15 @@ class OgbLayout:
         """The split files as paths relative to the dataset folder."""
         return tuple(f"split/{self.info.split}/{name}" for name in SPLIT_FILES) if self.info.split else ()
 
+    def node_files(self) -> tuple[str, ...]:
+        """The raw files of node labels and (CSV form, where the dataset has them) node features."""
+        features = FEATURE_FILE[self.info.binary]
+        listed = (features,) if features is not None and self.info.node_features else ()
+        return listed + (LABEL_FILES[self.info.binary][0],)
+
     def required(self, with_nodes: bool) -> tuple[str, ...]:
         """Relative paths the dataset needs: the graph, and labels, features and split if `with_nodes`."""
-        nodes = NODE_FILES[self.info.binary] + self.split_files() if with_nodes else ()
+        nodes = self.node_files() + self.split_files() if with_nodes else ()
         return GRAPH_FILES[self.info.binary] + nodes
 
     def missing(self, with_nodes: bool) -> list[str]:
@@ -180,7 +201,7 @@ class OgbLayout:
     def how_to_get(self, root: str) -> str:
         """What to put where (and what to download) to make the dataset complete under `root`."""
         prefix = self.info.dir_name
-        files = [f"{prefix}/{rel}" for rel in GRAPH_FILES[self.info.binary] + NODE_FILES[self.info.binary]]
+        files = [f"{prefix}/{rel}" for rel in GRAPH_FILES[self.info.binary] + self.node_files()]
         split = f"{prefix}/split/{self.info.split}/{{train,valid,test}}.csv.gz"
         text = f"put {', '.join(files)} and {split} under {root}"
         if self.info.url:
@@ -258,7 +279,7 @@ def inferred_info(folder: Path) -> OgbInfo:
     if not isinstance(tasks, int) or hetero:
         tasks = label_columns(folder, binary)
     if not isinstance(task_type, str):
-        task_type = "binary classification" if tasks > 1 else "multiclass classification"
+        task_type = BINARY_TASKS if tasks > 1 else "multiclass classification"
     return OgbInfo(
         name=folder.name,
         binary=binary,
@@ -268,15 +289,26 @@ def inferred_info(folder: Path) -> OgbInfo:
         num_tasks=tasks,
         task_type=task_type,
         hetero=hetero,
+        node_features=meta.get("has_node_attr") != "False",
     )
 
 
-def layout_of_directory(path: str) -> OgbLayout:
-    """The dataset in folder `path` (OGB layout, or a DatasetSaver submission), checked for its files."""
+def form_found(folder: Path, info: OgbInfo) -> OgbInfo:
+    """`info` in the raw form the folder holds: a master.csv dataset saved again by ogb.io.DatasetSaver
+    (binary) where OGB ships it as CSV, or the other way round."""
+    other = not info.binary
+    if not (folder / GRAPH_FILES[info.binary][0]).is_file() and (folder / GRAPH_FILES[other][0]).is_file():
+        return replace(info, binary=other)
+    return info
+
+
+def layout_of_directory(path: str, keep_direction: bool = False) -> OgbLayout:
+    """The dataset in folder `path` (OGB layout, or a DatasetSaver submission), checked for its files and
+    against `keep_direction` (--directed)."""
     folder = dataset_folder(Path(path))
     known = known_folder(folder.name)
-    found = OgbLayout(folder, known or inferred_info(folder))
-    found.info.check_supported(str(folder))
+    found = OgbLayout(folder, form_found(folder, known) if known else inferred_info(folder))
+    found.info.check_supported(str(folder), keep_direction)
     missing = found.missing(with_nodes=known is not None)
     if missing:
         raise InputError(str(folder), f"incomplete OGB dataset: missing {', '.join(missing)}")

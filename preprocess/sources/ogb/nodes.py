@@ -1,4 +1,5 @@
-"""OGB node and edge counts, labels (NaN -> unlabelled) and the official split as int8 codes."""
+"""OGB node and edge counts, labels (NaN -> unlabelled; or N x K binary tasks, NaN -> unknown) and the
+official split as int8 codes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.arrays import ArrayRef
 from gtool.preprocess.sources.npzmember import NpzMember
-from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
+from gtool.preprocess.sources.ogb.csvfiles import iter_csv_blocks, read_csv_column
 from gtool.preprocess.sources.ogb.pt import load_pt
 from gtool.store import layout
 
@@ -104,6 +105,59 @@ def read_labels(labels: ArrayRef | str, num_nodes: int, num_classes: int | None)
         out[done : done + flat.shape[0]] = to_labels(flat, labels.where, locate)
         done += flat.shape[0]
     return check_classes(out, num_classes, labels.where, array_index("node_label"))
+
+
+def to_task_labels(values: np.ndarray, where: str, locate: Locate, first: int) -> np.ndarray:
+    """int64 rows of K binary task labels (1, 0; -1 or NaN: unknown -> LABEL_NONE), InputError at the
+    first entry that is none of these; entry (i, k) is value first * K + i * K + k of the file's order."""
+    if values.dtype.kind not in "biuf":
+        raise InputError(where, f"expected numeric task labels, got dtype {values.dtype}")
+    unknown = np.isnan(values) if values.dtype.kind == "f" else np.zeros(values.shape, dtype=bool)
+    unknown |= values == layout.LABEL_NONE
+    bad = ~unknown & (values != 0) & (values != 1)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        problem = f"task label {values[row, column]} is not 0 or 1 (or NaN or -1 for unknown)"
+        raise fail_at(where, locate, (first + row) * values.shape[1] + column, problem)
+    return np.where(unknown, layout.LABEL_NONE, values).astype(np.int64)
+
+
+def read_task_labels(labels: ArrayRef | str, num_nodes: int, tasks: int) -> np.ndarray:
+    """N x K binary task labels (multi-label, ogbn-proteins) from `node_label` of node-label.npz (N x K; or
+    its extracted copy) or from node-label.csv.gz (a path: K comma-separated values per line)."""
+    out = np.empty((num_nodes, tasks), dtype=np.int64)
+    done = 0
+    if isinstance(labels, str):
+        for line, block in iter_csv_blocks(labels, tasks, integer=True, allow_nan=True):
+            if done + len(block) > num_nodes:
+                raise InputError(
+                    labels, f"more lines than the {num_nodes} nodes", line=line + num_nodes - done
+                )
+            out[done : done + len(block)] = to_task_labels(block, labels, task_line(tasks), done)
+            done += len(block)
+        if done != num_nodes:
+            raise InputError(labels, f"{done} lines, expected one line of {tasks} task labels per node")
+        return out
+    shape, _ = labels.header()
+    if shape != (num_nodes, tasks):
+        raise InputError(
+            labels.where, f"expected shape ({num_nodes}, {tasks}): {tasks} tasks per node, got {shape}"
+        )
+    for flat in labels.iter_flat(FLAT_CHUNK - FLAT_CHUNK % tasks):
+        rows = flat.reshape(-1, tasks)
+        out[done : done + len(rows)] = to_task_labels(rows, labels.where, task_index(tasks), done)
+        done += len(rows)
+    return out
+
+
+def task_line(tasks: int) -> Locate:
+    """Value i of a file of `tasks` values per line: its line and column."""
+    return lambda i: (i // tasks + 1, f"column {i % tasks + 1}")
+
+
+def task_index(tasks: int) -> Locate:
+    """Value i of node_label (N x tasks): its index."""
+    return lambda i: (None, f"node_label[{i // tasks}, {i % tasks}]")
 
 
 def check_classes(labels: np.ndarray, num_classes: int | None, where: str, locate: Locate) -> np.ndarray:

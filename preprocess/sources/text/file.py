@@ -65,6 +65,29 @@ def gzip_errors(where: str) -> Iterator[None]:
         raise InputError(where, f"corrupt gzip data ({exc})") from None
 
 
+LONE_CR_ENDS = "lines end in a lone carriage return (\\r); expected \\n or \\r\\n line ends"
+
+
+def refuse_lone_carriage_return(path: str, text: bytes) -> None:
+    """Fail when `text` (a line as read up to a newline) holds a lone carriage return: such a file's lines
+    would read as one."""
+    if LONE_CARRIAGE_RETURN.search(text):
+        raise InputError(path, LONE_CR_ENDS)
+
+
+def has_lone_carriage_return(path: str, start: int) -> bool:
+    """Whether bytes from `start` on hold a lone carriage return, read in bounded pieces (one that ends a
+    piece is judged with the next)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        carry = b""
+        for piece in iter(lambda: f.read(COPY_BYTES), b""):
+            if LONE_CARRIAGE_RETURN.search(carry + piece):
+                return True
+            carry = piece[-1:] if piece.endswith(b"\r") else b""
+    return False
+
+
 def count_newlines(path: str, end: int) -> int:
     """Number of newlines in bytes [0, end) of a file, read in bounded pieces."""
     count = 0
@@ -178,9 +201,7 @@ class TextFile:
         carriage return (classic Mac OS) are refused, since the file would read as one line."""
         with self.stream() as f:
             for line in iter(lambda: f.readline(MIB), b""):
-                if LONE_CARRIAGE_RETURN.search(line):
-                    ends = "lines end in a lone carriage return (\\r); expected \\n or \\r\\n line ends"
-                    raise InputError(self.path, ends)
+                refuse_lone_carriage_return(self.path, line)
                 tokens = normalize(line).split()
                 if tokens:
                     return tokens

@@ -11,7 +11,15 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import MIB, describe_file
-from gtool.preprocess.sources.text.file import TextChunk, TextFile, TextFileSource, count_data_lines
+from gtool.preprocess.sources.text.file import (
+    LONE_CR_ENDS,
+    TextChunk,
+    TextFile,
+    TextFileSource,
+    count_data_lines,
+    has_lone_carriage_return,
+    refuse_lone_carriage_return,
+)
 from gtool.preprocess.sources.text.parse import BYTE_ORDER_MARK, show, whole_number
 
 BANNER = "%%MatrixMarket matrix coordinate pattern|real|integer general|symmetric|skew-symmetric"
@@ -63,10 +71,12 @@ def read_mtx_header(file: TextFile) -> MtxHeader:
     """Banner and size line of a coordinate Matrix Market file, and where its entries start."""
     with file.stream() as f:
         banner = f.readline(MIB)
+        refuse_lone_carriage_return(file.path, banner)
         value_field, symmetry = parse_banner(file.path, banner.removeprefix(BYTE_ORDER_MARK))
         offset, line = len(banner), 1
         for text in iter(lambda: f.readline(MIB), b""):
             offset, line = offset + len(text), line + 1
+            refuse_lone_carriage_return(file.path, text)
             tokens = text.split()
             if tokens and not tokens[0].startswith(b"%"):
                 rows, cols, entries = parse_size_line(file.path, tokens, line)
@@ -88,11 +98,14 @@ class MirrorLocator:
 
 @dataclass(frozen=True)
 class MtxChunk(EdgeChunk):
-    """Entry lines of a Matrix Market file: 1-based (row, col) -> 0-based edges, mirrored if symmetric."""
+    """Entry lines of a Matrix Market file: 1-based (row, col) -> 0-based edges, mirrored if symmetric;
+    indices are checked in 1..size, as the file writes them (`bound` names what declares size: the size
+    line, or a smaller --num-nodes)."""
 
     text: TextChunk
     size: int
     mirror: bool
+    bound: str = "the size line"
 
     def read(self) -> EdgeBlock:
         block = self.text.read()
@@ -101,7 +114,7 @@ class MtxChunk(EdgeChunk):
             if bad.size:
                 k = int(bad[0])
                 raise block.error(
-                    k, f"{name} index {int(ids[k])} is outside 1..{self.size} declared by the size line"
+                    k, f"{name} index {int(ids[k])} is outside 1..{self.size} declared by {self.bound}"
                 )
         src, dst = block.src - 1, block.dst - 1
         if not self.mirror:
@@ -131,6 +144,10 @@ class MtxSource(TextFileSource):
         """Decompress a gzipped file, then check that it holds as many entries as its size line says."""
         super().prepare(workdir)
         found = count_data_lines(self.file.plain(), self.header.data_start)
+        if found != self.header.entries and has_lone_carriage_return(
+            self.file.plain(), self.header.data_start
+        ):
+            raise InputError(self.path, LONE_CR_ENDS)
         if found != self.header.entries:
             cut = " (truncated?)" if found < self.header.entries else ""
             raise InputError(
@@ -146,8 +163,11 @@ class MtxSource(TextFileSource):
     def edge_chunks(self, edges_per_chunk: int) -> list[MtxChunk]:
         weighted = WEIGHTED_FIELDS[self.header.field]
         mirror = MIRRORED_SYMMETRIES[self.header.symmetry]
+        size, bound = self.header.rows, "the size line"
+        if self.declared_nodes is not None and self.declared_nodes < size:
+            size, bound = self.declared_nodes, f"--num-nodes (the size line declares {self.header.rows})"
         return [
-            MtxChunk(TextChunk(self.file.plain(), self.path, start, end, weighted), self.header.rows, mirror)
+            MtxChunk(TextChunk(self.file.plain(), self.path, start, end, weighted), size, mirror, bound)
             for start, end in self.file.ranges(self.header.data_start, edges_per_chunk)
         ]
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from gtool.cli.main import app
 from gtool.errors import InputError
-from gtool.preprocess.sources.nodes.classes import MAX_INFERRED_CLASSES, class_count
+from gtool.preprocess.sources.nodes.classes import MAX_INFERRED_CLASSES, check_class_limit, class_count
 
 LABELS = np.array([0, 2, -1, 1, 2, 0])
 
@@ -41,3 +45,38 @@ def test_labels_checked_against_the_class_count() -> None:
         class_count(LABELS, 2, None, "y.npy")
     with pytest.raises(InputError, match="4 label columns, but --num-classes is 3"):
         class_count(np.zeros((6, 4), np.int64), None, 3, "y.npy")
+
+
+def test_more_classes_than_a_store_may_have_are_refused() -> None:
+    """A store may have one class per node, or 100,000 on a smaller graph (the store format's limit)."""
+    check_class_limit(100_000, 6, "--num-classes")
+    check_class_limit(250_000, 250_000, "--num-classes")
+    with pytest.raises(InputError, match=r"--num-classes: 100,001 classes, more than a graph of 6 nodes may"):
+        check_class_limit(100_001, 6, "--num-classes")
+    with pytest.raises(InputError, match=r"y.npy \(the class count the source declares\): 200,000 classes"):
+        class_count(LABELS, 200_000, None, "y.npy")
+
+
+@pytest.mark.integration
+def test_gtool_shard_refuses_a_class_count_no_store_may_hold(tmp_path: Path) -> None:
+    out = tmp_path / "s.zarr"
+    args = [
+        "shard",
+        "grid:4x5",
+        "--tiles",
+        "2x2",
+        "--num-classes",
+        str(10**12),
+        "-o",
+        str(out),
+        "-q",
+        "-w",
+        "1",
+    ]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.startswith(
+        "error: --num-classes: 1,000,000,000,000 classes, more than a graph of 20 nodes may have "
+        "(100,000: one class per node, or 100,000 on a smaller graph)"
+    ), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

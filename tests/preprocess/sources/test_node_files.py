@@ -7,7 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+import gtool
+from gtool.cli.main import app
 from gtool.errors import InputError
 from gtool.preprocess.sources.nodes.files import load_features, load_labels, load_split
 
@@ -138,7 +141,71 @@ def test_split_index_sets_errors(tmp_path: Path) -> None:
     assert info.value.index == "test[0]"
 
 
+def test_masks_are_read_as_masks_where_the_form_says_so_and_refused_elsewhere(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bool train mask given as codes stored its nodes as valid and every other node as train; an int 0/1
+    mask under 'train' of an .npz was read as the node ids {0, 1}."""
+    train, valid = np.arange(6) < 3, np.arange(6) == 4
+    np.savez(tmp_path / "m.npz", train=train, valid=valid, test=np.array([5]))
+    assert load_split(str(tmp_path / "m.npz"), 6).tolist() == [0, 0, 0, -1, 1, 2]
+    np.savez(tmp_path / "p.npz", train_mask=train.astype(int), val_mask=valid, test_mask=np.arange(6) == 5)
+    assert load_split(str(tmp_path / "p.npz"), 6).tolist() == [0, 0, 0, -1, 1, 2]
+    refusals = {
+        "b.npy": (
+            train,
+            r"b.npy: a boolean array \(a node mask\?\), expected split codes .* give masks as bool",
+        ),
+        "i.npz": (
+            {"train": train.astype(int)},
+            r"i.npz: train holds 6 entries of 0 and 1, one per node: a 0/1",
+        ),
+        "s.npz": (
+            {"train_mask": train, "test": np.array([2])},
+            r"s.npz, train_mask\[2\]: node 2 is in two splits",
+        ),
+        "o.npz": (
+            {"train": [0], "val_mask": np.arange(6) < 2},
+            r"o.npz, val_mask\[0\]: node 0 is in two spl",
+        ),
+        "l.npz": ({"test_mask": train[:5]}, r"l.npz: 5 rows, expected 6 nodes"),
+        "v.npz": ({"train_mask": np.arange(6)}, r"v.npz, train_mask\[2\]: expected a 0/1 \(or bool\) node m"),
+    }
+    for name, (content, message) in refusals.items():
+        if name.endswith(".npy"):
+            np.save(tmp_path / name, content)
+        else:
+            np.savez(tmp_path / name, **content)
+        with pytest.raises(InputError, match=message):
+            load_split(str(tmp_path / name), 6)
+    np.save(tmp_path / "c.npy", train.astype(np.int8))
+    with caplog.at_level("WARNING", logger="gtool"):
+        assert load_split(str(tmp_path / "c.npy"), 6).tolist() == [1, 1, 1, 0, 0, 0]
+    assert "c.npy holds split codes 0 (train) and 1 (valid) only, so no node is a test node" in caplog.text
+
+
 def test_wrong_length_split(tmp_path: Path) -> None:
     np.save(tmp_path / "s.npy", np.zeros(4, np.int8))
     with pytest.raises(InputError, match="4 rows, expected 3 nodes"):
         load_split(str(tmp_path / "s.npy"), 3)
+
+
+@pytest.mark.integration
+def test_gtool_shard_stores_masks_by_their_nodes_and_refuses_a_mask_given_as_codes(tmp_path: Path) -> None:
+    n = 20
+    train, valid, test = np.arange(n) < 12, (np.arange(n) >= 12) & (np.arange(n) < 16), np.arange(n) >= 16
+    np.save(tmp_path / "train_mask.npy", train)
+    np.savez(tmp_path / "masks.npz", train=train, valid=valid, test=test)
+    shard = ["shard", "grid:4x5", "--tiles", "2x2", "-q", "-w", "1", "--split"]
+    refused = CliRunner().invoke(
+        app,
+        [*shard, str(tmp_path / "train_mask.npy"), "-o", str(tmp_path / "a.zarr")],
+        env={"COLUMNS": "300"},
+    )
+    assert refused.exit_code == 2 and refused.output.startswith(
+        f"error: {tmp_path / 'train_mask.npy'}: a boolean array (a node mask?), expected split codes"
+    ), refused.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["masks.npz", "train_mask.npy"]
+    stored = CliRunner().invoke(app, [*shard, str(tmp_path / "masks.npz"), "-o", str(tmp_path / "b.zarr")])
+    assert stored.exit_code == 0, stored.output
+    np.testing.assert_array_equal(gtool.split(str(tmp_path / "b.zarr")), train * 0 + valid * 1 + test * 2)

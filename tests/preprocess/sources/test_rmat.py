@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from gtool.cli.main import app
 from gtool.preprocess.sources.generators import RMAT_A, RMAT_B, RMAT_C, rmat_block
 
 
@@ -28,3 +32,15 @@ def test_blocks_are_the_formulas_edges(scale, count):
     np.testing.assert_array_equal(src, want_src)
     np.testing.assert_array_equal(dst, want_dst)
     assert src.dtype == dst.dtype == np.int64
+
+
+@pytest.mark.integration
+def test_a_negative_seed_is_one_error_line(tmp_path: Path) -> None:
+    """rmat:5:1:-1 reached numpy's generator and ended in a traceback."""
+    out = tmp_path / "r.zarr"
+    result = CliRunner().invoke(app, ["shard", "rmat:5:1:-1", "-o", str(out), "-q", "-w", "1"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        result.output == "error: rmat: expected 1 <= SCALE <= 40, EDGEFACTOR >= 1 and SEED >= 0, got 5:1:-1\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,5 @@
 """Every node-property dataset of ogb's master.csv, laid out at tiny size as ogb lays it out: sharded, or
-refused with the reason (heterogeneous ogbn-mag, multi-label ogbn-proteins), by name and by path."""
+refused with the reason (heterogeneous ogbn-mag), by name and by path."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.ogb.csvfiles import read_csv_column
 from gtool.preprocess.sources.ogb.layout import known_dataset, master_rows
-from gtool.preprocess.sources.ogb.source import open_ogb
+from gtool.preprocess.sources.ogb.source import OgbSource, open_ogb
 from tests.preprocess.sources.ogb.test_ogb import (
     N,
     check_contents,
+    expected_split,
     ogb_module,
     toy_graph,
     write_binary,
@@ -28,7 +29,7 @@ from tests.preprocess.sources.ogb.test_ogb import (
     write_split,
 )
 
-REASONS = {"ogbn-mag": "a heterogeneous graph", "ogbn-proteins": "multi-label (112 binary classification"}
+REASONS = {"ogbn-mag": "a heterogeneous graph"}
 
 
 def master_entry(name: str) -> dict[str, str]:
@@ -49,6 +50,25 @@ def write_hetero(folder: Path) -> None:
     write_split(folder, "time")
 
 
+def task_labels(tasks: int) -> np.ndarray:
+    """N x `tasks` binary task labels, as ogbn-proteins has them."""
+    return np.random.default_rng(1).integers(0, 2, (N, tasks))
+
+
+def edge_features() -> np.ndarray:
+    """E x 8 edge features in [0, 1), as ogbn-proteins has them."""
+    return np.random.default_rng(2).random((toy_graph()[0].shape[1], 8)).round(3)
+
+
+def edge_means(edges: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """Each node's mean of the features of its incident edges (both ends of every edge), zeros for none."""
+    sums, counts = np.zeros((N, features.shape[1])), np.zeros(N)
+    for ends in edges:
+        np.add.at(sums, ends, features)
+        np.add.at(counts, ends, 1)
+    return sums / np.maximum(counts, 1)[:, None]
+
+
 def write_like_master(name: str, folder: Path) -> None:
     """A tiny dataset in the raw form, tasks, node and edge features and split that master.csv gives."""
     entry = master_entry(name)
@@ -62,11 +82,11 @@ def write_like_master(name: str, folder: Path) -> None:
     raw = folder / "raw"
     tasks = int(entry["num tasks"])
     if tasks > 1:
-        write_csv_gz(raw / "node-label.csv.gz", np.random.default_rng(1).integers(0, 2, (N, tasks)))
+        write_csv_gz(raw / "node-label.csv.gz", task_labels(tasks))
     if entry["has_node_attr"] != "True":
         (raw / "node-feat.csv.gz").unlink()
     if entry["has_edge_attr"] == "True":
-        write_csv_gz(raw / "edge-feat.csv.gz", np.ones((toy_graph()[0].shape[1], 8)))
+        write_csv_gz(raw / "edge-feat.csv.gz", edge_features())
     if entry["split"] != "time":
         (folder / "split" / "time").rename(folder / "split" / entry["split"])
 
@@ -83,18 +103,34 @@ def test_every_master_dataset_is_sharded_or_refused(tmp_path: Path, name: str) -
         return
     source = open_ogb(str(tmp_path / info.dir_name))
     assert source.directed == (master_entry(name)["add_inverse_edge"] != "True")
+    if info.num_tasks > 1:
+        check_proteins(source, tmp_path / "work", info.num_tasks)
+        return
     nan_labels = info.binary
     check_contents(source, tmp_path / "work", num_classes=info.num_classes, labels_nan=nan_labels)
 
 
-def test_proteins_layout_under_another_name_is_refused(tmp_path: Path) -> None:
+def check_proteins(source: OgbSource, workdir: Path, tasks: int) -> None:
+    """ogbn-proteins' CSV form: N x K task labels, node features the means of the edge features, the
+    species split."""
+    source.prepare(str(workdir))
+    data = source.node_data()
+    assert data.labels is not None and data.labels.dtype == np.int64
+    np.testing.assert_array_equal(data.labels, task_labels(tasks))
+    assert data.features is not None and data.features.num_features == 8
+    want = edge_means(toy_graph()[0], edge_features())
+    np.testing.assert_allclose(data.features.read_rows(np.arange(N)), want, rtol=1e-6)
+    np.testing.assert_allclose(data.features.read_block(3, 9), want[3:9], rtol=1e-6)
+    assert data.split is not None and np.array_equal(data.split, expected_split())
+    assert source.describe()["num_tasks"] == tasks
+
+
+def test_proteins_layout_under_another_name_is_known_by_its_files(tmp_path: Path) -> None:
     folder = tmp_path / "my-proteins"
     write_like_master("ogbn-proteins", folder)
-    with pytest.raises(InputError, match=r"my-proteins: not supported: it is multi-label \(112 binary"):
-        open_ogb(str(folder))
-    result = CliRunner().invoke(app, ["shard", str(folder), "-q"], env={"COLUMNS": "300"})
-    assert result.exit_code == 2 and "multi-label" in result.output and "no multi-label loss" in result.output
-    assert not list(tmp_path.glob("*.zarr"))
+    source = open_ogb(str(folder))
+    assert source.dataset.info.num_tasks == 112 and source.dataset.info.task_type == "binary classification"
+    check_proteins(source, tmp_path / "work", 112)
 
 
 def test_mag_by_name_and_path_names_the_reason_without_downloading(
@@ -110,9 +146,6 @@ def test_mag_by_name_and_path_names_the_reason_without_downloading(
         assert result.exit_code == 2, spec
         assert "not supported: it is a heterogeneous graph" in result.output, result.output
     assert not (tmp_path / "root").exists() and not (tmp_path / "s.zarr").exists()
-    for spec in ("ogbn-proteins", "proteins"):
-        result = CliRunner().invoke(app, ["shard", spec, "--root", str(tmp_path / "root"), "-q"])
-        assert result.exit_code == 2 and f"{spec}: not supported: it is multi-label" in result.output
 
 
 @pytest.mark.parametrize("spec", ["ogbn-papers100M", "papers100M", "papers100m", "ogbn_papers100m"])
@@ -149,3 +182,29 @@ def test_one_value_per_line_files_refuse_more_columns(tmp_path: Path) -> None:
     write_csv_gz(tmp_path / "node-label.csv.gz", np.zeros((4, 3), dtype=int))
     with pytest.raises(InputError, match=r"line 1: expected one value per line, found 3 comma-separated"):
         read_csv_column(str(tmp_path / "node-label.csv.gz"), integer=True)
+
+
+def test_proteins_means_follow_the_edges_and_bad_values_are_named(tmp_path: Path) -> None:
+    folder = tmp_path / "ogbn_proteins"
+    write_like_master("ogbn-proteins", folder)
+    check_proteins(open_ogb(str(folder)), tmp_path / "work", 112)
+    edges = toy_graph()[0][::-1].copy()  # the same edges the other way round, in another order
+    edges[:, :3] = edges[:, 3:6]
+    write_csv_gz(folder / "raw" / "edge.csv.gz", edges.T)
+    source = open_ogb(str(folder))
+    source.prepare(str(tmp_path / "work"))
+    features = source.node_data().features
+    assert features is not None
+    np.testing.assert_allclose(
+        features.read_rows(np.arange(N)), edge_means(edges, edge_features()), rtol=1e-6
+    )
+    bad_labels = task_labels(112)
+    bad_labels[5, 7] = 2
+    write_csv_gz(folder / "raw" / "node-label.csv.gz", bad_labels)
+    with pytest.raises(InputError, match=r"node-label.csv.gz, line 6, column 8: task label 2 is not 0 or 1"):
+        open_ogb(str(folder)).node_data()
+    bad_features = edge_features()
+    bad_features[9, 2] = np.nan
+    write_csv_gz(folder / "raw" / "edge-feat.csv.gz", bad_features)
+    with pytest.raises(InputError, match=r"edge-feat.csv.gz, line 10: missing value"):
+        open_ogb(str(folder)).prepare(str(tmp_path / "other"))

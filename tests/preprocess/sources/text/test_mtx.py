@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from gtool.cli.main import app
 from gtool.errors import InputError
 from gtool.preprocess.sources.edgefiles import open_edge_file
 from gtool.preprocess.sources.text import file as textfile
@@ -132,3 +134,37 @@ def test_data_line_count_matches_the_parser(tmp_path: Path, monkeypatch: pytest.
         for piece_bytes in (1, 3, 8, 1 << 20):
             monkeypatch.setattr(textfile, "COPY_BYTES", piece_bytes)
             assert textfile.count_data_lines(str(path), 0) == want, (text, piece_bytes)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        (
+            f"{PATTERN}3 3 2\n1 2\r2 3\r",
+            [],
+            "g.mtx: lines end in a lone carriage return (\\r); expected \\n or",
+        ),
+        (PATTERN.replace("\n", "\r") + "3 3 2\r1 2\r2 3\r", [], "g.mtx: lines end in a lone carriage return"),
+        (
+            f"{PATTERN}6 6 2\n1 2\n5 6\n",
+            ["--num-nodes", "4"],
+            "g.mtx, line 4: row index 5 is outside 1..4 declared by --num-nodes (the size line declares 6)",
+        ),
+    ],
+    ids=["cr-entries", "cr-everywhere", "num-nodes-below-size"],
+)
+def test_gtool_shard_says_what_the_file_holds(
+    tmp_path: Path, content: str, args: list[str], message: str
+) -> None:
+    """Lone carriage returns were reported as a truncated file, and an id beyond --num-nodes 0-based."""
+    path = tmp_path / "g.mtx"
+    path.write_bytes(content.encode())
+    out = tmp_path / "s.zarr"
+    result = CliRunner().invoke(
+        app, ["shard", str(path), *args, "-o", str(out), "-q", "-w", "1"], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {tmp_path / message}"), result.output
+    assert "truncated" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mtx"]
