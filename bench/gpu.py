@@ -37,6 +37,7 @@ OUT = RESULTS / "gpu"
 PROFILE = "profile-{device}.json"
 CUDA_TESTS = [
     "tests/trainer/nn/dropout/test_dropout_triton.py::test_cuda_kernels_draw_the_specified_masks",
+    "tests/trainer/nn/fused/test_fused_triton.py::test_cuda_kernels_equal_the_specification",
     "tests/trainer/test_cli_train.py::test_ranks_on_one_gpu_through_gloo_train_like_one_rank",
 ]
 STEPS = ("check", "train", "test", "calibrate", "shard")

@@ -30,33 +30,39 @@ def _mix32(x):
 
 
 @njit(inline="always", cache=True)
-def _kept(row_hash, column, column_key, threshold):
-    return _mix32(row_hash ^ _mix32(np.uint64(column) ^ column_key)) >= threshold
+def row_hash(row_id, row_key):
+    """The hash of a global row, computed once per row and shared by its elements' decisions."""
+    return _mix32(np.uint64(row_id) ^ row_key)
+
+
+@njit(inline="always", cache=True)
+def kept(hashed, column, width, column_key, threshold):
+    """Whether the element in global `column` of the row whose `row_hash` is `hashed` is kept."""
+    if column >= width:
+        return False
+    return threshold == 0 or _mix32(hashed ^ _mix32(np.uint64(column) ^ column_key)) >= threshold
 
 
 @njit(parallel=True, cache=True)
 def _scale(source, out, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
-        row_hash = _mix32(np.uint64(row_ids[i]) ^ row_key)
+        hashed = row_hash(row_ids[i], row_key)
         for j in range(cols):
-            column = col0 + j
-            kept = column < width and _kept(row_hash, column, column_key, threshold)
-            out[i, j] = source[i, j] * keep_value if kept else 0.0
+            keep = kept(hashed, col0 + j, width, column_key, threshold)
+            out[i, j] = source[i, j] * keep_value if keep else 0.0
 
 
 @njit(parallel=True, cache=True)
 def _relu_scale(source, out, flag, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
-        row_hash = _mix32(np.uint64(row_ids[i]) ^ row_key)
+        hashed = row_hash(row_ids[i], row_key)
         for j in range(cols):
-            column = col0 + j
             value = source[i, j]
-            kept = value > 0 and column < width
-            kept = kept and (threshold == 0 or _kept(row_hash, column, column_key, threshold))
-            out[i, j] = value * keep_value if kept else 0.0
-            flag[i, j] = kept
+            keep = value > 0 and kept(hashed, col0 + j, width, column_key, threshold)
+            out[i, j] = value * keep_value if keep else 0.0
+            flag[i, j] = keep
 
 
 @njit(parallel=True, cache=True)
@@ -67,12 +73,12 @@ def _scale_flagged(source, flag, out, keep_value):
             out[i, j] = source[i, j] * keep_value if flag[i, j] else 0.0
 
 
-def _threads() -> None:
+def share_threads() -> None:
     """Run numba's passes on as many threads as torch uses (one rank of several must not take all)."""
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
 
 
-def _arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
+def mask_arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
     """(row ids, first column, width, keys): the coordinates and mask of a block's elements."""
     if isinstance(block, RowsBlock):
         row_ids, col0 = block.rows.to(torch.int64).contiguous().numpy(), block.first_column
@@ -87,11 +93,11 @@ def _arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
 
 def scale(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
     """source * (keep_value where kept, else 0) for a CPU block."""
-    _threads()
+    share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
     keep_value = source.new_tensor(spec.keep_value).numpy()[()]
-    _scale(source.numpy(), out.numpy(), *_arguments(spec, block), keep_value)
+    _scale(source.numpy(), out.numpy(), *mask_arguments(spec, block), keep_value)
     return out
 
 
@@ -99,18 +105,18 @@ def relu_scale(
     source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """relu(source) dropped and scaled, and the flag of the elements that passed (positive and kept)."""
-    _threads()
+    share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
     flag = torch.empty(source.shape, dtype=torch.bool)
     keep_value = source.new_tensor(spec.keep_value).numpy()[()]
-    _relu_scale(source.numpy(), out.numpy(), flag.numpy(), *_arguments(spec, block), keep_value)
+    _relu_scale(source.numpy(), out.numpy(), flag.numpy(), *mask_arguments(spec, block), keep_value)
     return out, flag
 
 
 def scale_flagged(source: torch.Tensor, flag: torch.Tensor, keep_value: float) -> torch.Tensor:
     """source * keep_value where `flag`, else 0."""
-    _threads()
+    share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
     _scale_flagged(source.numpy(), flag.numpy(), out.numpy(), source.new_tensor(keep_value).numpy()[()])

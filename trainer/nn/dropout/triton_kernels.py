@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from gtool.trainer.nn.dropout.masks import MIX_MULTIPLIERS, Block, MaskSpec, check_block
+from gtool.trainer.nn.dropout.masks import MIX_MULTIPLIERS, Block, MaskSpec, RowsBlock, check_block
 
 _M0: tl.constexpr = tl.constexpr(MIX_MULTIPLIERS[0])
 _M1: tl.constexpr = tl.constexpr(MIX_MULTIPLIERS[1])
@@ -40,7 +40,7 @@ def _mix32(x):
 
 
 @triton.jit
-def _tile(rows, cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
+def tile(rows, cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
     """This program's local rows and columns (int64: offsets into large blocks) and which are inside."""
     r = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     c = tl.program_id(1).to(tl.int64) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
@@ -49,18 +49,26 @@ def _tile(rows, cols, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr):
 
 
 @triton.jit
-def _kept(r, c, row0, col0, real_cols, row_key, column_key, threshold, DROPPING: tl.constexpr):
-    """The keep decisions of the tile (r, c) of the block whose first element is (row0, col0)."""
+def kept_rows(global_rows, c, col0, real_cols, row_key, column_key, threshold, DROPPING: tl.constexpr):
+    """The keep decisions of the tile of local columns c (of a block whose first column is col0) in the
+    rows whose global ids are `global_rows` (uint32)."""
     kept = (c < real_cols)[None, :]
     if DROPPING:
-        row_hash = _mix32((r.to(tl.uint32) + row0.to(tl.uint32)) ^ row_key.to(tl.uint32))
+        row_hash = _mix32(global_rows ^ row_key.to(tl.uint32))
         column_hash = _mix32((c.to(tl.uint32) + col0.to(tl.uint32)) ^ column_key.to(tl.uint32))
         kept &= _mix32(row_hash[:, None] ^ column_hash[None, :]) >= threshold.to(tl.uint32)
     return kept
 
 
 @triton.jit
-def _keep_value(keep_bits, FLOAT64: tl.constexpr):
+def _kept(r, c, row0, col0, real_cols, row_key, column_key, threshold, DROPPING: tl.constexpr):
+    """The keep decisions of the tile (r, c) of the block whose first element is (row0, col0)."""
+    global_rows = r.to(tl.uint32) + row0.to(tl.uint32)
+    return kept_rows(global_rows, c, col0, real_cols, row_key, column_key, threshold, DROPPING)
+
+
+@triton.jit
+def kept_scale(keep_bits, FLOAT64: tl.constexpr):
     """The scale of kept elements, passed as the bits of its value in the block's dtype."""
     if FLOAT64:
         value = keep_bits.to(tl.int64).to(tl.float64, bitcast=True)
@@ -89,10 +97,10 @@ def _scale_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
 ):
-    r, c, inside = _tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
+    r, c, inside = tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
     x = tl.load(source + r[:, None] * row_stride + c[None, :] * col_stride, mask=inside, other=0)
     kept = _kept(r, c, row0, col0, real_cols, row_key, column_key, threshold, DROPPING)
-    scaled = tl.where(kept, x * _keep_value(keep_bits, FLOAT64), 0.0)
+    scaled = tl.where(kept, x * kept_scale(keep_bits, FLOAT64), 0.0)
     tl.store(out + r[:, None] * cols + c[None, :], scaled, mask=inside)
 
 
@@ -117,11 +125,11 @@ def _relu_scale_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
 ):
-    r, c, inside = _tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
+    r, c, inside = tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
     x = tl.load(source + r[:, None] * row_stride + c[None, :] * col_stride, mask=inside, other=0)
     kept = (x > 0) & _kept(r, c, row0, col0, real_cols, row_key, column_key, threshold, DROPPING)
     at = r[:, None] * cols + c[None, :]
-    tl.store(out + at, tl.where(kept, x * _keep_value(keep_bits, FLOAT64), 0.0), mask=inside)
+    tl.store(out + at, tl.where(kept, x * kept_scale(keep_bits, FLOAT64), 0.0), mask=inside)
     tl.store(flag + at, kept.to(tl.uint8), mask=inside)
 
 
@@ -139,14 +147,14 @@ def _scale_flagged_kernel(
     BLOCK_ROWS: tl.constexpr,
     BLOCK_COLS: tl.constexpr,
 ):
-    r, c, inside = _tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
+    r, c, inside = tile(rows, cols, BLOCK_ROWS, BLOCK_COLS)
     x = tl.load(source + r[:, None] * row_stride + c[None, :] * col_stride, mask=inside, other=0)
     at = r[:, None] * cols + c[None, :]
     kept = tl.load(flag + at, mask=inside, other=0) != 0
-    tl.store(out + at, tl.where(kept, x * _keep_value(keep_bits, FLOAT64), 0.0), mask=inside)
+    tl.store(out + at, tl.where(kept, x * kept_scale(keep_bits, FLOAT64), 0.0), mask=inside)
 
 
-def _keep_bits(keep_value: float, dtype: torch.dtype) -> int:
+def scale_bits(keep_value: float, dtype: torch.dtype) -> int:
     """`keep_value` rounded to `dtype` (as the torch specification's `source * keep_value` rounds it), as
     the integer of its bits: ints reach a kernel exactly in every Triton mode, floats as float32."""
     if dtype == torch.float64:
@@ -154,7 +162,7 @@ def _keep_bits(keep_value: float, dtype: torch.dtype) -> int:
     return struct.unpack("<i", struct.pack("<f", keep_value))[0]
 
 
-def _shape(source: torch.Tensor) -> dict:
+def launch_shape(source: torch.Tensor) -> dict:
     """The launch grid, the layout arguments every kernel takes and its compile-time constants, for a 2D
     float32/float64 block (no fused multiply-add: products round as torch's do)."""
     if source.dim() != 2 or source.dtype not in (torch.float32, torch.float64):
@@ -175,8 +183,11 @@ def _shape(source: torch.Tensor) -> dict:
     }
 
 
-def _mask_arguments(spec: MaskSpec, block: Block, cols: int) -> tuple:
-    """(row0, col0, real columns of the block, row key, column key, threshold)."""
+def mask_arguments(spec: MaskSpec, block: Block | RowsBlock, cols: int) -> tuple:
+    """(row0, col0, real columns of the block, row key, column key, threshold); a `RowsBlock`'s rows are
+    not among them (row0 is 0)."""
+    if isinstance(block, RowsBlock):
+        block = (0, 0, block.first_column, block.columns)
     check_block(block)
     row0, _, col0, _ = block
     real_cols = max(0, min(cols, spec.width - col0))
@@ -185,15 +196,15 @@ def _mask_arguments(spec: MaskSpec, block: Block, cols: int) -> tuple:
 
 def scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
     """source * (keep_value where kept, else 0), in one launch."""
-    shape = _shape(source)
+    shape = launch_shape(source)
     out = torch.empty(source.shape, dtype=source.dtype, device=source.device)
     if out.numel():
         _scale_kernel[shape["grid"]](
             source,
             out,
             *shape["layout"],
-            *_mask_arguments(spec, block, source.shape[1]),
-            _keep_bits(spec.keep_value, source.dtype),
+            *mask_arguments(spec, block, source.shape[1]),
+            scale_bits(spec.keep_value, source.dtype),
             DROPPING=spec.threshold > 0,
             **shape["constants"],
         )
@@ -202,7 +213,7 @@ def scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> torch.Tensor:
 
 def relu_scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> tuple[torch.Tensor, torch.Tensor]:
     """relu(source) dropped and scaled, and the flag of the elements that passed, in one launch."""
-    shape = _shape(source)
+    shape = launch_shape(source)
     out = torch.empty(source.shape, dtype=source.dtype, device=source.device)
     flag = torch.empty(source.shape, dtype=torch.bool, device=source.device)
     if out.numel():
@@ -211,8 +222,8 @@ def relu_scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> tuple[torc
             out,
             flag.view(torch.uint8),
             *shape["layout"],
-            *_mask_arguments(spec, block, source.shape[1]),
-            _keep_bits(spec.keep_value, source.dtype),
+            *mask_arguments(spec, block, source.shape[1]),
+            scale_bits(spec.keep_value, source.dtype),
             DROPPING=spec.threshold > 0,
             **shape["constants"],
         )
@@ -221,7 +232,7 @@ def relu_scale(source: torch.Tensor, spec: MaskSpec, block: Block) -> tuple[torc
 
 def scale_flagged(source: torch.Tensor, flag: torch.Tensor, keep_value: float) -> torch.Tensor:
     """source * keep_value where `flag` (a contiguous bool block of the same shape), else 0."""
-    shape = _shape(source)
+    shape = launch_shape(source)
     if flag.shape != source.shape or not flag.is_contiguous():
         raise ValueError(f"flag must be a contiguous {tuple(source.shape)} block, got {tuple(flag.shape)}")
     out = torch.empty(source.shape, dtype=source.dtype, device=source.device)
@@ -231,7 +242,7 @@ def scale_flagged(source: torch.Tensor, flag: torch.Tensor, keep_value: float) -
             flag.view(torch.uint8),
             out,
             *shape["layout"],
-            _keep_bits(keep_value, source.dtype),
+            scale_bits(keep_value, source.dtype),
             **shape["constants"],
         )
     return out

@@ -7,10 +7,7 @@ against the specification too."""
 from __future__ import annotations
 
 import contextlib
-import importlib
-import os
 import re
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -19,8 +16,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from gtool.trainer.nn import dropout as dropout_package
 from gtool.trainer.nn.dropout import NO_DROPOUT, MaskSpec, backends, dropout, keep_mask, relu_dropout
+from tests.support.triton import fresh_modules
 
 triton = pytest.importorskip(
     "triton", reason="triton is not installed (gtool's gpu or dev extra): CUDA dropout kernels unchecked"
@@ -44,25 +41,9 @@ WIDTH = 200
 
 @contextlib.contextmanager
 def fresh_kernels(interpret: bool) -> Iterator[ModuleType]:
-    """The kernels module imported anew, its kernels for Triton's interpreter (TRITON_INTERPRET=1, read
-    when they are defined) or for the compiler; sys.modules and the package are restored afterwards."""
-    saved_module, saved_env = sys.modules.pop(KERNELS, None), os.environ.get("TRITON_INTERPRET")
-    saved_attribute = dropout_package.__dict__.get("triton_kernels")
-    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
-    try:
-        yield importlib.import_module(KERNELS)
-    finally:
-        sys.modules.pop(KERNELS, None)
-        if saved_module is not None:
-            sys.modules[KERNELS] = saved_module
-        if saved_attribute is None:
-            dropout_package.__dict__.pop("triton_kernels", None)
-        else:
-            dropout_package.triton_kernels = saved_attribute
-        if saved_env is None:
-            os.environ.pop("TRITON_INTERPRET", None)
-        else:
-            os.environ["TRITON_INTERPRET"] = saved_env
+    """The kernels module imported anew, for Triton's interpreter or for the compiler."""
+    with fresh_modules([KERNELS], interpret) as (module,):
+        yield module
 
 
 @pytest.fixture(scope="module")
