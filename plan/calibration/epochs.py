@@ -41,9 +41,9 @@ import torch
 import torch.distributed as dist
 
 from gtool.plan.calibration.fit import fit_relative
-from gtool.plan.model.bandnnz import ShardNnzTable
 from gtool.plan.model.planner import PlanRequest, estimate_grid
 from gtool.plan.model.profile import DeviceProfile, EpochFactors
+from gtool.store.cells import shard_table
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import GroupCache, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
@@ -98,7 +98,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     grid = config.process_grid
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
-    table = ShardNnzTable.of(store, set(grid.dims))
+    table = shard_table(store, set(grid.dims))
     estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)

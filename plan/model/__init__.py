@@ -2,7 +2,6 @@
 counts, its tiles) and a device profile, never runs training.
 
 shapes        the grids of P ranks and each layer's padded block shapes on one
-bandnnz       every rank's shard nonzeros per layer, from the store's tile statistics
 collectives   every collective of a training step, with its group and operand size (exact)
 memory        peak memory per rank: resident data plus the epoch's high-water mark
 profile       device profiles (JSON): what SpMM, GEMM, passes and collectives cost

@@ -1,6 +1,6 @@
 """Predicted seconds of one training epoch on every rank of a grid, from shapes, nonzeros and a profile.
 
-Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonzeros):
+Per layer l (shapes of gtool.geometry.shapes, nnz[r, l] the rank's shard nonzeros):
 
     SpMM    forward  A[B_r x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned);
             transform-first at width C_out: A @ Z[B_b x C_out], backward A^T @ dY (always)
@@ -14,7 +14,7 @@ Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonze
             of a fresh block of its size (large blocks come fresh from the operating system every
             epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the trainer's phase
             timer sees them, the others in dense
-    comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost,
+    comm    every collective of gtool.geometry.collectives: latency + ring wire bytes * per-byte cost,
             from the profile's inter-node rows when the groups along its axis span nodes (the grid's
             placement, gtool.plan.model.placement), else its intra-node rows
 
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtool.architecture import ModelConfig
-from gtool.plan.model.collectives import Collective
+from gtool.geometry.collectives import Collective
+from gtool.geometry.shapes import LayerShape
 from gtool.plan.model.memory import Allocation
 from gtool.plan.model.profile import DeviceProfile
-from gtool.plan.model.shapes import LayerShape
 
 LOSS_PASSES = 12
 ADAM_PASSES = 12

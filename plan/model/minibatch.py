@@ -1,7 +1,7 @@
 """Mini-batch runs (`gtool train --batch-size B --data-parallel D`): their steps' shapes and collectives.
 
 A step multiplies each layer by its sampled blocks: a rank's row and input blocks hold the sample's
-members in its bands, so the 3D collectives of gtool.plan.model.collectives have those member counts as
+members in its bands, so the 3D collectives of gtool.geometry.collectives have those member counts as
 their rows (`SampledShape`); weights and their parts are as in full-graph training. Each step adds, in
 the row-axis group of the last layer, the all-reduce of the sample's training-node counts (3 float64),
 and with D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
@@ -19,14 +19,14 @@ import numpy as np
 
 from gtool.architecture import ModelConfig
 from gtool.geometry.bands import ceil_div
+from gtool.geometry.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
 from gtool.geometry.epochs import epoch_rounds, epoch_steps
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output, rank_layers
-from gtool.plan.model.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
+from gtool.geometry.shapes import LayerShape, layer_shapes
 from gtool.plan.model.cost import EpochTime, epoch_time
 from gtool.plan.model.memory import epoch_timeline, parameter_elements
 from gtool.plan.model.profile import DeviceProfile
-from gtool.plan.model.shapes import LayerShape, layer_shapes
 from gtool.store.reader import Store
 
 COUNTS = 3

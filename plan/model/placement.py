@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gtool.geometry.collectives import Collective
 from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, PLACEMENTS, ProcessGrid
-from gtool.plan.model.collectives import Collective
 from gtool.plan.model.cost import collective_seconds
 from gtool.plan.model.profile import DeviceProfile
 

@@ -11,7 +11,7 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
                   over sizes, the largest size measured up to `bytes`, 0 below the smallest)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
-                  gtool.plan.model.collectives); sizes that were not measured use the nearest one measured.
+                  gtool.geometry.collectives); sizes that were not measured use the nearest one measured.
                   These rows price groups inside one node (calibration measures them there)
     inter_node_collectives
                   the same rows for groups whose ranks sit on several nodes (optional: a profile

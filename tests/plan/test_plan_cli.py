@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from gtool.architecture import ModelConfig
 from gtool.cli.main import app
+from gtool.geometry.collectives import bytes_by_group, epoch_collectives
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_widths
-from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
-from gtool.plan.model.shapes import layer_shapes
+from gtool.geometry.shapes import layer_shapes
 from tests.support.stores import StoreFactory
 
 GTOOL = [sys.executable, "-m", "gtool.cli"]
