@@ -54,8 +54,8 @@ def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     """gtool.plan's epoch time for one grid (and its split)."""
     from gtool.architecture import ModelConfig
     from gtool.geometry.grid import ProcessGrid
-    from gtool.plan.model.planner import PlanRequest, estimate_grid
-    from gtool.plan.model.profile import load_profile
+    from gtool.plan.costmodel.planner import PlanRequest, estimate_grid
+    from gtool.plan.costmodel.profile import load_profile
     from gtool.store.cells import shard_table
     from gtool.store.reader import open_store
 

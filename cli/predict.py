@@ -49,7 +49,7 @@ def predict(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan.model.planner import PlanRequest
+    from gtool.plan.costmodel.planner import PlanRequest
     from gtool.trainer.launch.local import RankFailed
     from gtool.trainer.predict.forward import predict as run_prediction
     from gtool.trainer.predict.job import checkpoint_model, prediction_job

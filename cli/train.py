@@ -40,7 +40,7 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan.model.planner import PlanRequest
+    from gtool.plan.costmodel.planner import PlanRequest
     from gtool.trainer.fit.train import train as run_training
     from gtool.trainer.launch.environment import environment_rank
     from gtool.trainer.launch.local import RankFailed

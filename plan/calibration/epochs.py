@@ -8,7 +8,7 @@ outside any timed operation. So `gtool plan --calibrate` also trains a few epoch
 hidden 32 and 128, dropout 0.5) on small R-MAT stores it builds in a scratch folder, on one rank and on
 every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 2, 4, ... up to --max-group), and
 compares every rank's phase times (the trainer's own PhaseTimer) with the model's prediction from the
-microbenchmarks alone. Per k (gtool.plan.model.profile.EpochFactors), over its runs:
+microbenchmarks alone. Per k (gtool.plan.costmodel.profile.EpochFactors), over its runs:
 
     spmm, dense        the slope f of  measured phase seconds ~ f * modelled ones + c * layers,
                        fitted over the runs (non-negative, relative errors), per phase (SpMM, dense);
@@ -41,8 +41,8 @@ import torch
 import torch.distributed as dist
 
 from gtool.plan.calibration.fit import fit_relative
-from gtool.plan.model.planner import PlanRequest, estimate_grid
-from gtool.plan.model.profile import DeviceProfile, EpochFactors
+from gtool.plan.costmodel.planner import PlanRequest, estimate_grid
+from gtool.plan.costmodel.profile import DeviceProfile, EpochFactors
 from gtool.store.cells import shard_table
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import GroupCache, grid_comm

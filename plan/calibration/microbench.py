@@ -5,7 +5,7 @@ dense products of the trainer's shapes; element-wise passes; the trainer's fused
 tensors of growing size (the allocator's page faults); and
 all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
 CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
-the fitted costs (gtool.plan.model.profile) keep the measurements they came from. Then short real training
+the fitted costs (gtool.plan.costmodel.profile) keep the measurements they came from. Then short real training
 epochs on small stores, alone and side by side, measure what those microbenchmarks miss
 (gtool.plan.calibration.epochs).
 """
@@ -32,7 +32,7 @@ import torch.distributed as dist
 from gtool.loader.csr import csr_tensor
 from gtool.plan.calibration.epochs import calibrate_epochs
 from gtool.plan.calibration.fit import fit_relative
-from gtool.plan.model.profile import (
+from gtool.plan.costmodel.profile import (
     AllocationCost,
     CollectiveCost,
     DeviceProfile,

@@ -14,10 +14,10 @@ from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import distinct_shards, rank_layers
 from gtool.geometry.shapes import factorizations
 from gtool.plan.calibration.microbench import calibrate
-from gtool.plan.model.memory import adjacency_bytes
-from gtool.plan.model.minibatch import MiniBatchRun
-from gtool.plan.model.planner import PlanRequest, layouts
-from gtool.plan.model.profile import ProfileError, load_profile, save_profile
+from gtool.plan.costmodel.memory import adjacency_bytes
+from gtool.plan.costmodel.minibatch import MiniBatchRun
+from gtool.plan.costmodel.planner import PlanRequest, layouts
+from gtool.plan.costmodel.profile import ProfileError, load_profile, save_profile
 from gtool.store.cells import CellCounts, shard_table
 from gtool.store.reader import open_store
 from gtool.store.scan import scan_tiles

@@ -2,9 +2,9 @@
 
 One pass over the store's tile statistics gives every rank's shard nonzeros on every grid
 (gtool.geometry.bandnnz); per grid the collectives (gtool.geometry.collectives), peak memory
-(gtool.plan.model.memory), the placement of its axes over the nodes (gtool.plan.model.placement) and epoch
-time (gtool.plan.model.cost) follow from the shapes. Grids are ranked by predicted epoch time, those over
-the memory limit last; the best is the fastest one that fits.
+(gtool.plan.costmodel.memory), the placement of its axes over the nodes (gtool.plan.costmodel.placement)
+and epoch time (gtool.plan.costmodel.cost) follow from the shapes. Grids are ranked by predicted epoch
+time, those over the memory limit last; the best is the fastest one that fits.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from gtool.geometry.bandnnz import ShardNnzTable, grid_band_counts
 from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.shapes import LayerShape, factorizations, layer_shapes
-from gtool.plan.model.cost import EpochTime, epoch_time
-from gtool.plan.model.memory import (
+from gtool.plan.costmodel.cost import EpochTime, epoch_time
+from gtool.plan.costmodel.memory import (
     MemoryEstimate,
     epoch_timeline,
     estimate_memory,
     parameter_elements,
 )
-from gtool.plan.model.minibatch import MiniBatchRun
-from gtool.plan.model.placement import Placement, price_placements
-from gtool.plan.model.profile import DeviceProfile
+from gtool.plan.costmodel.minibatch import MiniBatchRun
+from gtool.plan.costmodel.placement import Placement, price_placements
+from gtool.plan.costmodel.profile import DeviceProfile
 from gtool.store.cells import shard_table
 from gtool.store.reader import Store
 from gtool.store.scan import Progress

@@ -239,7 +239,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
 def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
     """The profile at `path`, or the one shipped with gtool; with a line saying which was used."""
     if path is None:
-        text = resources.files("gtool.plan.model").joinpath(DEFAULT_PROFILE).read_text()
+        text = resources.files("gtool.plan.costmodel").joinpath(DEFAULT_PROFILE).read_text()
         profile = profile_from_json(json.loads(text), f"gtool's {DEFAULT_PROFILE}")
         note = (
             f"no --profile: using gtool's shipped profile ({profile.describe()}); times are only indicative "
