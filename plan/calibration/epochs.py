@@ -45,13 +45,18 @@ from gtool.plan.costmodel.planner import PlanRequest, estimate_grid
 from gtool.plan.costmodel.profile import DeviceProfile, EpochFactors
 from gtool.store.cells import shard_table
 from gtool.store.reader import open_store
-from gtool.trainer.comm.groups import GroupCache, grid_comm
-from gtool.trainer.comm.timing import PhaseTimer
-from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
-from gtool.trainer.launch.environment import RankEnv
-from gtool.trainer.launch.local import run_local
-from gtool.trainer.launch.world import join_world, rank_device
+from gtool.trainer import (
+    GroupCache,
+    PhaseTimer,
+    RankEnv,
+    TrainConfig,
+    Trainer,
+    grid_comm,
+    join_world,
+    load_model_rank,
+    rank_device,
+    run_local,
+)
 
 EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)
@@ -155,8 +160,7 @@ def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile:
 
 def _stores(scratch: Path, report: Report) -> dict[str, str]:
     """The calibration stores, built in `scratch`, by source."""
-    from gtool.preprocess.options import ShardOptions
-    from gtool.preprocess.pipeline import shard
+    from gtool.preprocess import ShardOptions, shard
 
     stores = {}
     for scale in EPOCH_SCALES:

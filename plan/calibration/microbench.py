@@ -29,7 +29,7 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from gtool.loader.csr import csr_tensor
+from gtool.loader import csr_tensor
 from gtool.plan.calibration.epochs import calibrate_epochs
 from gtool.plan.calibration.fit import fit_relative
 from gtool.plan.costmodel.profile import (
@@ -41,11 +41,8 @@ from gtool.plan.costmodel.profile import (
     GemmCost,
     SpmmCost,
 )
-from gtool.preprocess.sources.generators import rmat_block
-from gtool.trainer.launch.environment import RankEnv
-from gtool.trainer.launch.local import launch_local
-from gtool.trainer.launch.world import join_world, rank_device
-from gtool.trainer.nn.dropout import MaskSpec, relu_dropout
+from gtool.preprocess import rmat_block
+from gtool.trainer import MaskSpec, RankEnv, join_world, launch_local, rank_device, relu_dropout
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)
