@@ -211,8 +211,6 @@ POSITIVE = (
     "gemm.seconds_per_flop",
     "elementwise.seconds_per_byte",
     "dropout.seconds_per_element",
-    "collectives.*.seconds_per_byte",
-    "inter_node_collectives.*.seconds_per_byte",
     "epochs.*.spmm",
     "epochs.*.dense",
     "epochs.*.allocation",

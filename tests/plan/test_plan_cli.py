@@ -41,7 +41,7 @@ def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:
     result = json.loads(done.stdout)
     grids = {g["grid"]: g for g in result["grids"]}
     assert len(grids) == 6 and result["best"] == result["grids"][0]["grid"]
-    assert "fastest predicted epoch" in result["reason"] and "shipped profile" in result["profile"]
+    assert "fastest predicted epoch" in result["reason"] and "this machine's profile" in result["profile"]
     times = [g["epoch_seconds"] for g in result["grids"]]
     assert times == sorted(times)
     widths = layer_widths(12, 16, result["widths"][-1], 3)
@@ -71,6 +71,31 @@ def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
     auto = CliRunner().invoke(app, ["train", store, "--grid", "auto", "--ranks", "2", "--batch-size", "513"])
     assert auto.exit_code == 2 and "513 is more than the 512 nodes" in auto.output
     assert "--grid auto chose" not in auto.output  # refused before planning
+
+
+def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --profile, the first plan measures this machine (a line on stderr), later ones read its
+    cached profile; --recalibrate measures again; --profile shipped is gtool's own."""
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    first = gtool("plan", store, "--ranks", "2", "--json")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.startswith("calibrating this machine for gtool plan")
+    (cached,) = (tmp_path / "plan").glob("profile-*.json")
+    assert "calibrated just now" in json.loads(first.stdout)["profile"]
+    second = gtool("plan", store, "--ranks", "2", "--json")
+    assert "calibrating" not in second.stderr
+    assert json.loads(second.stdout)["profile"].startswith(f"this machine's profile ({cached};")
+    assert json.loads(second.stdout)["grids"] == json.loads(first.stdout)["grids"]
+    shipped = gtool("plan", store, "--ranks", "2", "--json", "--profile", "shipped")
+    assert "shipped profile" in json.loads(shipped.stdout)["profile"] and "calibrating" not in shipped.stderr
+    both = gtool("plan", store, "--ranks", "2", "--recalibrate", "--profile", "shipped")
+    assert both.returncode == 2 and "--recalibrate measures this machine" in both.stderr
+    before = cached.stat().st_mtime_ns
+    again = gtool("plan", store, "--ranks", "2", "--recalibrate")
+    assert again.returncode == 0 and again.stderr.startswith("calibrating this machine")
+    assert cached.stat().st_mtime_ns != before
 
 
 @pytest.mark.parametrize(
