@@ -43,9 +43,10 @@ def auto_grid(
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
     if env is None or env.world_size == 1:
         refuse_beyond_memory(ranks)  # local ranks: before planning for them (minutes for 10^5)
+    planned = request(ranks)
     alone = env is None or env.world_size == 1  # ranks of torchrun/srun must all plan with one profile
     cost_profile, note = machine_profile(profile, False, may_calibrate=alone)
-    replicas, grid, why = choose_layout(store, request(ranks), cost_profile, note)
+    replicas, grid, why = choose_layout(store, planned, cost_profile, note)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
     return replicas, "x".join(map(str, grid.dims)), grid.placement

@@ -191,9 +191,6 @@ def _collective_rows(rows: dict[str, Any]) -> dict[int, CollectiveCost]:
 
 
 POSITIVE = (
-    "gemm.seconds_per_flop",
-    "elementwise.seconds_per_byte",
-    "dropout.seconds_per_element",
     "epochs.*.spmm",
     "epochs.*.dense",
     "epochs.*.allocation",
@@ -201,8 +198,8 @@ POSITIVE = (
     "spmm.dense_bytes.*",
     "allocation.sizes.*",
 )
-"""Keys whose value must be above 0 (a cost per unit of work, a factor on one, a table's axis); every
-other number is a cost too, finite and >= 0."""
+"""Keys whose value must be above 0 (a factor on the modelled work, a table's axis); every other number
+is a cost, finite and >= 0 (a fit may find a part of a cost to be 0)."""
 PRICED = (
     "spmm",
     "gemm",
