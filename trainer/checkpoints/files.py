@@ -139,6 +139,51 @@ def read_rank_file(folder: str | Path, rank: int, device: torch.device | str, mm
         raise CheckpointError(f"{path}: cannot be read ({reason}); the checkpoint is damaged") from None
 
 
+def _written_epoch(pointer: Path) -> str:
+    """'epoch E' of a latest.json, or what is wrong with it (it is refused or replaced, not read)."""
+    try:
+        return f"epoch {json.loads(pointer.read_bytes())['epoch']}"
+    except (OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
+        return f"{LATEST} unreadable"
+
+
+def _run_files(directory: Path) -> list[Path]:
+    """What runs write in a checkpoint folder: the pointers and the checkpoints' folders."""
+    pointers = [directory / LATEST]
+    folders = [p for p in directory.glob("epoch-*") if p.is_dir()]
+    return [p for p in pointers if p.exists()] + folders
+
+
+def _referenced(directory: Path) -> set[str]:
+    """The checkpoint folders latest.json points to (none when it is unreadable: it is refused later)."""
+    try:
+        return {str(json.loads((directory / LATEST).read_bytes())["path"])}
+    except (OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
+        return set()
+
+
+def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
+    """Make `directory` (made, and locked by the caller) this run's, before any rank starts: a checkpoint
+    of another run there is refused unless `resume` (continue it) or `overwrite` (removed now); folders
+    of checkpoints that were never completed (a killed run's) are removed, so that no rank writes into one."""
+    if (directory / LATEST).exists() and not resume:
+        if not overwrite:
+            raise CheckpointError(
+                f"--checkpoint {directory} holds the checkpoint of another run "
+                f"({_written_epoch(directory / LATEST)}); pass --resume to continue it, --overwrite to "
+                "replace it, or name another folder"
+            )
+        for path in _run_files(directory):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    kept = _referenced(directory)
+    for folder in _run_files(directory):
+        if folder.is_dir() and folder.name not in kept:
+            shutil.rmtree(folder)
+
+
 def latest_manifest(directory: Path) -> dict[str, Any] | None:
     """The manifest of the latest complete checkpoint in `directory` (its folder as "path"), or None."""
     pointer = directory / LATEST
