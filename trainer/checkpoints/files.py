@@ -11,6 +11,7 @@ killed at any moment leaves the previous checkpoint usable.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import shutil
@@ -19,8 +20,9 @@ from typing import Any
 
 import torch
 
+from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
-from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.comm.groups import GridComm
@@ -42,14 +44,17 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
-UNTOLD = ("node_order",)
+UNTOLD = ("node_order", "normalize_features")
 """Run shape keys that checkpoints written before them lack and that cannot be told then: not compared."""
+FROM_MODEL = ("normalize_features",)
+"""Run shape keys that checkpoints written before them have among their model options."""
 
 
 def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
     """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
     another `shape` (any of its keys)."""
-    written = recorded_shape(manifest["shape"])
+    model = manifest.get("model") or {}
+    written = {**{k: model[k] for k in FROM_MODEL if k in model}, **recorded_shape(manifest["shape"])}
     differ = [
         k for k, v in shape.items() if not _same(k, written.get(k), v) and (k in written or k not in UNTOLD)
     ]
@@ -184,17 +189,82 @@ def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
             shutil.rmtree(folder)
 
 
-def latest_manifest(directory: Path) -> dict[str, Any] | None:
-    """The manifest of the latest complete checkpoint in `directory` (its folder as "path"), or None."""
-    pointer = directory / LATEST
-    if not pointer.exists():
-        return None
-    where = directory / _read_record(pointer, "path", str)["path"]
+def _count(value: Any, least: int = 1) -> bool:
+    """Whether `value` is an int (not a bool) of at least `least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _counts(value: Any, length: int | None = None) -> bool:
+    """Whether `value` is a list of positive ints (of `length` of them, when given)."""
+    return isinstance(value, list) and all(map(_count, value)) and length in (None, len(value))
+
+
+def _shape_problem(manifest: dict[str, Any], required: tuple[str, ...]) -> str | None:
+    """What is wrong with a manifest's values (the `required` shape keys missing, one of another kind or
+    out of range, model options that are not gtool's), or None."""
+    shape = manifest["shape"]
+    missing = [key for key in ("grid", *required) if key not in shape]
+    if missing:
+        return f"no {', '.join(missing)} in its shape"
+    checks = {
+        "grid": lambda v: _counts(v, 3),
+        "dims": lambda v: _counts(v) and len(v) >= 2,
+        "num_nodes": _count,
+        "placement": lambda v: v in PLACEMENTS,
+        "batch_size": lambda v: v is None or _count(v),
+        "data_parallel": _count,
+        "transform_first": lambda v: isinstance(v, list) and all(isinstance(t, bool) for t in v),
+    }
+    for key, valid in checks.items():
+        if key in shape and not valid(shape[key]):
+            return f"shape {key} {json.dumps(shape[key])[:60]} is not a valid value"
+    if "dims" in shape and len(shape.get("transform_first", shape["dims"][1:])) != len(shape["dims"]) - 1:
+        return "shape transform_first does not give one order per layer of dims"
+    if not _count(manifest.get("epoch"), 0):
+        return f"epoch {json.dumps(manifest.get('epoch'))[:60]} is not a valid value"
+    model = manifest.get("model")
+    if model is not None:
+        try:
+            ModelConfig(**model)
+        except (TypeError, ValueError) as exc:
+            return f"model options: {exc}"
+    return None
+
+
+def _missing_rank_files(manifest: dict[str, Any]) -> str | None:
+    """Which of the grid's rank files the checkpoint's folder lacks, or None; told from the files that are
+    there (a listing), so that a grid of any size costs what the folder holds."""
+    ranks = math.prod(manifest["shape"]["grid"])
+    present = {p.name for p in Path(manifest["path"]).glob("rank-*.pt")}
+    if ranks > len(present):
+        return f"its grid of {ranks:,} ranks needs {ranks:,} rank files, the folder holds {len(present):,}"
+    missing = [rank for rank in range(ranks) if rank_file("", rank).name not in present]
+    if missing:
+        return f"rank file(s) of rank {', '.join(map(str, missing[:5]))} missing"
+    return None
+
+
+def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The manifest of the checkpoint in folder `where` (its folder as "path"), checked before any rank
+    uses it: values of the right kinds and ranges (`required` shape keys present), and a rank file for every
+    rank of its grid. Anything else is a CheckpointError naming the manifest."""
     if not (where / MANIFEST).exists():
         raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)")
     manifest = _read_record(where / MANIFEST, "shape", dict)
     manifest["path"] = str(where)
+    problem = _shape_problem(manifest, required) or _missing_rank_files(manifest)
+    if problem:
+        raise CheckpointError(f"{where / MANIFEST}: {problem}; the checkpoint is damaged or incomplete")
     return manifest
+
+
+def latest_manifest(directory: Path, required: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The checked manifest of the latest complete checkpoint in `directory` (its folder as "path"), or
+    None when there is none."""
+    pointer = directory / LATEST
+    if not pointer.exists():
+        return None
+    return checked_manifest(directory / _read_record(pointer, "path", str)["path"], required)
 
 
 class Checkpoints:

@@ -34,6 +34,7 @@ def run_shape(config: TrainConfig) -> dict:
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
         "learnable_features": config.model.learnable_features,
+        "normalize_features": config.model.normalize_features,
         "batch_size": config.minibatch.batch_size,
         "data_parallel": config.minibatch.data_parallel,
     }

@@ -30,7 +30,7 @@ class PredictJob:
 
 def model_manifest(checkpoint: str) -> dict:
     """The manifest of the latest checkpoint in `checkpoint`, which must record the model's options."""
-    manifest = latest_manifest(Path(checkpoint))
+    manifest = latest_manifest(Path(checkpoint), required=("dims", "num_nodes"))
     if manifest is None:
         raise CheckpointError(f"{checkpoint}: no checkpoint (latest.json) there; train with --checkpoint DIR")
     if not manifest.get("model"):

@@ -64,6 +64,10 @@ def make_folder(path: Path, what: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise GtoolError(f"{path} ({what}): not a folder: a file is in the way (there, or above)") from None
+    except OSError as exc:
+        if exc.errno not in STORAGE_FAILURES:
+            raise
+        raise GtoolError(f"{path} ({what}): cannot be made ({STORAGE_FAILURES[exc.errno]})") from None
 
 
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
