@@ -15,6 +15,7 @@ import math
 import os
 import pickle
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
+from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects, ranks_text
 from gtool.trainer.comm.groups import GridComm
 from gtool.units import human_bytes
 
@@ -289,9 +291,20 @@ class Checkpoints:
         target = self.directory / _epoch_dir(epoch)
         target.mkdir(parents=True, exist_ok=True)
         if self.comm.replica == 0:
-            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(state, handle))
+            stamped = {**state, "epoch": epoch}
+            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(stamped, handle))
         self.comm.everyone.barrier()
-        if self.comm.everyone.index != 0:
+        everyone = self.comm.everyone
+        missing = (
+            _missing_rank_files({"shape": self.shape, "path": str(target)}) if everyone.index == 0 else None
+        )
+        if missing := broadcast_object(everyone, missing):
+            raise CheckpointError(
+                f"{target}: {missing} as rank 0 sees the folder, though every rank wrote its file: the "
+                "ranks do not write to one folder (a folder on each node?); the latest complete checkpoint "
+                "is unchanged"
+            )
+        if everyone.index != 0:
             return
         manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
         _write_json(target / MANIFEST, manifest)
@@ -311,3 +324,39 @@ class Checkpoints:
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:
         """This rank's state from the checkpoint `manifest` describes."""
         return read_rank_file(manifest["path"], self.comm.rank, device)
+
+    def resume_point(self, device: torch.device) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The latest checkpoint's manifest as rank 0 reads it and this rank's state of that epoch, which
+        every rank reads from its own file in that epoch's folder (None when there is no checkpoint yet).
+
+        Every rank must call it. A rank whose file of that epoch is missing, unreadable or of another epoch
+        fails every rank with one error naming the ranks: they would not resume from one checkpoint."""
+        everyone = self.comm.everyone
+        found: tuple[dict[str, Any] | None, str | None] = (None, None)
+        if everyone.index == 0:
+            try:
+                found = (self.latest(), None)
+            except CheckpointError as error:
+                found = (None, str(error))
+        manifest, error = broadcast_object(everyone, found)
+        if error is not None:
+            raise CheckpointError(error)
+        if manifest is None:
+            return None
+        epoch, folder = manifest["epoch"], self.directory / _epoch_dir(manifest["epoch"])
+        state, problem = None, None
+        try:
+            state = read_rank_file(folder, self.comm.rank, device)
+            if state.get("epoch", epoch) != epoch:
+                problem = f"{rank_file(folder, self.comm.rank)} is of epoch {state['epoch']}"
+        except CheckpointError as unusable:
+            problem = str(unusable)
+        problems = gather_objects(everyone, (problem, socket.gethostname()))
+        failed = [rank for rank, (text, _) in enumerate(problems) if text]
+        if failed:
+            raise CheckpointError(
+                f"--resume: {ranks_text(failed, [host for _, host in problems])} cannot resume from "
+                f"epoch {epoch}, which rank 0 read in {self.directory / LATEST} ({problems[failed[0]][0]}); "
+                "the ranks do not share one checkpoint folder (a folder on each node?)"
+            )
+        return {**manifest, "path": str(folder)}, state

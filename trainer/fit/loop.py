@@ -55,11 +55,12 @@ def resume(
     trainer: Trainer, checkpoints: Checkpoints, reporter: Reporter, device: torch.device
 ) -> tuple[History, int]:
     """Load the latest checkpoint into `trainer`: the history so far and the epoch to continue at."""
-    manifest = checkpoints.latest()
-    if manifest is None:
+    point = checkpoints.resume_point(device)
+    if point is None:
         reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
         return History(), 1
-    trainer.load_state(checkpoints.load(manifest, device))
+    manifest, state = point
+    trainer.load_state(state)
     if manifest["epoch"] >= trainer.config.runtime.epochs:
         reporter.message(
             f"{manifest['path']} is at epoch {manifest['epoch']}, already at --epochs "

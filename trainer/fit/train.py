@@ -12,8 +12,9 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import make_folder
+from gtool.store.writing.staging import absolute_location, make_folder
 from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
+from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.loop import fit, run_shape
 from gtool.trainer.fit.report import Reporter, Summary
@@ -30,6 +31,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     the failure from the connections closing when the process exits.
     """
     device, comm = join_grid(env, config)
+    if config.runtime.checkpoint:
+        require_shared(comm.everyone, config.runtime.checkpoint, "--checkpoint", SHARED_FOLDER)
     grid = comm.grid
     reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
     if device.type == "cuda" and (notice := cuda_notice()):
@@ -62,12 +65,27 @@ def train(config: TrainConfig) -> None:
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
+    config = with_absolute_paths(config)
     env = environment_rank()
     writer = env is None or env.rank == 0
     checkpoint = config.runtime.checkpoint
     with output_lock(checkpoint, "gtool train") if writer and checkpoint else nullcontext():
         prepare_run_files(config, writer)
         start_ranks(config, "train", run_rank, config)
+
+
+def with_absolute_paths(config: TrainConfig) -> TrainConfig:
+    """`config` with its store, --checkpoint and --log resolved once, here, as absolute paths (URLs kept)."""
+    runtime = config.runtime
+    paths = {"checkpoint": runtime.checkpoint, "log": runtime.log}
+    given = {name: absolute_location(path) for name, path in paths.items() if path}
+    return config.replace(store=absolute_location(config.store), **given)
+
+
+SHARED_FOLDER = (
+    "Give a folder on a file system that every node mounts at the same path (as an absolute path), or run "
+    "the ranks on one node."
+)
 
 
 def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:

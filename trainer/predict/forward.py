@@ -29,6 +29,7 @@ from gtool.store.writing.staging import (
     storage_error,
 )
 from gtool.trainer.checkpoints.regrid import TrainedParameters
+from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
@@ -111,7 +112,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     try:
         if staged is not None:
             zarr.open_group(store=staged.path, mode="w")
-        comm.everyone.barrier()
+        require_shared(comm.everyone, staging_path(job.output), "-o", SHARED_OUTPUT)
         summary = {
             "store": config.store,
             "checkpoint": job.manifest["path"],
@@ -134,6 +135,12 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
         raise
     reporter.message(_summary_text(job.output, summary, model.dims))
     return summary
+
+
+SHARED_OUTPUT = (
+    "Give an output on a file system that every node mounts at the same path (as an absolute path), or an "
+    "fsspec URL every node reaches (s3://...), or run the ranks on one node."
+)
 
 
 def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:

@@ -9,10 +9,7 @@ from typing import Any
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
-from gtool.store.writing.staging import (
-    PREDICT_OUTPUT,
-    check_output,
-)
+from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output
 from gtool.trainer.checkpoints.files import CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 
@@ -57,6 +54,7 @@ def prediction_job(
 ) -> PredictJob:
     """The job, with every problem found before a rank starts: no checkpoint, one of another store's
     shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`."""
+    store, checkpoint, output = (absolute_location(path) for path in (store, checkpoint, output))
     manifest = model_manifest(checkpoint)
     model = ModelConfig(**manifest["model"])
     opened = open_store(store)

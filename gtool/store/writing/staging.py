@@ -44,6 +44,14 @@ def local_path(location: str) -> str:
     return location.removeprefix("file://")
 
 
+def absolute_location(location: str) -> str:
+    """`location` as it can be handed to other processes (ranks, workers, other machines): a URL as it is,
+    a path made absolute (~ expanded) against this process's working folder, once."""
+    if is_url(location):
+        return location
+    return os.path.abspath(os.path.expanduser(local_path(location)))
+
+
 def staging_path(location: str) -> str:
     """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
     path, the URL itself."""

@@ -85,3 +85,26 @@ def test_a_damaged_latest_json_is_a_checkpoint_error_naming_it(tmp_path, content
     checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1]})
     with pytest.raises(CheckpointError, match=r"latest.json: .*the checkpoint is damaged"):
         checkpoints.latest()
+
+
+def test_resuming_needs_each_ranks_file_of_the_epoch_rank_0_read(tmp_path) -> None:
+    """Ranks used to resume from whatever their own folder held: node 1 restarted at epoch 1 with fresh
+    weights while node 0 resumed at epoch 11. A rank file of another epoch (left by another run in a folder
+    that is not shared, say) is refused naming the rank."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    assert checkpoints.resume_point(CPU) is None
+    checkpoints.save(3, {"model": {"weight.0": torch.zeros(2)}}, {})
+    stale = rank_file(tmp_path / "epoch-000003", 0).read_bytes()
+    checkpoints.save(6, {"model": {"weight.0": torch.ones(2)}}, {})
+    manifest, state = checkpoints.resume_point(CPU)
+    assert (
+        manifest["epoch"] == 6
+        and state["epoch"] == 6
+        and torch.equal(state["model"]["weight.0"], torch.ones(2))
+    )
+    rank_file(tmp_path / "epoch-000006", 0).write_bytes(stale)
+    with pytest.raises(
+        CheckpointError,
+        match=r"--resume: rank 0 \(on host .*\) cannot resume from epoch 6, .*rank-00000.pt is of epoch 3",
+    ):
+        checkpoints.resume_point(CPU)
