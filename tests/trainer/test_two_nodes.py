@@ -155,7 +155,8 @@ def test_shared_absolute_folders_train_resume_and_predict_as_one_machine(
     assert [run.returncode for run in resumed] == [0, 0], resumed[0].stderr + resumed[1].stderr
     assert "at epoch 3" in resumed[0].stdout and len(losses(resumed[0].stdout)) == 1
 
-    args = ["predict", store, "--checkpoint", str(checkpoint), "-o", str(output), "--grid", "2x2x1"]
+    args = ["predict", store, "--checkpoint", str(checkpoint), "-o", str(output), "--grid", "2x2x1", "--use"]
+    args += ["latest"]
     predicted = two_nodes(args, nodes)
     assert [run.returncode for run in predicted] == [0, 0], predicted[0].stderr + predicted[1].stderr
     last = re.search(r"^epoch +3 .*?(train \S+  valid \S+  test \S+)", resumed[0].stdout, flags=re.MULTILINE)

@@ -1,21 +1,26 @@
-"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, a JSON pointer to the latest.
+"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, JSON pointers to the latest
+checkpoint and to the copy of the model of the best validation accuracy so far.
 
     DIR/latest.json                   {"epoch": E, "path": "epoch-0000E"}, replaced once E is complete
     DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ..., its model options) and its history
-    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (tensors only)
+    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (tensors only), and E
+    DIR/best.json                     {"epoch": B, "path": "best-0000B"}: the best validation epoch's model
+    DIR/best-0000B/...                its manifest and rank files (parameter parts only)
 
-Files are written atomically and latest.json moves only once every rank's file is in place, so a run
+Files are written atomically and the pointers move only once every rank's file is in place, so a run
 killed at any moment leaves the previous checkpoint usable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import pickle
 import shutil
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,8 @@ from gtool.trainer.comm.groups import GridComm
 from gtool.units import human_bytes
 
 LATEST = "latest.json"
+BEST = "best.json"
+POINTERS = (LATEST, BEST)
 MANIFEST = "manifest.json"
 
 
@@ -128,6 +135,10 @@ def _epoch_dir(epoch: int) -> str:
     return f"epoch-{epoch:06d}"
 
 
+def _best_dir(epoch: int) -> str:
+    return f"best-{epoch:06d}"
+
+
 def rank_file(folder: str | Path, rank: int) -> Path:
     """Rank `rank`'s part of the checkpoint in `folder` (a manifest's "path")."""
     return Path(folder) / f"rank-{rank:05d}.pt"
@@ -156,17 +167,18 @@ def _written_epoch(pointer: Path) -> str:
 
 def _run_files(directory: Path) -> list[Path]:
     """What runs write in a checkpoint folder: the pointers and the checkpoints' folders."""
-    pointers = [directory / LATEST]
-    folders = [p for p in directory.glob("epoch-*") if p.is_dir()]
+    pointers = [directory / name for name in POINTERS]
+    folders = [p for pattern in ("epoch-*", "best-*") for p in directory.glob(pattern) if p.is_dir()]
     return [p for p in pointers if p.exists()] + folders
 
 
 def _referenced(directory: Path) -> set[str]:
-    """The checkpoint folders latest.json points to (none when it is unreadable: it is refused later)."""
-    try:
-        return {str(json.loads((directory / LATEST).read_bytes())["path"])}
-    except (OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
-        return set()
+    """The checkpoint folders the pointers name (none of one that is unreadable: it is refused later)."""
+    named = set()
+    for name in POINTERS:
+        with contextlib.suppress(OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
+            named.add(str(json.loads((directory / name).read_bytes())["path"]))
+    return named
 
 
 def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
@@ -238,11 +250,11 @@ def _missing_rank_files(manifest: dict[str, Any]) -> str | None:
     there (a listing), so that a grid of any size costs what the folder holds."""
     ranks = math.prod(manifest["shape"]["grid"])
     present = {p.name for p in Path(manifest["path"]).glob("rank-*.pt")}
-    if ranks > len(present):
+    if ranks > len(present) + 5:  # too many to name
         return f"its grid of {ranks:,} ranks needs {ranks:,} rank files, the folder holds {len(present):,}"
-    missing = [rank for rank in range(ranks) if rank_file("", rank).name not in present]
+    missing = [name for name in (rank_file("", rank).name for rank in range(ranks)) if name not in present]
     if missing:
-        return f"rank file(s) of rank {', '.join(map(str, missing[:5]))} missing"
+        return f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} missing"
     return None
 
 
@@ -260,13 +272,21 @@ def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, A
     return manifest
 
 
-def latest_manifest(directory: Path, required: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def latest_manifest(
+    directory: Path, required: tuple[str, ...] = (), pointer: str = LATEST
+) -> dict[str, Any] | None:
     """The checked manifest of the latest complete checkpoint in `directory` (its folder as "path"), or
-    None when there is none."""
-    pointer = directory / LATEST
-    if not pointer.exists():
+    of the best model's copy (`pointer` BEST); None when there is none."""
+    if not (directory / pointer).exists():
         return None
-    return checked_manifest(directory / _read_record(pointer, "path", str)["path"], required)
+    return checked_manifest(directory / _read_record(directory / pointer, "path", str)["path"], required)
+
+
+def _pointed_epoch(directory: Path, pointer: str) -> int | None:
+    """The epoch a pointer names, None when there is none."""
+    if not (directory / pointer).exists():
+        return None
+    return int(_read_record(directory / pointer, "epoch", int)["epoch"])
 
 
 class Checkpoints:
@@ -282,36 +302,58 @@ class Checkpoints:
         self.comm = comm
         self.shape = shape
         self.model = model
+        self.best_epoch: int | None = None
+        """The epoch of the best model's copy in the folder (set on resuming, moved by `save`)."""
 
-    def save(self, epoch: int, state: dict[str, Any], history: dict[str, Any]) -> None:
-        """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has.
+    def save(
+        self,
+        epoch: int,
+        state: dict[str, Any],
+        history: dict[str, Any],
+        best: tuple[int, dict[str, Any]] | None = None,
+    ) -> None:
+        """Write this rank's `state` for `epoch` and, when `best` (an epoch and its model parts) is not the
+        best copy written yet, that copy; rank 0 commits them once every rank has written.
 
         With replicas (--data-parallel), which hold the same parts and optimizer state, the first one
         writes them and every replica reads them back."""
-        target = self.directory / _epoch_dir(epoch)
-        target.mkdir(parents=True, exist_ok=True)
-        if self.comm.replica == 0:
-            stamped = {**state, "epoch": epoch}
-            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(stamped, handle))
-        self.comm.everyone.barrier()
+        parts = {LATEST: (epoch, _epoch_dir(epoch), {**state, "epoch": epoch})}
+        if best is not None and best[0] != self.best_epoch:
+            parts[BEST] = (best[0], _best_dir(best[0]), {"model": best[1], "epoch": best[0]})
+        for _, name, content in parts.values():
+            (self.directory / name).mkdir(parents=True, exist_ok=True)
+            if self.comm.replica == 0:
+                path = rank_file(self.directory / name, self.comm.rank)
+                _write_atomically(path, lambda handle, content=content: torch.save(content, handle))
         everyone = self.comm.everyone
-        missing = (
-            _missing_rank_files({"shape": self.shape, "path": str(target)}) if everyone.index == 0 else None
-        )
+        everyone.barrier()
+        missing = self._missing(name for _, name, _ in parts.values()) if everyone.index == 0 else None
         if missing := broadcast_object(everyone, missing):
             raise CheckpointError(
-                f"{target}: {missing} as rank 0 sees the folder, though every rank wrote its file: the "
-                "ranks do not write to one folder (a folder on each node?); the latest complete checkpoint "
-                "is unchanged"
+                f"{missing} as rank 0 sees the folder, though every rank wrote its file: the ranks do not "
+                "write to one folder (a folder on each node?); the latest complete checkpoint is unchanged"
             )
+        if best is not None and BEST in parts:
+            self.best_epoch = best[0]
         if everyone.index != 0:
             return
-        manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
-        _write_json(target / MANIFEST, manifest)
-        _write_json(self.directory / LATEST, {"epoch": epoch, "path": target.name})
-        for old in self.directory.glob("epoch-*"):
-            if old.is_dir() and old.name != target.name:
+        for pointer in (BEST, LATEST):  # the best copy first: a checkpoint's history names its epoch
+            if pointer in parts:
+                number, name, _ = parts[pointer]
+                manifest = {"epoch": number, "shape": self.shape, "history": history, "model": self.model}
+                _write_json(self.directory / name / MANIFEST, manifest)
+                _write_json(self.directory / pointer, {"epoch": number, "path": name})
+        kept = {_epoch_dir(epoch)} | ({_best_dir(self.best_epoch)} if self.best_epoch is not None else set())
+        for old in _run_files(self.directory):
+            if old.is_dir() and old.name not in kept:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def _missing(self, names: Iterable[str]) -> str | None:
+        """'FOLDER: what is missing' of the first of the checkpoint folders `names` that lacks a rank file."""
+        for name in names:
+            if problem := _missing_rank_files({"shape": self.shape, "path": str(self.directory / name)}):
+                return f"{self.directory / name}: {problem}"
+        return None
 
     def latest(self) -> dict[str, Any] | None:
         """The manifest of the latest complete checkpoint, or None when there is none yet."""
@@ -332,13 +374,13 @@ class Checkpoints:
         Every rank must call it. A rank whose file of that epoch is missing, unreadable or of another epoch
         fails every rank with one error naming the ranks: they would not resume from one checkpoint."""
         everyone = self.comm.everyone
-        found: tuple[dict[str, Any] | None, str | None] = (None, None)
+        found: tuple[dict[str, Any] | None, int | None, str | None] = (None, None, None)
         if everyone.index == 0:
             try:
-                found = (self.latest(), None)
+                found = (self.latest(), _pointed_epoch(self.directory, BEST), None)
             except CheckpointError as error:
-                found = (None, str(error))
-        manifest, error = broadcast_object(everyone, found)
+                found = (None, None, str(error))
+        manifest, self.best_epoch, error = broadcast_object(everyone, found)
         if error is not None:
             raise CheckpointError(error)
         if manifest is None:

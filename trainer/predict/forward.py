@@ -117,6 +117,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
             "store": config.store,
             "checkpoint": job.manifest["path"],
             "epoch": job.manifest["epoch"],
+            "use": job.manifest["use"],
             "grid": "x".join(map(str, comm.grid.dims)),
             "rows": _write(comm, job, outputs, model),
             "accuracy": accuracy,
@@ -143,6 +144,9 @@ SHARED_OUTPUT = (
 )
 
 
+MODELS = {"best": "the best validation model", "latest": "the latest checkpoint"}
+
+
 def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
     """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
     widths = {"logits": dims[-1], "embeddings": dims[-2]}
@@ -154,8 +158,8 @@ def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
         scores = "  ".join(f"{split} {value:.4f}" for split, value in accuracy.items())
     return (
         f"gtool predict: wrote {output} ({shapes}; rows in the original node order) from "
-        f"{summary['checkpoint']} (epoch {summary['epoch']}) on grid {summary['grid']} in "
-        f"{summary['seconds']['total']:.1f}s\naccuracy: {scores}"
+        f"{summary['checkpoint']} (epoch {summary['epoch']}, {MODELS[summary['use']]}) on grid "
+        f"{summary['grid']} in {summary['seconds']['total']:.1f}s\naccuracy: {scores}"
     )
 
 

@@ -8,7 +8,16 @@ import os
 import pytest
 import torch
 
-from gtool.trainer.checkpoints.files import CheckpointError, Checkpoints, rank_file
+from gtool.errors import GtoolError
+from gtool.trainer.checkpoints.files import (
+    BEST,
+    CheckpointError,
+    Checkpoints,
+    latest_manifest,
+    rank_file,
+    read_rank_file,
+)
+from gtool.trainer.predict.job import model_manifest
 from tests.trainer.cases import single_rank_comm
 
 CPU = torch.device("cpu")
@@ -108,3 +117,47 @@ def test_resuming_needs_each_ranks_file_of_the_epoch_rank_0_read(tmp_path) -> No
         match=r"--resume: rank 0 \(on host .*\) cannot resume from epoch 6, .*rank-00000.pt is of epoch 3",
     ):
         checkpoints.resume_point(CPU)
+
+
+def test_the_best_models_copy_is_kept_beside_the_latest(tmp_path) -> None:
+    """Checkpoints kept only the last epoch: predict gave another accuracy than the summary's best epoch."""
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2], "num_nodes": 5}
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2})
+
+    def parts(value: float) -> dict:
+        return {"weight.0": torch.full((2,), value)}
+
+    checkpoints.save(3, {"model": parts(3)}, {}, best=(2, parts(2)))
+    checkpoints.save(6, {"model": parts(6)}, {}, best=(2, parts(2)))  # no better epoch: the copy stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "best-000002",
+        "best.json",
+        "epoch-000006",
+        "latest.json",
+    ]
+    best = latest_manifest(tmp_path, pointer=BEST)
+    assert best["epoch"] == 2 and best["model"] == {"layers": 2} and best["shape"] == shape
+    assert torch.equal(read_rank_file(best["path"], 0, CPU)["model"]["weight.0"], torch.full((2,), 2.0))
+    assert model_manifest(str(tmp_path))["path"] == best["path"]
+    assert model_manifest(str(tmp_path), "latest")["epoch"] == 6
+    checkpoints.save(9, {"model": parts(9)}, {}, best=(8, parts(8)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "best-000008",
+        "best.json",
+        "epoch-000009",
+        "latest.json",
+    ]
+    resumed = Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2})
+    resumed.resume_point(CPU)
+    assert resumed.best_epoch == 8
+    with pytest.raises(GtoolError, match="--use must be one of best, latest, got 'last'"):
+        model_manifest(str(tmp_path), "last")
+
+
+def test_checkpoints_without_a_best_copy_predict_from_the_latest(tmp_path) -> None:
+    """Folders written before best copies (or by a run without validation nodes) keep working."""
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2], "num_nodes": 5}
+    Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2}).save(4, {"model": {}}, {})
+    assert not (tmp_path / BEST).exists()
+    manifest = model_manifest(str(tmp_path))
+    assert manifest["epoch"] == 4 and manifest["use"] == "latest"
