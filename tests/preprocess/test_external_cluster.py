@@ -5,15 +5,18 @@ one line, exit 2, with nothing published."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench.external_cluster import ExternalCluster, can_hide_folders, environment
 from bench.stores_unchanged import differences
-from tests.support.external_cluster import ExternalCluster, can_hide_folders, environment
 from tests.support.stores import make_store
 
 pytestmark = pytest.mark.integration  # runs a scheduler, workers and the command line
@@ -137,3 +140,38 @@ def test_a_folder_a_worker_does_not_see_is_refused_before_work(tmp_path, cluster
         assert (address in line) == (started_in == workers.worker_folders[1]), line
     assert not output.exists() and not any(output.parent.glob(".out.zarr*"))
     assert not [p for p in spill.iterdir()] if spill.exists() else True
+
+
+def test_a_stopped_worker_is_named_within_the_bound_and_its_work_done_elsewhere(tmp_path):
+    """SIGSTOP of a worker while it holds a task: with --worker-timeout 5 the run names it, its nanny
+    restarts it, and the run ends with the undisturbed store well within two minutes."""
+    from distributed import Client
+
+    reference = tmp_path / "ref.zarr"
+    make_store("rmat:14:8", reference, tiles=3, seed=2)
+    workers = ExternalCluster(tmp_path / "cluster").start(2)
+    try:
+        started = time.monotonic()
+        command = [sys.executable, "-m", "gtool.cli", "shard", "rmat:14:8", "-o", "out.zarr", *SHARD]
+        run = subprocess.Popen(
+            [*command, "--scheduler", workers.address, "--worker-timeout", "5"],
+            cwd=tmp_path,
+            env=environment(),
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        pids = {address: pid for address, (pid, _) in workers.workers().items()}
+        with Client(workers.address) as client:
+            while not (busy := [a for a, keys in client.processing().items() if keys]):
+                assert run.poll() is None, run.stderr.read()
+                time.sleep(0.02)
+        os.kill(pids[busy[0]], signal.SIGSTOP)
+        _, stderr = run.communicate(timeout=150)
+        elapsed = time.monotonic() - started
+    finally:
+        workers.stop()
+    assert run.returncode == 0, stderr
+    assert f"{busy[0]} sent no heartbeat for 5 s" in stderr, stderr
+    assert elapsed < 120
+    assert differences(reference, tmp_path / "out.zarr") == []

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.paths import REPO
+from bench.common import REPO
 
 
 def can_hide_folders() -> bool:
