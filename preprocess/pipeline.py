@@ -17,11 +17,13 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -108,6 +110,7 @@ from gtool.store.writing.staging import StagedOutput, is_url, local_path, publis
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")
+T = TypeVar("T")
 
 
 def check_options(options: ShardOptions) -> None:
@@ -246,6 +249,7 @@ def shard_locked(
                 scratch.start_cleanup()
                 with interrupts.completing(published(output)):
                     staged.publish()
+                sizing = in_background(stored_bytes, staged.target)  # beside the cluster's stop
                 stopping = time.perf_counter()
             cluster_seconds += time.perf_counter() - stopping
     except BaseException:
@@ -262,7 +266,7 @@ def shard_locked(
     summary.prepared = prepared
     summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}
     summary.seconds += prepared.seconds + cluster_seconds
-    summary.bytes_written = stored_bytes(staged.target)
+    summary.bytes_written = sizing.result()
     summary.peak_rss_mb = high_water.peak_rss_mb
     summary.spill_peak_bytes = high_water.peak_spill
     return summary
@@ -275,15 +279,13 @@ def ready_workers(
     source: GraphSource,
     features: FeatureSource | None,
 ) -> None:
-    """Have every worker import what the run's tasks need (gtool.preprocess.engine.preload; the kernels
-    too where a worker may run several tasks at once), and link the Dask dashboard when one runs."""
-    modules = run_modules(source, features, kernels=engine.external)
-    bounded(
-        lambda: preload(engine.client, modules),
-        options.worker_timeout,
-        engine.client,
-        "loading gtool's modules",
-    )
+    """Have every worker of an external cluster import what the run's tasks need, the kernels too (a worker
+    may run several tasks at once; gtool.preprocess.engine.preload), and link the Dask dashboard when one
+    runs. The embedded cluster's workers are forked from this process, which has imported the modules."""
+    if engine.external:
+        modules = run_modules(source, features)
+        timeout = options.worker_timeout
+        bounded(lambda: preload(engine.client, modules), timeout, engine.client, "loading gtool's modules")
     if console is None or not (options.dashboard or (engine.external and options.progress)):
         return
     link = engine.dashboard
@@ -727,6 +729,15 @@ def tile_runs(results: list[DedupeResult]) -> dict[tuple[int, int], list[DedupeR
     for parts in tiles.values():
         parts.sort(key=lambda r: r.task.first)
     return tiles
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> ThreadFuture[T]:
+    """fn(*args) in a thread of its own, started now."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="gtool-background")
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def stored_bytes(location: str) -> int:

@@ -32,7 +32,8 @@ TASK_MODULES = (
 KERNEL_MODULES = tuple(
     f"gtool.preprocess.compiled.{name}" for name in ("shuffle", "tiles", "features", "rmat")
 )
-"""numba's kernels' modules: imported on the task threads where a worker runs several at once."""
+"""numba's kernels' modules (the tasks import them on their threads, several at once on a worker of
+several threads)."""
 
 
 class Preload(WorkerPlugin):
@@ -50,11 +51,11 @@ class Preload(WorkerPlugin):
             importlib.import_module(module)
 
 
-def run_modules(*objects: Any, kernels: bool) -> list[str]:
+def run_modules(*objects: Any) -> list[str]:
     """The task modules, those of the classes of `objects` (the source, the features: their chunks'
-    classes live beside them), and the kernels' when `kernels`."""
+    classes live beside them), and the kernels'."""
     own = [type(obj).__module__ for obj in objects if obj is not None]
-    return [*TASK_MODULES, *own, *(KERNEL_MODULES if kernels else ())]
+    return [*TASK_MODULES, *own, *KERNEL_MODULES]
 
 
 def preload(client: Any, modules: list[str]) -> None:
