@@ -9,7 +9,7 @@ import typer
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
-from gtool.trainer.config import RuntimeConfig
+from gtool.trainer import RuntimeConfig
 
 from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
@@ -53,10 +53,8 @@ def predict(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch.local import RankFailed
-    from gtool.trainer.predict.forward import predict as run_prediction
-    from gtool.trainer.predict.job import checkpoint_model, prediction_job
+    from gtool.plan import PlanRequest
+    from gtool.trainer import RankFailed, checkpoint_model, prediction_job, run_prediction
 
     try:
         runtime = RuntimeConfig(**options)
