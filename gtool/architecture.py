@@ -66,7 +66,8 @@ class ModelConfig(Options):
         None, "A dense layer from the features to the hidden width first (default: the model's)."
     )
     norm: str | None = option(
-        None, "rms: RMSNorm with a learnable scale after each hidden GCN layer; none (default: the model's).",
+        None,
+        "rms: RMSNorm with a learnable scale after each hidden GCN layer; none (default: the model's).",
         choices=NORMS,
     )
     residual: bool | None = option(

@@ -19,8 +19,8 @@ from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
-from gtool.store.chunks import block_rows, read_checked
 from gtool.store import layout
+from gtool.store.chunks import block_rows, read_checked
 from gtool.store.reader import Store, StoreLike, as_store
 from gtool.store.values import first_non_finite_row, id_range_problem, label_problem, split_problem
 

@@ -82,7 +82,12 @@ class ParallelGCN:
         self.config = config
         self.num_nodes = meta.num_nodes
         self.geometry = stack_geometry(
-            config.model, comm.grid, comm.rank, meta.num_nodes, meta.num_features, meta.num_classes,
+            config.model,
+            comm.grid,
+            comm.rank,
+            meta.num_nodes,
+            meta.num_features,
+            meta.num_classes,
             data.two_matrices,
         )
         self.dims = self.geometry.dims
@@ -95,7 +100,9 @@ class ParallelGCN:
         self.layers = self.geometry.layers
         self.two_matrices = data.two_matrices
         self.adjacency = blocked_shards(data, config.model.agg_blocks, dtype)
-        full = initial_parameters(config.model, config.runtime.seed, meta.num_features, meta.num_classes, dtype)
+        full = initial_parameters(
+            config.model, config.runtime.seed, meta.num_features, meta.num_classes, dtype
+        )
         self.places = self.geometry.places()
         self.blocks = {
             name: ShardedBlock(block_of(full[name], place).to(device), comm.axes[place.axis])
@@ -203,7 +210,9 @@ class ParallelGCN:
             return x
         axes, timer = self.comm.axes, self.comm.timer
         input_grad = None if self.learned_features is not None else axes[projection.roles[0]]
-        x = transform(x, self.blocks["projection.weight"].full(), input_grad, axes[projection.roles[2]], timer)
+        x = transform(
+            x, self.blocks["projection.weight"].full(), input_grad, axes[projection.roles[2]], timer
+        )
         rows = self.feature_place.rows
         assert rows is not None
         return self._biased(x, "projection.bias", rows.real if batch is None else x.shape[0])
@@ -248,7 +257,9 @@ class ParallelGCN:
         for index in layers:
             layer, adjacency, weight = self.layers[index], adjacencies[index], self.weights[index]
             a, b, c = layer.roles
-            owns_input_grad = index == 0 and self.learned_features is not None and self.geometry.projection is None
+            owns_input_grad = (
+                index == 0 and self.learned_features is not None and self.geometry.projection is None
+            )
             input_grad = None if owns_input_grad else axes[a]
             residual = self._residual(index, x, batch) if self.geometry.residual(index) else None
             if layer.transform_first:
@@ -316,7 +327,9 @@ class ParallelGCN:
             in_rows, out_rows = inputs.count, outputs.count
         roles = (layer.roles, roles_after(layer.roles, layer.transform_first))
         grid, rank, width = self.comm.grid, self.comm.rank, self.dims[index]
-        return plan_moves(grid, rank, *roles, width, self.num_nodes, sent_rows, filled_rows, in_rows, out_rows)
+        return plan_moves(
+            grid, rank, *roles, width, self.num_nodes, sent_rows, filled_rows, in_rows, out_rows
+        )
 
     def _positions_of(self, order: str, rows, other: str) -> torch.Tensor:
         """The positions in order `other` of the real rows of band `rows` in order `order` (read once)."""

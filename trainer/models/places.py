@@ -75,7 +75,9 @@ class StackGeometry:
             h = self.head
             places["head.weight"] = Place(h.in_cols(hidden), h.out_cols(classes), h.weight_axis)
         if parts.bias and self.projection is not None:
-            places["projection.bias"] = Place(None, self.projection.out_cols(hidden), self.projection.roles[1])
+            places["projection.bias"] = Place(
+                None, self.projection.out_cols(hidden), self.projection.roles[1]
+            )
         for g in self.layers:
             if parts.bias:
                 places[f"bias.{g.layer}"] = Place(None, g.out_cols(dims[g.layer + 1]), g.row_axis)
@@ -105,7 +107,12 @@ class StackGeometry:
 
 
 def stack_geometry(
-    config: ModelConfig, grid: ProcessGrid, rank: int, num_nodes: int, num_features: int, num_classes: int,
+    config: ModelConfig,
+    grid: ProcessGrid,
+    rank: int,
+    num_nodes: int,
+    num_features: int,
+    num_classes: int,
     two_matrices: bool,
 ) -> StackGeometry:
     """The model of `config` as rank `rank` of `grid` holds it."""

@@ -124,7 +124,9 @@ class _Reshard(torch.autograd.Function):
     @staticmethod
     def forward(ctx, block, moves, group, replicas):
         ctx.moves, ctx.group, ctx.replicas = moves, group, replicas
-        received = group.all_to_all(block.reshape(-1)[moves.send_index], moves.send_splits, moves.receive_splits)
+        received = group.all_to_all(
+            block.reshape(-1)[moves.send_index], moves.send_splits, moves.receive_splits
+        )
         out = block.new_zeros(moves.out_shape)
         out.view(-1)[moves.receive_index] = received
         return out
