@@ -114,10 +114,12 @@ def stack_geometry(
     num_features: int,
     num_classes: int,
     two_matrices: bool,
+    orders: tuple[bool, ...] | None = None,
 ) -> StackGeometry:
-    """The model of `config` as rank `rank` of `grid` holds it."""
+    """The model of `config` as rank `rank` of `grid` holds it (its GCN layers in `orders`, those of
+    --layer-order if None)."""
     parts = config.components
-    orders = config.orders(num_features, num_classes)
+    orders = config.orders(num_features, num_classes) if orders is None else orders
     layers = rank_layers(grid, rank, orders, num_nodes, two_matrices, config.start)
     projection = linear_geometry(grid, rank, XYZ, num_nodes) if parts.input_projection else None
     last = layers[-1]

@@ -159,6 +159,13 @@ class SerialGCN:
     def forward(self, epoch: int, training: bool, sample: SerialSample | None = None) -> torch.Tensor:
         """Logits of every node (rows in the order of the last layer's matrix), or of the `sample`'s nodes
         (every layer multiplies by its subgraph; masks keyed by the nodes' places in the sample)."""
+        return self.hidden_and_logits(epoch, training, sample)[1]
+
+    def hidden_and_logits(
+        self, epoch: int, training: bool, sample: SerialSample | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output head's input (the last GCN layer's without a head: `gtool predict --embeddings`) and
+        the logits, as `forward`."""
         model = self.config.model
         parts = model.components
         dropping = training and model.dropout > 0
@@ -177,7 +184,7 @@ class SerialGCN:
             if f"bias.{layer}" in self.parameters:
                 z = z + self.parameters[f"bias.{layer}"]
             if layer >= self.blocks:
-                return z
+                return x, z
             if parts.norm:
                 wide = z.to(torch.promote_types(z.dtype, torch.float32))
                 inverse = torch.rsqrt(wide.square().mean(dim=1, keepdim=True) + NORM_EPS)
@@ -189,7 +196,7 @@ class SerialGCN:
                 rows = moved[layer] if moved is not None else None
                 y = y + (x if rows is None else x[rows])
             x = y
-        return self._dense(x, "head")
+        return x, self._dense(x, "head")
 
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(logits, labels)
