@@ -2,7 +2,8 @@
 
 One spawned world of 6 ranks trains three models with checkpoints (float32 on 2x1x2; float64 with learned
 features on 2x2x1; the ScaleGNN stack on 2x1x2) and predicts from each on other grids, one uneven
-(3x2x1, N = 77); the test compares the written arrays with the serial model trained the same way on the unpermuted graph.
+(3x2x1, N = 77); the test compares the written arrays with the serial model trained the same way on
+the unpermuted graph.
 """
 
 from __future__ import annotations
