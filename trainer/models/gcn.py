@@ -7,8 +7,7 @@ import numpy as np
 import torch
 
 from gtool.geometry.layers import LayerGeometry, order_of_layer_output, padded_slice, roles_after
-from gtool.loader.load import read_node_ids, read_positions
-from gtool.loader.rank_data import RankData
+from gtool.loader import RankData, read_node_ids, read_positions
 from gtool.store.reader import Store, open_store
 from gtool.trainer.comm.groups import AxisGroup, GridComm
 from gtool.trainer.config import TrainConfig
