@@ -50,7 +50,7 @@ def predict(
     """
     from gtool.interrupts import Interrupts
     from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch.local import RankFailed
+    from gtool.trainer.launch.failures import RankFailed
     from gtool.trainer.predict.forward import predict as run_prediction
     from gtool.trainer.predict.job import checkpoint_model, prediction_job
 

@@ -43,7 +43,7 @@ def train(
     from gtool.plan.model.planner import PlanRequest
     from gtool.trainer.fit.train import train as run_training
     from gtool.trainer.launch.environment import environment_rank
-    from gtool.trainer.launch.local import RankFailed
+    from gtool.trainer.launch.failures import RankFailed
 
     opened = open_store(store)
     launched = environment_rank()

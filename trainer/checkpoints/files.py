@@ -24,6 +24,7 @@ from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.units import human_bytes
 
 LATEST = "latest.json"
@@ -179,6 +180,7 @@ class Checkpoints:
         if self.comm.everyone.index != 0:
             return
         manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
+        refuse_orphaned(f"the checkpoint {target}")
         _write_json(target / MANIFEST, manifest)
         _write_json(self.directory / LATEST, {"epoch": epoch, "path": target.name})
         for old in self.directory.glob("epoch-*"):
