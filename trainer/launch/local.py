@@ -36,8 +36,8 @@ RANK_BASE_BYTES = 300 << 20
 @contextmanager
 def numba_share(world_size: int) -> Iterator[None]:
     """While the supervisor is spawned: numba's thread pool (NUMBA_NUM_THREADS, read when the supervisor
-    imports numba, for every rank it forks) sized to one rank's share of this machine's cores, unless the environment sets it, so that ranks do
-    not keep threads busy on the cores the other ranks compute on."""
+    imports numba, for every rank it forks) sized to one rank's share of this machine's cores, unless the
+    environment sets it, so that ranks do not keep threads busy on the cores the other ranks compute on."""
     if "NUMBA_NUM_THREADS" in os.environ:
         yield
         return
