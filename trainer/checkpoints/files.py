@@ -32,6 +32,7 @@ from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects, ranks_text
 from gtool.trainer.checkpoints.validity import RANK_FILE, missing_rank_files, shape_problem
 from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.units import human_bytes
 
 LATEST = "latest.json"
@@ -281,6 +282,7 @@ class Checkpoints:
             self.best_epoch = best[0]
         if everyone.index != 0:
             return
+        refuse_orphaned(f"the checkpoint of epoch {epoch} in {self.directory}")
         for pointer in (BEST, LATEST):  # the best copy first: a checkpoint's history names its epoch
             if pointer in parts:
                 number, name, _ = parts[pointer]
