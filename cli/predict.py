@@ -25,9 +25,7 @@ def predict(
     store: str = typer.Argument(
         ..., help="The store to predict on (the one trained on, or one of its shape)."
     ),
-    checkpoint: str = typer.Option(
-        ..., help="The --checkpoint DIR of a `gtool train` run (its latest is used)."
-    ),
+    checkpoint: str = typer.Option(..., help="The --checkpoint DIR of a `gtool train` run (see --use)."),
     output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
     grid: str = typer.Option(
         "1x1x1",
@@ -41,6 +39,12 @@ def predict(
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace OUT when it exists (only once the new one is complete)."
+    ),
+    use: str = typer.Option(
+        "best",
+        "--use",
+        help="best: the model of the best validation accuracy that the checkpoint folder keeps (its latest "
+        "checkpoint when it has none); latest: the latest checkpoint's.",
     ),
     **options: Any,
 ) -> None:
@@ -62,7 +66,7 @@ def predict(
         gx, gy, gz = parse_dims(grid, 3, "--grid")
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite)
+    job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite, use)
     try:
         with Interrupts():  # SIGTERM too unwinds: the ranks are stopped, nothing is published
             run_prediction(job)

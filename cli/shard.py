@@ -97,8 +97,18 @@ def shard(
     scheduler: str = typer.Option(
         None, "--scheduler", help="Address of an existing dask.distributed scheduler."
     ),
+    worker_timeout: float = typer.Option(
+        60.0,
+        "--worker-timeout",
+        help="Seconds without a heartbeat after which a Dask worker is named, restarted and its tasks run "
+        "elsewhere.",
+    ),
+    dashboard: bool = typer.Option(False, "--dashboard", help="Run the local cluster's Dask dashboard."),
     spill_dir: str = typer.Option(
-        None, "--spill-dir", help="Where intermediate files go [default: beside STORE]."
+        None,
+        "--spill-dir",
+        help="Folder for intermediate files, on a file system (shared by every worker with --scheduler) "
+        "[default: beside STORE].",
     ),
     cache_dir: str = typer.Option(
         None,
@@ -138,6 +148,8 @@ def shard(
         workers=workers,
         scheduler=scheduler,
         spill_dir=spill_dir,
+        worker_timeout=worker_timeout,
+        dashboard=dashboard,
         cache_dir=cache_dir,
         no_cache=no_cache,
         overwrite=overwrite,

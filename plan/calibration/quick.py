@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,7 +56,7 @@ def _all_reduce_seconds(k: int, g: int, sizes: tuple[int, ...]) -> list[float]:
     """Per size in bytes, the seconds of an all-reduce in groups of g, k threads in k/g groups reducing
     at once: the fastest of REPEATS runs of CALLS calls (the median call of a run counts)."""
     store = dist.HashStore()
-    groups: list[dist.ProcessGroup | None] = [None] * k
+    groups: list[Any] = [None] * k  # ProcessGroupGloo
 
     def join(i: int) -> None:
         prefixed = dist.PrefixStore(f"group{i // g}", store)
@@ -96,10 +97,10 @@ def _collective_costs(ks: list[int]) -> tuple[dict[int, CollectiveCost], dict[in
     for k in ks:
         extra = []
         for g in (g for g in ks if g < k):
-            (seconds,) = _all_reduce_seconds(k, g, MESSAGE_BYTES[:1])
-            points[f"{g}/{k}"] = [(MESSAGE_BYTES[0], seconds)]
+            (together,) = _all_reduce_seconds(k, g, MESSAGE_BYTES[:1])
+            points[f"{g}/{k}"] = [(MESSAGE_BYTES[0], together)]
             alone = costs[g].latency + 2 * (g - 1) / g * MESSAGE_BYTES[0] * costs[g].seconds_per_byte
-            extra.append(seconds - alone)
+            extra.append(together - alone)
         added[k] = max(float(np.mean(extra)), 0.0) if extra else 0.0
     return costs, added, points
 

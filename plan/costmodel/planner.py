@@ -61,6 +61,7 @@ class PlanRequest:
                 f"--ranks {self.ranks:,}: gtool plan prices grids of up to {MAX_RANKS:,} ranks (it prices "
                 "every rank of every grid, so its time and memory grow with the ranks)"
             )
+        object.__setattr__(self, "model", self.model.for_mode(self.batch_size is not None))
 
     @property
     def node_ranks(self) -> int:
