@@ -10,9 +10,7 @@ from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.sources.cache.record import Preparation
-from gtool.preprocess.summary import ShardSummary
+from gtool.preprocess import Preparation, ShardOptions, ShardSummary
 from gtool.units import human_bytes, parse_bytes
 
 from .common import console, ignore_signals_at_exit, reports_errors
@@ -131,7 +129,7 @@ def shard(
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""
     from gtool.interrupts import Interrupts
-    from gtool.preprocess.pipeline import shard as run_shard
+    from gtool.preprocess import shard as run_shard
 
     options = ShardOptions(
         tiles=_square_tiles(tiles),
