@@ -51,6 +51,12 @@ class RuntimeConfig(Options):
     checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
     resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
     log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+    target_accuracy: float | None = option(
+        None,
+        "Stop once the validation accuracy (ROC-AUC on a multi-label store) reaches A at an evaluation; "
+        "the summary gives the training seconds to reach it.",
+        positive=True,
+    )
 
     def combined_problems(self) -> list[str]:
         problems = []
@@ -58,6 +64,8 @@ class RuntimeConfig(Options):
             problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
+        if self.target_accuracy is not None and self.target_accuracy > 1:
+            problems.append(f"--target-accuracy must be at most 1 (a fraction), got {self.target_accuracy}")
         return problems
 
     @property

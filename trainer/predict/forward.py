@@ -2,7 +2,8 @@
 
 Each rank computes its logits block (with --embeddings, the last layer's input block too) as training
 evaluates; `writer` writes the blocks into a staging folder that rank 0 publishes once complete: OUT/logits
-(N x classes, row i: original node i), OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
+(N x classes, row i: original node i), OUT/probabilities (multi-label stores: each task's sigmoid),
+OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from gtool.trainer.fit.trainer import load_model_rank, logit_targets
 from gtool.trainer.launch.environment import RankEnv, environment_rank
 from gtool.trainer.launch.start import join_grid, start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
-from gtool.trainer.nn.loss import accuracies
 from gtool.trainer.predict.job import PredictJob
 from gtool.trainer.predict.writer import HeldBlock, write_node_rows
 
@@ -43,7 +43,8 @@ from gtool.trainer.predict.writer import HeldBlock, write_node_rows
 def _held(
     model: ParallelGCN, comm: GridComm, which: str, values: torch.Tensor
 ) -> tuple[HeldBlock, list[Band], int]:
-    """This rank's block of `which` (logits: the last layer's output; embeddings: its input), the column
+    """This rank's block of `which` (logits, probabilities: the last layer's output, or its sigmoid;
+    embeddings: its input), the column
     band of every rank's block of it (bands do not depend on the layer's matrix) and the array's width."""
     last = len(model.layers) - 1
     geometry = model.layers[last]
@@ -51,7 +52,7 @@ def _held(
     everyone = [
         rank_layers(comm.grid, r, orders, model.num_nodes, False)[last] for r in range(comm.grid.size)
     ]
-    if which == "logits":
+    if which in ("logits", "probabilities"):
         width, order = model.dims[last + 1], order_of_layer_output(last)
         rows, writes = geometry.rows, comm.coords[geometry.replica_axis] == 0
         columns = [g.out_cols(width) for g in everyone]
@@ -101,10 +102,13 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     model = ParallelGCN(data, comm, config, device)
     TrainedParameters(job.manifest).load_into(model)
     outputs = _outputs(model, job.embeddings)
+    metric = "rocauc" if data.meta.labels.multi_label else "accuracy"
+    if metric == "rocauc":
+        outputs["probabilities"] = torch.sigmoid(outputs["logits"])
     try:
-        accuracy, unscored = accuracies(outputs["logits"], logit_targets(data, model, comm, device)), None
+        scores, unscored = logit_targets(data, model, comm, device).scores(outputs["logits"]), None
     except GtoolError as error:  # no labels, or none to train on: the logits are written all the same
-        accuracy, unscored = None, str(error)
+        scores, unscored = None, str(error)
     del data
     computed = time.perf_counter() - started
     staged = StagedOutput(job.output, job.overwrite, PREDICT_OUTPUT) if comm.rank == 0 else None
@@ -118,7 +122,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
             "epoch": job.manifest["epoch"],
             "grid": "x".join(map(str, comm.grid.dims)),
             "rows": _write(comm, job, outputs, model),
-            "accuracy": accuracy,
+            metric: scores,
             "unscored": unscored,
             "seconds": {"forward": computed, "total": time.perf_counter() - started},
         }
@@ -137,18 +141,19 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
 
 
 def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
-    """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
-    widths = {"logits": dims[-1], "embeddings": dims[-2]}
+    """The closing lines: what was written from what, and per split the accuracy of the logits' argmax
+    (multi-label: the ROC-AUC averaged over tasks)."""
+    widths = {"logits": dims[-1], "probabilities": dims[-1], "embeddings": dims[-2]}
     shapes = ", ".join(f"{name} {rows} x {widths[name]}" for name, rows in summary["rows"].items())
-    accuracy = summary["accuracy"]
-    if accuracy is None:
+    metric = "rocauc" if "rocauc" in summary else "accuracy"
+    if summary[metric] is None:
         scores = f"n/a ({summary['unscored']})"
     else:
-        scores = "  ".join(f"{split} {value:.4f}" for split, value in accuracy.items())
+        scores = "  ".join(f"{split} {value:.4f}" for split, value in summary[metric].items())
     return (
         f"gtool predict: wrote {output} ({shapes}; rows in the original node order) from "
         f"{summary['checkpoint']} (epoch {summary['epoch']}) on grid {summary['grid']} in "
-        f"{summary['seconds']['total']:.1f}s\naccuracy: {scores}"
+        f"{summary['seconds']['total']:.1f}s\n{'ROC-AUC' if metric == 'rocauc' else 'accuracy'}: {scores}"
     )
 
 

@@ -26,6 +26,7 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         comm=single_rank_comm(),
         train_epoch=lambda epoch: EpochRecord(epoch, losses[epoch], 0.0, 0.0, 0.0, 0.0),
         evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
+        metric="accuracy",
         state=lambda: {"model": {}},
     )
     monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
