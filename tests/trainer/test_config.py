@@ -15,3 +15,11 @@ def test_config_rejects_bad_values() -> None:
     not_finite = r"--dropout must be a finite number, got inf; --lr must be a finite number, got nan"
     with pytest.raises(ValueError, match=not_finite):  # nan passes every bound; an inf timeout overflowed
         TrainConfig.of("s", lr=float("nan"), dropout=float("inf"))
+
+
+def test_target_accuracy_is_a_fraction() -> None:
+    with pytest.raises(ValueError, match="--target-accuracy must be at most 1"):
+        TrainConfig.of("s", target_accuracy=81.5)
+    with pytest.raises(ValueError, match="--target-accuracy must be > 0"):
+        TrainConfig.of("s", target_accuracy=0.0)
+    assert TrainConfig.of("s", target_accuracy=1.0).runtime.target_accuracy == 1.0
