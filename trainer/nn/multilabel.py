@@ -104,16 +104,16 @@ def roc_auc(logits: torch.Tensor, targets: MultiLabelTargets) -> dict[str, float
     group = targets.row_group
     with torch.no_grad():
         real = targets.real_classes
-        scores = group.all_gather(logits[:, :real].contiguous().flatten()).view(-1, real)
-        codes = group.all_gather(targets.split_codes().flatten()).view(-1, real)
+        rows = group.size * logits.shape[0]  # every rank of the group holds a band of the same height
+        scores = group.all_gather(logits[:, :real].contiguous().flatten()).view(rows, real)
+        codes = group.all_gather(targets.split_codes().flatten()).view(rows, real)
         mine = torch.arange(group.index, real, group.size, device=scores.device)
-        scores, codes = scores[:, mine], codes[:, mine].to(torch.int64)
-        totals = torch.zeros(2, len(SPLITS), dtype=torch.float64, device=scores.device)
-        for index, code in enumerate(SPLIT_CODES.values()):
-            labels = torch.where(codes.div(2, rounding_mode="floor") == code, codes.remainder(2), -1)
-            auc = task_roc_auc(scores, labels)
-            valid = ~auc.isnan()
-            totals[0, index], totals[1, index] = auc[valid].sum(), valid.sum()
+        scores, codes = scores[:, mine], codes[:, mine]
+        split_of, label = codes.div(2, rounding_mode="floor"), codes.remainder(2)
+        labels = torch.stack([torch.where(split_of == code, label, -1) for code in SPLIT_CODES.values()])
+        auc = task_roc_auc(scores, labels)
+        valid = ~auc.isnan()
+        totals = torch.stack([torch.where(valid, auc, 0.0).sum(dim=1), valid.sum(dim=1).to(torch.float64)])
         targets.row_group.all_reduce(totals)
         targets.class_group.all_reduce(totals)
     sums, tasks = totals.tolist()
