@@ -50,6 +50,7 @@ def test_tasks_that_follow_communities_reach_a_high_test_roc_auc(store: str, tmp
     assert all(epoch["accuracy"] is None for epoch in epochs)
     assert all({f"{split}_rocauc" for split in SPLITS} <= set(epoch) for epoch in epochs)
     text = " ".join(result.stdout.split())
+    assert "2999 nodes" in text and "7 binary tasks (multi-label)" in text
     assert "valid_rocauc" in text and "best validation ROC-AUC" in text and "test ROC-AUC at best" in text
 
 

@@ -190,7 +190,10 @@ class Reporter:
         name = METRIC_NAMES[summary.metric]
         if history.best_valid is None:
             evaluated = any(record.scores is not None for record in summary.epochs)
-            why = "the store has no validation nodes" if evaluated else "no evaluation yet"
+            nothing = (
+                "no validation task has both classes" if summary.metric == ROCAUC else "no validation nodes"
+            )
+            why = f"the store has {nothing}" if evaluated else "no evaluation yet"
             table.add_row(f"best validation {name}", f"n/a ({why})")
         else:
             best = f"{history.best_valid:.4f} (epoch {history.best_epoch})"
