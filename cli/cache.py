@@ -9,13 +9,7 @@ import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.preprocess.sources.cache.entries import (
-    cache_folder,
-    list_entries,
-    other_files,
-    remove_entries,
-    remove_orphan_notes,
-)
+from gtool.preprocess import cache_folder, list_entries, other_files, remove_entries, remove_orphan_notes
 from gtool.units import human_bytes
 
 from .common import console, reports_errors

@@ -10,9 +10,7 @@ from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.sources.cache.record import Preparation
-from gtool.preprocess.summary import ShardSummary
+from gtool.preprocess import Preparation, ShardOptions, ShardSummary
 from gtool.units import human_bytes, parse_bytes
 
 from .common import console, ignore_signals_at_exit, reports_errors
@@ -99,8 +97,18 @@ def shard(
     scheduler: str = typer.Option(
         None, "--scheduler", help="Address of an existing dask.distributed scheduler."
     ),
+    worker_timeout: float = typer.Option(
+        60.0,
+        "--worker-timeout",
+        help="Seconds without a heartbeat after which a Dask worker is named, restarted and its tasks run "
+        "elsewhere.",
+    ),
+    dashboard: bool = typer.Option(False, "--dashboard", help="Run the local cluster's Dask dashboard."),
     spill_dir: str = typer.Option(
-        None, "--spill-dir", help="Where intermediate files go [default: beside STORE]."
+        None,
+        "--spill-dir",
+        help="Folder for intermediate files, on a file system (shared by every worker with --scheduler) "
+        "[default: beside STORE].",
     ),
     cache_dir: str = typer.Option(
         None,
@@ -121,7 +129,7 @@ def shard(
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""
     from gtool.interrupts import Interrupts
-    from gtool.preprocess.pipeline import shard as run_shard
+    from gtool.preprocess import shard as run_shard
 
     options = ShardOptions(
         tiles=_square_tiles(tiles),
@@ -140,6 +148,8 @@ def shard(
         workers=workers,
         scheduler=scheduler,
         spill_dir=spill_dir,
+        worker_timeout=worker_timeout,
+        dashboard=dashboard,
         cache_dir=cache_dir,
         no_cache=no_cache,
         overwrite=overwrite,

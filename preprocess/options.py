@@ -31,3 +31,7 @@ class ShardOptions:
     chunk_edges: int | None = None
     overwrite: bool = False
     progress: bool = False
+    worker_timeout: float = 60.0
+    """Seconds without a heartbeat after which a Dask worker is taken for stalled and restarted."""
+    dashboard: bool = False
+    """Run the embedded cluster's Dask dashboard (an external cluster's is linked when it runs one)."""

@@ -15,12 +15,15 @@ import datetime as dt
 import functools
 import logging
 import os
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -56,6 +59,16 @@ from gtool.preprocess.edges.reducer import (
 from gtool.preprocess.edges.tile_arrays import create_matrix_groups
 from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
 from gtool.preprocess.engine.monitor import HighWater
+from gtool.preprocess.engine.preload import preload, run_modules
+from gtool.preprocess.engine.shared import (
+    SHARED_FS,
+    Place,
+    bounded,
+    check_shared,
+    input_files,
+    read_places,
+    written_places,
+)
 from gtool.preprocess.engine.threaded import gathered, in_parts, scattered
 from gtool.preprocess.nodes.feature_shuffle import assemble_bucket, plan_shuffle, route_block
 from gtool.preprocess.nodes.node_writer import (
@@ -67,6 +80,7 @@ from gtool.preprocess.nodes.node_writer import (
 )
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.paths import resolved
 from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
@@ -96,6 +110,7 @@ from gtool.store.writing.staging import StagedOutput, is_url, local_path, publis
 from gtool.version import __version__
 
 NORMALIZATIONS = ("sym", "none")
+T = TypeVar("T")
 
 
 def check_options(options: ShardOptions) -> None:
@@ -111,6 +126,10 @@ def check_options(options: ShardOptions) -> None:
             f"--num-features and --num-classes must be positive, got {options.num_features} and "
             f"{options.num_classes}"
         )
+    if not options.worker_timeout > 0:
+        raise GtoolError(
+            f"--worker-timeout must be a positive number of seconds, got {options.worker_timeout}"
+        )
     if options.seed < 0:
         raise GtoolError(f"--seed must be >= 0, got {options.seed}")
     for flag, value in (("--cache-dir", options.cache_dir), ("--spill-dir", options.spill_dir)):
@@ -123,12 +142,17 @@ def shard(
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
     check_options(options)
+    given = output
+    source_spec, output, options = resolved(source_spec, output, options)
     check_outside_output(output, options)
+    check_cluster_spill(output, options)
     try:
         with Interrupts() as interrupts, output_lock(output) as lock:
             if lock is not None:
                 interrupts.on_abandon(lock.release)
-            return shard_locked(source_spec, output, options, console, interrupts)
+            summary = shard_locked(source_spec, output, options, console, interrupts)
+            summary.store = given
+            return summary
     except OSError as exc:
         error = storage_error(exc, output, run_places(output, options)) or vanished(exc, output)
         if error is not None:
@@ -151,6 +175,26 @@ def check_outside_output(output: str, options: ShardOptions) -> None:
                 f"{folder} ({what}): is the output store {output} or inside it, which publishing the store "
                 "replaces: give a folder outside the output"
             )
+
+
+def check_cluster_spill(output: str, options: ShardOptions) -> None:
+    """Refuse an external cluster writing to a URL without --spill-dir: the spill folder would go beside
+    this process (the folder it runs in), which the workers of other machines do not see."""
+    if options.scheduler and is_url(output) and not options.spill_dir:
+        raise GtoolError(
+            f"-o {output} with --scheduler needs --spill-dir: a folder on {SHARED_FS} for the run's "
+            "intermediate files, which the workers write and read"
+        )
+
+
+def spill_root(output: str, options: ShardOptions) -> tuple[str | None, str]:
+    """Where the spill folder goes and what that place is: --spill-dir; beside a local output; for a URL
+    output, this machine's temporary folder (an embedded cluster's workers share this machine)."""
+    if options.spill_dir:
+        return options.spill_dir, "given by --spill-dir"
+    if is_url(output):
+        return tempfile.gettempdir(), "this machine's temporary folder, for a URL output"
+    return None, "the output's folder"
 
 
 def run_places(output: str, options: ShardOptions) -> dict[str, str]:
@@ -178,7 +222,7 @@ def shard_locked(
     declared = options.num_nodes or source.num_nodes() or 0
     budget = Budget(limit, declared, *run_shape(options.scheduler, workers), tiles=options.tiles)
     feature_file = open_feature_file(options.features, declared, budget) if options.features else None
-    scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
+    scratch = SpillDir(*spill_root(output, options), staged.near, staged.identity)
     interrupts.on_abandon(scratch.cleanup)
     prepared: Preparation | None = None
     try:
@@ -188,10 +232,16 @@ def shard_locked(
             )
             starting = time.perf_counter()
             with (
-                dask_engine(options.scheduler, workers, limit) as engine,
+                dask_engine(
+                    options.scheduler, workers, limit, options.worker_timeout, options.dashboard
+                ) as engine,
                 StageRunner(engine.client, console, options.progress) as stages,
             ):
                 cluster_seconds = time.perf_counter() - starting
+                ready_workers(engine, options, console, source, feature_file)
+                if engine.external:
+                    places = shared_places(output, options, scratch, source, feature_file)
+                    check_shared(engine.client, places, options.worker_timeout)
                 stages.on_every_worker(compiled.warm)
                 summary = ShardRun(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
@@ -199,6 +249,7 @@ def shard_locked(
                 scratch.start_cleanup()
                 with interrupts.completing(published(output)):
                     staged.publish()
+                sizing = in_background(stored_bytes, staged.target)  # beside the cluster's stop
                 stopping = time.perf_counter()
             cluster_seconds += time.perf_counter() - stopping
     except BaseException:
@@ -215,10 +266,48 @@ def shard_locked(
     summary.prepared = prepared
     summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}
     summary.seconds += prepared.seconds + cluster_seconds
-    summary.bytes_written = stored_bytes(staged.target)
+    summary.bytes_written = sizing.result()
     summary.peak_rss_mb = high_water.peak_rss_mb
     summary.spill_peak_bytes = high_water.peak_spill
     return summary
+
+
+def ready_workers(
+    engine: Engine,
+    options: ShardOptions,
+    console: Console | None,
+    source: GraphSource,
+    features: FeatureSource | None,
+) -> None:
+    """Have every worker of an external cluster import what the run's tasks need, the kernels too (a worker
+    may run several tasks at once; gtool.preprocess.engine.preload), and link the Dask dashboard when one
+    runs. The embedded cluster's workers are forked from this process, which has imported the modules."""
+    if engine.external:
+        modules = run_modules(source, features)
+        timeout = options.worker_timeout
+        bounded(lambda: preload(engine.client, modules), timeout, engine.client, "loading gtool's modules")
+    if console is None or not (options.dashboard or (engine.external and options.progress)):
+        return
+    link = engine.dashboard
+    if link:
+        console.print(f"Dask dashboard: {link}", highlight=False, soft_wrap=True)
+    elif options.dashboard:
+        console.print("notice: --dashboard: no Dask dashboard runs: it needs bokeh (pip install bokeh)")
+
+
+def shared_places(
+    output: str, options: ShardOptions, scratch: SpillDir, *inputs: GraphSource | FeatureSource | None
+) -> list[Place]:
+    """What the workers of an external cluster must see: the output's folder (or URL), the spill folder,
+    the cache, and the input files they read (after preparation: the copies of compressed members)."""
+    written = [
+        ("-o", output) if is_url(output) else ("-o's folder", os.path.dirname(output)),
+        ("the spill folder", str(scratch.path)),
+    ]
+    cache = cache_dir(options)
+    if cache is not None:
+        written.append((f"the cache, {cache.origin}", str(cache.path)))
+    return written_places(written) + read_places(input_files(*inputs), "an input the workers read")
 
 
 def work_dir(options: ShardOptions, scratch: SpillDir) -> CacheFolder:
@@ -640,6 +729,15 @@ def tile_runs(results: list[DedupeResult]) -> dict[tuple[int, int], list[DedupeR
     for parts in tiles.values():
         parts.sort(key=lambda r: r.task.first)
     return tiles
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> ThreadFuture[T]:
+    """fn(*args) in a thread of its own, started now."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="gtool-background")
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def stored_bytes(location: str) -> int:

@@ -50,6 +50,9 @@ class RuntimeConfig(Options):
     checkpoint: str | None = option(None, "Directory of sharded checkpoints.")
     checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
     resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
+    overwrite: bool = option(
+        False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
+    )
     log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
     target_accuracy: float | None = option(
         None,
@@ -66,6 +69,10 @@ class RuntimeConfig(Options):
             problems.append("--resume needs --checkpoint DIR")
         if self.target_accuracy is not None and self.target_accuracy > 1:
             problems.append(f"--target-accuracy must be at most 1 (a fraction), got {self.target_accuracy}")
+        if self.overwrite and not self.checkpoint:
+            problems.append("--overwrite needs --checkpoint DIR")
+        if self.overwrite and self.resume:
+            problems.append("--overwrite replaces the checkpoint that --resume continues: pass one of them")
         return problems
 
     @property

@@ -98,23 +98,24 @@ class _BinaryCrossEntropy(torch.autograd.Function):
 
 
 def roc_auc(logits: torch.Tensor, targets: MultiLabelTargets) -> dict[str, float]:
-    """ROC-AUC per split, exact: the a-group gathers its blocks' rows (each rank then holds every node's
-    scores of its class band), each rank of it ranks every G_a-th task of the band, and the sums of the
-    tasks' AUCs and their counts are added over the a- and b-groups."""
+    """ROC-AUC per split, exact and the same bits on every rank: the a-group gathers its blocks' rows (each
+    rank then holds every node's scores of its class band), each rank of it ranks every G_a-th task of the
+    band, the a-group adds up the tasks' AUCs (each task's comes from one rank, the others add zeros) and
+    the b-group gathers them, so that every rank averages every task's AUC in the same order."""
     group = targets.row_group
     with torch.no_grad():
-        real = targets.real_classes
+        real, width = targets.real_classes, logits.shape[1]
         rows = group.size * logits.shape[0]  # every rank of the group holds a band of the same height
         scores = group.all_gather(logits[:, :real].contiguous().flatten()).view(rows, real)
         codes = group.all_gather(targets.split_codes().flatten()).view(rows, real)
         mine = torch.arange(group.index, real, group.size, device=scores.device)
-        scores, codes = scores[:, mine], codes[:, mine]
-        split_of, label = codes.div(2, rounding_mode="floor"), codes.remainder(2)
+        split_of, label = codes[:, mine].div(2, rounding_mode="floor"), codes[:, mine].remainder(2)
         labels = torch.stack([torch.where(split_of == code, label, -1) for code in SPLIT_CODES.values()])
-        auc = task_roc_auc(scores, labels)
-        valid = ~auc.isnan()
-        totals = torch.stack([torch.where(valid, auc, 0.0).sum(dim=1), valid.sum(dim=1).to(torch.float64)])
-        targets.row_group.all_reduce(totals)
-        targets.class_group.all_reduce(totals)
-    sums, tasks = totals.tolist()
+        auc = task_roc_auc(scores[:, mine], labels)
+        band = torch.zeros(2, len(SPLITS), width, dtype=torch.float64, device=scores.device)
+        band[0][:, mine] = torch.nan_to_num(auc, nan=0.0)
+        band[1][:, mine] = (~auc.isnan()).to(torch.float64)
+        group.all_reduce(band)
+        every = targets.class_group.all_gather(band.flatten()).view(-1, 2, len(SPLITS), width)
+        sums, tasks = every[:, 0].sum(dim=(0, 2)).tolist(), every[:, 1].sum(dim=(0, 2)).tolist()
     return {name: s / t if t else float("nan") for name, s, t in zip(SPLITS, sums, tasks, strict=True)}

@@ -27,6 +27,7 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         train_epoch=lambda epoch: EpochRecord(epoch, losses[epoch], 0.0, 0.0, 0.0, 0.0),
         evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
         metric="accuracy",
+        model=SimpleNamespace(state=lambda: {}),
         state=lambda: {"model": {}},
     )
     monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
@@ -65,6 +66,7 @@ def scripted_trainer(tmp_path, valid: dict[int, float], **options) -> SimpleName
         train_epoch=train_epoch,
         evaluate=lambda: {"train": 1.0, "valid": valid[current["epoch"]], "test": 0.5},
         metric="accuracy",
+        model=SimpleNamespace(state=lambda: {}),
         state=lambda: {"model": {}},
         load_state=lambda state: None,
     )
