@@ -26,7 +26,10 @@ def flag_parameters(section: type, only: Iterable[str] | None = None) -> list[in
         annotation = hints[field.name]
         if isinstance(annotation, types.UnionType):  # X | None: Typer takes X with a default of None
             annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-        flag = typer.Option(field.default, *spec.spellings(field.name), help=spec.help)
+        spellings = spec.spellings(field.name)
+        if annotation is bool and field.default is not False:  # on by default or decided later: both ways
+            spellings[0] = f"{spellings[0]}/--no-{spellings[0][2:]}"
+        flag = typer.Option(field.default, *spellings, help=spec.help)
         parameters.append(
             inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=flag, annotation=annotation)
         )
