@@ -29,6 +29,7 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         metric="accuracy",
         model=SimpleNamespace(state=lambda: {}),
         state=lambda: {"model": {}},
+        model=SimpleNamespace(state=dict),  # the best model's parts (none here)
     )
     monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
     with pytest.raises(GtoolError, match="the loss is nan at epoch 2: training diverged"):
