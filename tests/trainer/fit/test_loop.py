@@ -27,7 +27,6 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         train_epoch=lambda epoch: EpochRecord(epoch, losses[epoch], 0.0, 0.0, 0.0, 0.0),
         evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
         metric="accuracy",
-        model=SimpleNamespace(state=lambda: {}),
         state=lambda: {"model": {}},
         model=SimpleNamespace(state=dict),  # the best model's parts (none here)
     )
