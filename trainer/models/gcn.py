@@ -174,7 +174,7 @@ class ParallelGCN:
         config = self.config
         step = None if batch is None else batch.step
         width = self.input_widths[index]
-        return MaskSpec.of(config.runtime.seed, index, epoch, config.model.dropout, width, step)
+        return MaskSpec.of(config.runtime.seed, index, epoch, config.model.dropout_rate, width, step)
 
     def feature_placement(self, batch: StepBatch | None) -> Placement:
         rows, cols = self.feature_place.rows, self.feature_place.cols
@@ -201,7 +201,7 @@ class ParallelGCN:
         x = self.input_block()
         if batch is not None:
             x = x[batch.input_rows]
-        if training and self.config.model.dropout > 0:
+        if training and self.config.model.dropout_rate > 0:
             with self.comm.timer.phase("dense"):
                 x = dropout(x, self.mask(0, epoch, batch), self.feature_placement(batch))
         projection = self.geometry.projection
@@ -286,7 +286,7 @@ class ParallelGCN:
         residual: torch.Tensor | None,
     ) -> torch.Tensor:
         """residual + dropout(relu(norm(z))) of GCN layer `index`'s output (norm and residual if any)."""
-        dropping = training and self.config.model.dropout > 0
+        dropping = training and self.config.model.dropout_rate > 0
         spec = self.mask(index + 1, epoch, batch) if dropping else NO_DROPOUT
         placement = self.output_placement(index, batch)
         layer = self.layers[index]
