@@ -56,7 +56,7 @@ def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last
     )
     if needs_input:
         seconds += gemm.seconds(multiplied, cols_out, cols_in, item)
-    if shape.layer == 0 and m.dropout > 0:
+    if shape.layer == 0 and m.dropout_rate > 0:
         input_elements = shape.inputs * cols_in
         seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
     if not last:
