@@ -19,8 +19,9 @@ from gtool.preprocess.sources.cache.entries import (
 from gtool.units import human_bytes
 
 from .common import console, reports_errors
+from .help import App
 
-app = typer.Typer(
+app = App(
     help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "
     "input member (a deflated .npz member, a .gz text file, an OGB CSV file), named by a fingerprint of "
     "the input (a hash of its size, modification time and first and last MiB), in --cache-dir (default: "

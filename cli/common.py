@@ -17,6 +17,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console(stderr=True)
 
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress: only the result and any error.")
+"""-q of every command that shows progress."""
+
 
 def reports_errors(command: F) -> F:
     """Print a GtoolError as one red line (no traceback) and exit with status 2; Ctrl-C exits 130, SIGTERM

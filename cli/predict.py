@@ -11,7 +11,7 @@ from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
 from gtool.trainer.config import RuntimeConfig
 
-from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
@@ -29,11 +29,7 @@ def predict(
         ..., help="The --checkpoint DIR of a `gtool train` run (its latest is used)."
     ),
     output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
-    grid: str = typer.Option(
-        "1x1x1",
-        help="Process grid GXxGYxGZ of the forward pass (any, whatever trained), or auto: the grid gtool "
-        "plan finds fastest for training the model on the ranks (whose forward this is).",
-    ),
+    grid: str = GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
     embeddings: bool = typer.Option(

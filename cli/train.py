@@ -16,7 +16,7 @@ from gtool.store.reader import open_store
 from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
-from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import given_on_command_line, with_options
 
@@ -26,11 +26,7 @@ from .options import given_on_command_line, with_options
 def train(
     context: typer.Context,
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
-    grid: str = typer.Option(
-        "1x1x1",
-        help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
-        "(with --batch-size, the replicas too, unless --data-parallel is given).",
-    ),
+    grid: str = GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
     **options: Any,

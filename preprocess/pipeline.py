@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import fsspec
@@ -55,6 +55,7 @@ from gtool.preprocess.edges.reducer import (
 )
 from gtool.preprocess.edges.tile_arrays import create_matrix_groups
 from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
+from gtool.preprocess.engine.iostats import StageIO
 from gtool.preprocess.engine.monitor import HighWater
 from gtool.preprocess.engine.threaded import gathered, in_parts, scattered
 from gtool.preprocess.nodes.feature_shuffle import assemble_bucket, plan_shuffle, route_block
@@ -67,7 +68,7 @@ from gtool.preprocess.nodes.node_writer import (
 )
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
-from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
+from gtool.preprocess.permutation import DEGREE_SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import CacheFolder, cache_folder
@@ -95,34 +96,11 @@ from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.version import __version__
 
-NORMALIZATIONS = ("sym", "none")
-
-
-def check_options(options: ShardOptions) -> None:
-    """Reject option values that cannot work before any reading starts."""
-    if options.tiles < 1:
-        raise GtoolError(f"--tiles must be at least 1x1, got {options.tiles}")
-    if options.norm not in NORMALIZATIONS:
-        raise GtoolError(f"--norm must be one of {', '.join(NORMALIZATIONS)}, got {options.norm!r}")
-    if options.perm not in SCHEMES:
-        raise GtoolError(f"--perm must be one of {', '.join(SCHEMES)}, got {options.perm!r}")
-    if options.num_features < 1 or (options.num_classes is not None and options.num_classes < 1):
-        raise GtoolError(
-            f"--num-features and --num-classes must be positive, got {options.num_features} and "
-            f"{options.num_classes}"
-        )
-    if options.seed < 0:
-        raise GtoolError(f"--seed must be >= 0, got {options.seed}")
-    for flag, value in (("--cache-dir", options.cache_dir), ("--spill-dir", options.spill_dir)):
-        if value is not None and not value.strip():
-            raise GtoolError(f"{flag} is empty: give a folder, or leave the option out for the default")
-
 
 def shard(
     source_spec: str, output: str, options: ShardOptions, console: Console | None = None
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
-    check_options(options)
     check_outside_output(output, options)
     try:
         with Interrupts() as interrupts, output_lock(output) as lock:
@@ -193,7 +171,7 @@ def shard_locked(
             ):
                 cluster_seconds = time.perf_counter() - starting
                 stages.on_every_worker(compiled.warm)
-                summary = ShardRun(
+                measured = ShardRun(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
                 scratch.start_cleanup()
@@ -211,14 +189,24 @@ def shard_locked(
         scratch.cleanup()
         if prepared is not None:
             prepared.close()
-    summary.store = output
-    summary.prepared = prepared
-    summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}
-    summary.seconds += prepared.seconds + cluster_seconds
-    summary.bytes_written = stored_bytes(staged.target)
-    summary.peak_rss_mb = high_water.peak_rss_mb
-    summary.spill_peak_bytes = high_water.peak_spill
-    return summary
+    assert prepared is not None  # made before any stage could succeed
+    return ShardSummary(
+        store=output,
+        source=measured.source,
+        num_nodes=measured.num_nodes,
+        input_edges=measured.input_edges,
+        nnz=measured.nnz,
+        tiles=options.tiles,
+        stats=measured.stats,
+        seconds=measured.seconds + (prepared.seconds + cluster_seconds),
+        bytes_written=stored_bytes(staged.target),
+        peak_rss_mb=high_water.peak_rss_mb,
+        spill_peak_bytes=high_water.peak_spill,
+        stage_seconds={"prepare": prepared.seconds, "cluster": cluster_seconds, **measured.stage_seconds},
+        prepared=prepared,
+        stage_io=measured.stage_io,
+        concurrency=measured.concurrency,
+    )
 
 
 def work_dir(options: ShardOptions, scratch: SpillDir) -> CacheFolder:
@@ -259,6 +247,21 @@ def check_features(features: FeatureSource, n: int | None) -> None:
         raise InputError(features.where, f"{features.num_rows} feature rows, expected one per node ({n})")
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the stages of a run measured (the summary adds the preparation, the cluster and the totals)."""
+
+    source: str
+    num_nodes: int
+    input_edges: int
+    nnz: dict[int, int]
+    stats: dict[int, MatrixStats]
+    seconds: float
+    stage_seconds: dict[str, float]
+    stage_io: dict[str, StageIO]
+    concurrency: int
+
+
 class ShardRun:
     """One run of the pipeline: holds the O(N) arrays and drives the stages."""
 
@@ -294,7 +297,7 @@ class ShardRun:
         yield
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
-    def execute(self) -> ShardSummary:
+    def execute(self) -> Measured:
         opts = self.options
         zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = incomplete_marker()
         n = opts.num_nodes or self.source.num_nodes()
@@ -337,17 +340,13 @@ class ShardRun:
             self.scratch.release_later(self.feature_spills)
         stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
-        return ShardSummary(
-            store=self.store,
+        return Measured(
             source=self.source.name,
             num_nodes=n,
             input_edges=input_edges,
             nnz={m: int(c.sum()) for m, c in tile_nnz.items()},
-            tiles=opts.tiles,
             stats=stats,
             seconds=time.perf_counter() - self.started,
-            bytes_written=0,
-            peak_rss_mb=0.0,
             stage_seconds=self.timings,
             stage_io=self.stages.stage_io(),
             concurrency=self.concurrency,
