@@ -13,10 +13,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
-from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
-from .common import console
+from .common import print_error
 from .options import TYPE_METAVARS
 
 try:  # typer vendors click from 0.20 on
@@ -128,8 +127,7 @@ class CommandLineError(ClickException):
 
     def show(self, file: Any = None) -> None:
         hint = f" (see {self.command_path} --help)" if self.command_path else ""
-        line = Text.assemble(("error:", "bold red"), f" {self.message}{hint}")
-        console.print(line, highlight=False, soft_wrap=True)
+        print_error(self.message + hint)
 
 
 @contextmanager

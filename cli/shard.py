@@ -14,7 +14,7 @@ from gtool.preprocess.sources.kinds import SOURCE_KINDS
 from gtool.preprocess.summary import ShardSummary
 from gtool.units import human_bytes
 
-from .common import QUIET, console, ignore_signals_at_exit, reports_errors
+from .common import QUIET, console, ignore_signals_at_exit, out, reports_errors
 from .options import made, with_options
 
 
@@ -80,7 +80,7 @@ def print_summary(s: ShardSummary, external_cluster: bool = False) -> None:
         table.add_row("inputs", prepared_text(s.prepared))
     table.add_row("spill", f"{human_bytes(s.spill_peak_bytes)} on disk at most")
     table.add_row("written", human_bytes(s.bytes_written))
-    console.print(table)
+    out.print(table)
 
 
 def stage_io_text(s: ShardSummary) -> str:

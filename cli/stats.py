@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gtool.architecture import ModelConfig
@@ -19,7 +18,7 @@ from gtool.stats.report import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
 from gtool.topology import Topology
 
-from .common import console, reports_errors
+from .common import console, out, reports_errors
 from .options import with_options
 from .stats_tables import report_tables
 
@@ -95,6 +94,5 @@ def stats(
     if as_json:
         typer.echo(json.dumps(report, indent=1))
         return
-    out = Console()
-    for table in report_tables(report):
+    for table in report_tables(report, out.width):
         out.print(table)

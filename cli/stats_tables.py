@@ -19,11 +19,35 @@ def count(x: float) -> str:
 
 
 def new_table(title: str, *columns: str) -> Table:
-    """A compact left-titled table: first column text, the others right-aligned figures, no wrapping."""
+    """A compact left-titled table: first column text, the others right-aligned figures. On a narrow
+    terminal headers and cells wrap between words (and fold within one too long), never cut to '…'."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(columns[0], style="bold", no_wrap=True)
+    table.add_column(columns[0], style="bold", overflow="fold")
     for name in columns[1:]:
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(name, justify="right", overflow="fold")
+    return table
+
+
+SPACING = 3
+"""Columns between two of a table's columns: the padding on each side and the box's (blank) divider."""
+EDGES = 2
+"""Columns of the box's (blank) left and right edges."""
+
+
+def unbroken_figures(table: Table, width: int) -> Table:
+    """Keep every figure (a cell that starts with a digit: 5,422, 127.1 KiB, 469 (93.9%)) and every word
+    on one line where the table then fits `width`: a column is at least as wide as its widest figure and
+    its longest word, so that on a narrow terminal headers and text wrap between words instead (a table
+    too wide even so wraps its figures too, never cutting them to '…')."""
+    words, figures = [], []
+    for column in table.columns:
+        cells = [str(cell) for cell in column._cells]
+        longest = max(len(word) for text in [*cells, str(column.header)] for word in text.split() or [""])
+        words.append(longest)
+        figures.append(max([longest, *(len(text) for text in cells if text[:1].isdigit())]))
+    wide = sum(figures) + SPACING * (len(figures) - 1) + EDGES <= width
+    for column, least in zip(table.columns, figures if wide else words, strict=True):
+        column.min_width = least
     return table
 
 
@@ -161,12 +185,12 @@ def compare_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def report_tables(report: dict[str, Any]) -> list[Table]:
-    """Every table of a report, in reading order."""
-    tables = [store_table(report), tile_table(report), band_table(report)]
+def report_tables(report: dict[str, Any], width: int) -> list[Table]:
+    """Every table of a report, in reading order, for a terminal `width` columns wide."""
+    tables = [tile_table(report), band_table(report)]
     if "grid" in report:
         grid = report["grid"]
         tables += [layer_table(grid), rank_table(grid), collectives_table(grid)]
     if "compare" in report:
         tables.append(compare_table(report))
-    return tables
+    return [store_table(report), *(unbroken_figures(table, width) for table in tables)]

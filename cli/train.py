@@ -6,18 +6,18 @@ import signal
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from gtool.architecture import ModelConfig
 from gtool.errors import ENDED_BY, GtoolError, Terminated
 from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
+from gtool.terminal import labelled
 from gtool.topology import Topology
 from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
-from .common import console, reports_errors
+from .common import console, print_error, reports_errors
 from .options import given_on_command_line, with_options
 
 
@@ -81,11 +81,12 @@ def train(
     except RankFailed as error:
         if error.details:
             console.print(error.details, highlight=False, markup=False)
-        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        print_error(str(error))
         raise typer.Exit(2) from None
     except KeyboardInterrupt as interrupt:
         signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-        console.print(
-            f"[bold red]{ENDED_BY[signum]}[/]: the latest complete checkpoint (if any) can be resumed"
+        ended = labelled(
+            f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
         )
+        console.print(ended)
         raise typer.Exit(128 + signum) from None

@@ -446,7 +446,13 @@ def test_a_temporary_file_of_a_killed_run_not_yet_reaped_is_partial(
 
 
 def test_cache_commands_on_a_missing_folder_or_a_file(tmp_path: Path) -> None:
-    assert "no such folder: nothing is cached there" in cache_cli(tmp_path / "typo", "list")
+    listed = cache_cli(tmp_path / "typo", "list")
+    assert listed == f"nothing cached in {tmp_path / 'typo'} (given by --cache-dir, which does not exist)\n"
+    (tmp_path / "empty").mkdir()
+    assert (
+        cache_cli(tmp_path / "empty", "list")
+        == f"nothing cached in {tmp_path / 'empty'} (given by --cache-dir)\n"
+    )
     (tmp_path / "f.npy").write_bytes(b"x")
     result = CliRunner().invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path / "f.npy")])
     assert (
