@@ -8,12 +8,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
 from gtool.store.reader import open_store
+from gtool.terminal import plain_console
 from gtool.topology import Topology
 
 from .common import console, reports_errors
@@ -122,7 +122,7 @@ def plan(
         typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))
         return
     console.print(note, highlight=False)
-    out = Console() if sys.stdout.isatty() else Console(width=WIDTH)
+    out = plain_console() if sys.stdout.isatty() else plain_console(width=WIDTH)
     for table in plan_tables(store, opened.num_nodes, result, top):
         out.print(table)
 

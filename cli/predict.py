@@ -15,7 +15,7 @@ from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
-RUNTIME = ("backend", "device", "threads", "timeout")
+RUNTIME = ("backend", "device", "threads", "timeout", "quiet")
 """The options of `gtool train` that say where and how the ranks run (the model comes from the checkpoint)."""
 
 

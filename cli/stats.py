@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
 from gtool.stats.report import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
+from gtool.terminal import description_column
 from gtool.topology import Topology
 
 from .common import console, out, reports_errors
@@ -43,7 +44,7 @@ def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) ->
 @contextmanager
 def scan_progress() -> Iterator[StartScan]:
     """A transient progress bar (on stderr) for each tile scan long enough to need one."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
 
         def start(what: str, total: int) -> Callable[[int], None] | None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
 from gtool.store.reader import open_store
 from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
-from gtool.terminal import labelled
+from gtool.terminal import description_column, labelled
 
 from .common import console, out, reports_errors
 
@@ -79,7 +79,7 @@ def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -
 
     opened = open_store(store)
     arrays = store_arrays(opened)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
         with Interrupts():  # SIGTERM says 'terminated' as Ctrl-C says 'interrupted'

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.progress import TextColumn
 from rich.text import Text
 
 
@@ -20,3 +21,10 @@ def plain_console(stderr: bool = False, **options: Any) -> Console:
 def labelled(label: str, style: str, text: str) -> Text:
     """`label text` with the label styled and the text as given (e.g. a red 'error:')."""
     return Text.assemble((label, style), " ", text)
+
+
+def description_column(width: int = 0, style: str = "bold") -> TextColumn:
+    """A progress bar's description, as given (no markup or emoji codes), padded to `width`."""
+    return TextColumn(
+        f"{{task.description:<{width}}}" if width else "{task.description}", style=style, markup=False
+    )

@@ -51,6 +51,7 @@ class RuntimeConfig(Options):
     checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
     resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
     log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+    quiet: bool = option(False, "No progress: only the result (the summary) and any error.", short="-q")
 
     def combined_problems(self) -> list[str]:
         problems = []

@@ -29,7 +29,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     """
     device, comm = join_grid(env, config)
     grid = comm.grid
-    reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
+    runtime = config.runtime
+    reporter = Reporter(env.rank == 0, runtime.log, append=runtime.resume, quiet=runtime.quiet)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
