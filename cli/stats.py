@@ -86,12 +86,15 @@ def stats(
     --layers and --hidden (as gtool train's) size the model for --grid; --placement numbers its ranks as
     gtool train's does."""
     plan = grid_plan(grid, model.pop("placement"), model)
+    if plot is not None and Path(plot).suffix.lower() != ".png":
+        raise GtoolError(f"--plot {plot}: expected a .png file name (the heatmap is written as a PNG)")
     opened = open_store(store)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
     with scan_progress() as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)
     if plot:
         write_plot(opened, store, report["permutation"]["scheme"], plot)
+        console.print(f"wrote the heatmap of tile nonzeros to {plot}", soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(report, indent=1))
         return
