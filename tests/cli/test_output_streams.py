@@ -72,7 +72,7 @@ def test_cache_list_prints_its_one_line_on_stdout(tmp_path: Path) -> None:
 
 
 def test_train_and_predict_quiet_print_only_their_result(store: str, tmp_path: Path) -> None:
-    """Two local ranks: without -q train says it starts them (stderr) and prints every epoch (stdout)."""
+    """Two local ranks, started without a word under -q; the summaries are the results."""
     checkpoint = str(tmp_path / "ck")
     model = ["--layers", "2", "--hidden", "8", "--epochs", "2", "--checkpoint", checkpoint]
     quiet = gtool("train", store, *model, "-q", "--grid", "1x1x2")
