@@ -54,16 +54,16 @@ def predicted_seconds(store: str, grid: str, hidden: int, profile: str) -> dict:
     """gtool.plan's epoch time for one grid (and its split)."""
     from gtool.architecture import ModelConfig
     from gtool.geometry.grid import ProcessGrid
-    from gtool.plan.model.bandnnz import ShardNnzTable
-    from gtool.plan.model.planner import PlanRequest, estimate_grid
-    from gtool.plan.model.profile import load_profile
+    from gtool.plan.costmodel.planner import PlanRequest, estimate_grid
+    from gtool.plan.costmodel.profile import load_profile
+    from gtool.store.cells import shard_table
     from gtool.store.reader import open_store
 
     opened = open_store(store)
     dims = ProcessGrid(*map(int, grid.split("x")))
     request = PlanRequest(dims.size, ModelConfig(hidden=hidden))
     widths = request.model.widths(opened.num_features, opened.num_classes)
-    table = ShardNnzTable.of(opened, set(dims.dims))
+    table = shard_table(opened, set(dims.dims))
     estimate = estimate_grid(dims, table, widths, request, load_profile(profile)[0], opened.num_classes)
     summary = estimate.summary()
     keys = ("epoch_seconds", "spmm_seconds", "dense_seconds", "comm_seconds", "overhead_seconds")

@@ -13,7 +13,7 @@ from gtool.store.reader import Store
 from .common import console
 
 if TYPE_CHECKING:
-    from gtool.plan.model.planner import PlanRequest
+    from gtool.plan import PlanRequest
 
 GRID = typer.Option(
     "1x1x1",
@@ -35,9 +35,8 @@ def auto_grid(
     """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
     or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
     rank plans alike, so every rank finds the same)."""
-    from gtool.plan.model.auto import choose_layout
-    from gtool.trainer.launch.environment import environment_rank
-    from gtool.trainer.launch.local import refuse_beyond_memory
+    from gtool.plan import choose_layout
+    from gtool.trainer import environment_rank, refuse_beyond_memory
 
     env = environment_rank()
     if env is not None and env.world_size > 1:

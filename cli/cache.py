@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.preprocess.sources.cache.entries import (
+from gtool.preprocess import (
     CacheFolder,
     cache_folder,
     list_entries,

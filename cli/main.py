@@ -14,7 +14,7 @@ from gtool.cli.shard import shard
 from gtool.cli.stats import stats
 from gtool.cli.train import train
 from gtool.cli.verify import verify
-from gtool.trainer.launch.hugepages import enable_huge_pages
+from gtool.trainer import enable_huge_pages
 from gtool.version import __version__
 
 app = App(

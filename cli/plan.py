@@ -21,16 +21,15 @@ from .options import with_options
 from .plan_tables import plan_tables
 
 if TYPE_CHECKING:
-    from gtool.plan.model.planner import PlanRequest
+    from gtool.plan import PlanRequest
 
 WIDTH = 150
 """Columns of the tables when the output is not a terminal (a file or a pipe)."""
 
 
 def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
-    from gtool.plan.calibration.microbench import calibrate
-    from gtool.plan.model.profile import save_profile
-    from gtool.trainer.nn.dropout import cuda_notice
+    from gtool.plan import calibrate, save_profile
+    from gtool.trainer import cuda_notice
 
     if not output:
         raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")
@@ -106,8 +105,7 @@ def plan(
     if calibrate:
         _calibrate(output, device, threads, max_group)
         return
-    from gtool.plan.model.planner import make_plan
-    from gtool.plan.model.profile import load_profile
+    from gtool.plan import load_profile, make_plan
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
@@ -136,7 +134,7 @@ def plan_request(
     batch_size: int | None = None,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones."""
-    from gtool.plan.model.planner import PlanRequest
+    from gtool.plan import PlanRequest
     from gtool.units import parse_bytes
 
     if ranks < 1:

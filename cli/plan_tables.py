@@ -10,7 +10,7 @@ from rich.table import Table
 from gtool.units import human_bytes
 
 if TYPE_CHECKING:
-    from gtool.plan.model.planner import GridEstimate, Plan
+    from gtool.plan import GridEstimate, Plan
 
 
 def grid_table(title: str, plan: Plan, top: int) -> Table:

@@ -9,7 +9,7 @@ import typer
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
-from gtool.trainer.config import RuntimeConfig
+from gtool.trainer import RuntimeConfig
 
 from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
@@ -25,9 +25,7 @@ def predict(
     store: str = typer.Argument(
         ..., help="The store to predict on (the one trained on, or one of its shape)."
     ),
-    checkpoint: str = typer.Option(
-        ..., help="The --checkpoint DIR of a `gtool train` run (its latest is used)."
-    ),
+    checkpoint: str = typer.Option(..., help="The --checkpoint DIR of a `gtool train` run (see --use)."),
     output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
     grid: str = GRID,
     ranks: int = RANKS,
@@ -38,6 +36,12 @@ def predict(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace OUT when it exists (only once the new one is complete)."
     ),
+    use: str = typer.Option(
+        "best",
+        "--use",
+        help="best: the model of the best validation accuracy that the checkpoint folder keeps (its latest "
+        "checkpoint when it has none); latest: the latest checkpoint's.",
+    ),
     **options: Any,
 ) -> None:
     """Run a trained GCN's full-graph 3D forward on GXxGYxGZ ranks and write its logits in node order.
@@ -45,10 +49,8 @@ def predict(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.launch.local import RankFailed
-    from gtool.trainer.predict.forward import predict as run_prediction
-    from gtool.trainer.predict.job import checkpoint_model, prediction_job
+    from gtool.plan import PlanRequest
+    from gtool.trainer import RankFailed, checkpoint_model, prediction_job, run_prediction
 
     try:
         runtime = RuntimeConfig(**options)
@@ -60,7 +62,7 @@ def predict(
         gx, gy, gz = parse_dims(grid, 3, "--grid")
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite)
+    job = prediction_job(store, checkpoint, output, (gx, gy, gz), runtime, embeddings, overwrite, use)
     try:
         with Interrupts():  # SIGTERM too unwinds: the ranks are stopped, nothing is published
             run_prediction(job)

@@ -8,10 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from gtool.preprocess.options import ShardOptions
-from gtool.preprocess.sources.cache.record import Preparation
-from gtool.preprocess.sources.kinds import SOURCE_KINDS
-from gtool.preprocess.summary import ShardSummary
+from gtool.preprocess import SOURCE_KINDS, Preparation, ShardOptions, ShardSummary
 from gtool.units import human_bytes
 
 from .common import QUIET, console, ignore_signals_at_exit, out, reports_errors
@@ -43,7 +40,7 @@ def shard(
 ) -> None:
     """Shard a graph into a 2D-tiled Zarr store: normalized, permuted, out of core."""
     from gtool.interrupts import Interrupts
-    from gtool.preprocess.pipeline import shard as run_shard
+    from gtool.preprocess import shard as run_shard
 
     options = made(ShardOptions, **flags, progress=not quiet)
     # A signal after the store is published, while the pipeline stops its cluster or this prints the

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
-from gtool.stats.report import GridPlan, StartScan, collect_stats
+from gtool.stats import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
 from gtool.terminal import description_column
 from gtool.topology import Topology
@@ -60,7 +60,7 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
     """The tile heatmap of every stored matrix, as a PNG at `path`."""
     panels = {f"A{m}": store.tile_nnz(m) for m in store.matrices}
     try:
-        from gtool.stats.plot import plot_tile_nnz  # matplotlib loads in ~1 s: only when plotting
+        from gtool.stats import plot_tile_nnz  # matplotlib loads in ~1 s: only when plotting
 
         plot_tile_nnz(panels, path, f"tile nonzeros of {Path(location.rstrip('/')).name} ({scheme})")
     except OSError as exc:

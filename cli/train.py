@@ -14,7 +14,7 @@ from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
 from gtool.terminal import labelled
 from gtool.topology import Topology
-from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
+from gtool.trainer import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, print_error, reports_errors
@@ -36,10 +36,9 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan.model.planner import PlanRequest
-    from gtool.trainer.fit.train import train as run_training
-    from gtool.trainer.launch.environment import environment_rank
-    from gtool.trainer.launch.local import RankFailed
+    from gtool.plan import PlanRequest
+    from gtool.trainer import RankFailed, environment_rank
+    from gtool.trainer import train as run_training
 
     opened = open_store(store)
     launched = environment_rank()

@@ -9,7 +9,15 @@
 Which tiles and rows a rank needs is gtool.geometry.layers.rank_geometry (shared with `gtool stats`).
 """
 
-from gtool.loader.load import load_rank
-from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
+from __future__ import annotations
 
-__all__ = ["AdjacencyShard", "RankData", "ReadStats", "load_rank"]
+from typing import TYPE_CHECKING
+
+from gtool.faces import face
+
+if TYPE_CHECKING:
+    from gtool.loader.csr import csr_tensor
+    from gtool.loader.load import load_rank, read_node_ids
+    from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
+
+__getattr__, __dir__ = face(__name__)

@@ -104,8 +104,20 @@ class ShardOptions(Options):
     scheduler: str | None = option(
         None, "Address of an existing dask.distributed scheduler.", metavar="ADDRESS", nonblank=True
     )
+    worker_timeout: float = option(
+        60.0,
+        "Seconds without a heartbeat after which a Dask worker is named, restarted and its tasks run "
+        "elsewhere.",
+        positive=True,
+        metavar="SECONDS",
+    )
+    dashboard: bool = option(False, "Run the local cluster's Dask dashboard.")
     spill_dir: str | None = option(
-        None, "Where intermediate files go.", metavar="DIR", nonblank=True, shown_default="beside STORE"
+        None,
+        "Folder for intermediate files, on a file system (shared by every worker with --scheduler).",
+        metavar="DIR",
+        nonblank=True,
+        shown_default="beside STORE",
     )
     cache_dir: str | None = option(
         None,

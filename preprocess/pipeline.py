@@ -15,12 +15,15 @@ import datetime as dt
 import functools
 import logging
 import os
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import fsspec
 import numpy as np
@@ -57,6 +60,16 @@ from gtool.preprocess.edges.tile_arrays import create_matrix_groups
 from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
 from gtool.preprocess.engine.iostats import StageIO
 from gtool.preprocess.engine.monitor import HighWater
+from gtool.preprocess.engine.preload import preload, run_modules
+from gtool.preprocess.engine.shared import (
+    SHARED_FS,
+    Place,
+    bounded,
+    check_shared,
+    input_files,
+    read_places,
+    written_places,
+)
 from gtool.preprocess.engine.threaded import gathered, in_parts, scattered
 from gtool.preprocess.nodes.feature_shuffle import assemble_bucket, plan_shuffle, route_block
 from gtool.preprocess.nodes.node_writer import (
@@ -68,6 +81,7 @@ from gtool.preprocess.nodes.node_writer import (
 )
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
+from gtool.preprocess.paths import resolved
 from gtool.preprocess.permutation import DEGREE_SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
@@ -96,17 +110,22 @@ from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.version import __version__
 
+T = TypeVar("T")
+
 
 def shard(
     source_spec: str, output: str, options: ShardOptions, console: Console | None = None
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
+    given = output
+    source_spec, output, options = resolved(source_spec, output, options)
     check_outside_output(output, options)
+    check_cluster_spill(output, options)
     try:
         with Interrupts() as interrupts, output_lock(output) as lock:
             if lock is not None:
                 interrupts.on_abandon(lock.release)
-            return shard_locked(source_spec, output, options, console, interrupts)
+            return shard_locked(source_spec, output, options, console, interrupts, given)
     except OSError as exc:
         error = storage_error(exc, output, run_places(output, options)) or vanished(exc, output)
         if error is not None:
@@ -131,6 +150,26 @@ def check_outside_output(output: str, options: ShardOptions) -> None:
             )
 
 
+def check_cluster_spill(output: str, options: ShardOptions) -> None:
+    """Refuse an external cluster writing to a URL without --spill-dir: the spill folder would go beside
+    this process (the folder it runs in), which the workers of other machines do not see."""
+    if options.scheduler and is_url(output) and not options.spill_dir:
+        raise GtoolError(
+            f"-o {output} with --scheduler needs --spill-dir: a folder on {SHARED_FS} for the run's "
+            "intermediate files, which the workers write and read"
+        )
+
+
+def spill_root(output: str, options: ShardOptions) -> tuple[str | None, str]:
+    """Where the spill folder goes and what that place is: --spill-dir; beside a local output; for a URL
+    output, this machine's temporary folder (an embedded cluster's workers share this machine)."""
+    if options.spill_dir:
+        return options.spill_dir, "given by --spill-dir"
+    if is_url(output):
+        return tempfile.gettempdir(), "this machine's temporary folder, for a URL output"
+    return None, "the output's folder"
+
+
 def run_places(output: str, options: ShardOptions) -> dict[str, str]:
     """The local folders a run writes to, by what they are: the output's, --spill-dir, the cache."""
     places: dict[str, str] = {}
@@ -145,9 +184,15 @@ def run_places(output: str, options: ShardOptions) -> dict[str, str]:
 
 
 def shard_locked(
-    source_spec: str, output: str, options: ShardOptions, console: Console | None, interrupts: Interrupts
+    source_spec: str,
+    output: str,
+    options: ShardOptions,
+    console: Console | None,
+    interrupts: Interrupts,
+    given: str,
 ) -> ShardSummary:
-    """`shard` once the output is this run's: a failure or an interrupt removes what it wrote."""
+    """`shard` once the output is this run's: a failure or an interrupt removes what it wrote. The summary
+    names the output as `given`."""
     staged = StagedOutput(output, options.overwrite)
     interrupts.on_abandon(staged.discard)
     source = resolve_source(source_spec, options)
@@ -156,7 +201,7 @@ def shard_locked(
     declared = options.num_nodes or source.num_nodes() or 0
     budget = Budget(limit, declared, *run_shape(options.scheduler, workers), tiles=options.tiles)
     feature_file = open_feature_file(options.features, declared, budget) if options.features else None
-    scratch = SpillDir(options.spill_dir, staged.near, staged.identity)
+    scratch = SpillDir(*spill_root(output, options), staged.near, staged.identity)
     interrupts.on_abandon(scratch.cleanup)
     prepared: Preparation | None = None
     try:
@@ -166,10 +211,16 @@ def shard_locked(
             )
             starting = time.perf_counter()
             with (
-                dask_engine(options.scheduler, workers, limit) as engine,
+                dask_engine(
+                    options.scheduler, workers, limit, options.worker_timeout, options.dashboard
+                ) as engine,
                 StageRunner(engine.client, console, options.progress) as stages,
             ):
                 cluster_seconds = time.perf_counter() - starting
+                ready_workers(engine, options, console, source, feature_file)
+                if engine.external:
+                    places = shared_places(output, options, scratch, source, feature_file)
+                    check_shared(engine.client, places, options.worker_timeout)
                 stages.on_every_worker(compiled.warm)
                 measured = ShardRun(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
@@ -177,6 +228,7 @@ def shard_locked(
                 scratch.start_cleanup()
                 with interrupts.completing(published(output)):
                     staged.publish()
+                sizing = in_background(stored_bytes, staged.target)  # beside the cluster's stop
                 stopping = time.perf_counter()
             cluster_seconds += time.perf_counter() - stopping
     except BaseException:
@@ -191,7 +243,7 @@ def shard_locked(
             prepared.close()
     assert prepared is not None  # made before any stage could succeed
     return ShardSummary(
-        store=output,
+        store=given,
         source=measured.source,
         num_nodes=measured.num_nodes,
         input_edges=measured.input_edges,
@@ -199,7 +251,7 @@ def shard_locked(
         tiles=options.tiles,
         stats=measured.stats,
         seconds=measured.seconds + (prepared.seconds + cluster_seconds),
-        bytes_written=stored_bytes(staged.target),
+        bytes_written=sizing.result(),
         peak_rss_mb=high_water.peak_rss_mb,
         spill_peak_bytes=high_water.peak_spill,
         stage_seconds={"prepare": prepared.seconds, "cluster": cluster_seconds, **measured.stage_seconds},
@@ -207,6 +259,44 @@ def shard_locked(
         stage_io=measured.stage_io,
         concurrency=measured.concurrency,
     )
+
+
+def ready_workers(
+    engine: Engine,
+    options: ShardOptions,
+    console: Console | None,
+    source: GraphSource,
+    features: FeatureSource | None,
+) -> None:
+    """Have every worker of an external cluster import what the run's tasks need, the kernels too (a worker
+    may run several tasks at once; gtool.preprocess.engine.preload), and link the Dask dashboard when one
+    runs. The embedded cluster's workers are forked from this process, which has imported the modules."""
+    if engine.external:
+        modules = run_modules(source, features)
+        timeout = options.worker_timeout
+        bounded(lambda: preload(engine.client, modules), timeout, engine.client, "loading gtool's modules")
+    if console is None or not (options.dashboard or (engine.external and options.progress)):
+        return
+    link = engine.dashboard
+    if link:
+        console.print(f"Dask dashboard: {link}", highlight=False, soft_wrap=True)
+    elif options.dashboard:
+        console.print("notice: --dashboard: no Dask dashboard runs: it needs bokeh (pip install bokeh)")
+
+
+def shared_places(
+    output: str, options: ShardOptions, scratch: SpillDir, *inputs: GraphSource | FeatureSource | None
+) -> list[Place]:
+    """What the workers of an external cluster must see: the output's folder (or URL), the spill folder,
+    the cache, and the input files they read (after preparation: the copies of compressed members)."""
+    written = [
+        ("-o", output) if is_url(output) else ("-o's folder", os.path.dirname(output)),
+        ("the spill folder", str(scratch.path)),
+    ]
+    cache = cache_dir(options)
+    if cache is not None:
+        written.append((f"the cache, {cache.origin}", str(cache.path)))
+    return written_places(written) + read_places(input_files(*inputs), "an input the workers read")
 
 
 def work_dir(options: ShardOptions, scratch: SpillDir) -> CacheFolder:
@@ -639,6 +729,15 @@ def tile_runs(results: list[DedupeResult]) -> dict[tuple[int, int], list[DedupeR
     for parts in tiles.values():
         parts.sort(key=lambda r: r.task.first)
     return tiles
+
+
+def in_background(fn: Callable[..., T], *args: Any) -> ThreadFuture[T]:
+    """fn(*args) in a thread of its own, started now."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="gtool-background")
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def stored_bytes(location: str) -> int:

@@ -35,9 +35,9 @@ class SpillDir:
     folder that the next run for the same output removes.
     """
 
-    def __init__(self, root: str | None, near: Path, target: str):
+    def __init__(self, root: str | None, where: str, near: Path, target: str):
         parent = Path(root) if root else near.parent
-        make_folder(parent, "given by --spill-dir" if root else "the output's folder")
+        make_folder(parent, where)
         tag = hashlib.sha1(target.encode()).hexdigest()[:10]
         self.path = parent / f".{near.name}{FOLDER_TAG}{tag}"
         shutil.rmtree(self.path, ignore_errors=True)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gtool.geometry.tiles import tile_size
-from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, make_permutations
+from gtool.preprocess import DEGREE_SCHEMES, SCHEMES, make_permutations
 from gtool.store.metadata import tile_stats
 from gtool.store.reader import Store, TileData
 

@@ -2,7 +2,7 @@
 
 Shards, tiles and feature/label blocks come from gtool.geometry.layers (the loader's own geometry), so these
 figures describe exactly what `gtool train` would load; each shard's nonzeros come from the planner's table
-(gtool.plan.model.bandnnz), its cells counted exactly by the stats' tile scan.
+(gtool.geometry.bandnnz), its cells counted exactly by the stats' tile scan.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from gtool.geometry.bandnnz import band_edges
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import LayerOrders, rank_geometry, rank_layers
-from gtool.plan.model.bandnnz import CellCounts, ShardNnzTable, band_edges
 from gtool.store import layout
+from gtool.store.cells import CellCounts
 from gtool.store.metadata import spread
 from gtool.store.reader import Store
 
@@ -49,7 +50,7 @@ def layer_balance(
 ) -> list[LayerBalance]:
     """Per layer (`layers`: their orders), each rank's shard nonzeros (from the grid's cells, `grid_cells`,
     after their scan)."""
-    shards = ShardNnzTable(cells).rank_shards(grid, layers)
+    shards = cells.table().rank_shards(grid, layers)
     balance = []
     for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices)):
         bands = (grid.dims[first.row_axis], grid.dims[first.roles[1]])

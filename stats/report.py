@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from gtool.architecture import ModelConfig
+from gtool.geometry.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
-from gtool.plan.model.bandnnz import CellCounts
-from gtool.plan.model.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
-from gtool.plan.model.shapes import layer_shapes
+from gtool.geometry.shapes import layer_shapes
 from gtool.stats.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
 from gtool.stats.grid import grid_cells, layer_balance, rank_reads
 from gtool.stats.tiles import TouchedLines, matrix_tile_stats
+from gtool.store.cells import CellCounts
 from gtool.store.reader import Store
 from gtool.store.scan import Progress, TileVisitor, scan_nnz, scan_tiles
 
@@ -77,7 +77,7 @@ def run_scan(store: Store, visitors: list[TileVisitor], what: str, start_scan: S
 
 def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, Any]:
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
-    them, gtool.plan.model.collectives) for a grid."""
+    them, gtool.geometry.collectives) for a grid."""
     widths = plan.model.widths(store.num_features, store.num_classes)
     orders = plan.model.orders(store.num_features, store.num_classes)
     shapes = layer_shapes(plan.grid, store.num_nodes, widths, orders)

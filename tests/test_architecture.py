@@ -45,3 +45,17 @@ def test_a_core_module_importing_a_room_breaks_the_contracts(tmp_path: Path) -> 
     assert result.returncode != 0
     assert "imports no room BROKEN" in result.stdout
     assert "gtool.geometry.bands -> gtool.trainer.config" in result.stdout
+
+
+def test_a_room_importing_another_rooms_module_past_its_face_breaks_the_contracts(tmp_path: Path) -> None:
+    tree = package_tree(tmp_path)
+    linked = tree / "gtool" / "stats"
+    source = linked.resolve()
+    linked.unlink()
+    shutil.copytree(source, linked, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(linked / "compare.py", "a") as module:
+        module.write("\nfrom gtool.preprocess.permutation import SCHEMES as _SCHEMES  # noqa\n")
+    result = run_in_tree(tree, tool("lint-imports"), str(REPO / "pyproject.toml"))
+    assert result.returncode != 0
+    assert "only through its face, gtool.preprocess (its __init__) BROKEN" in " ".join(result.stdout.split())
+    assert "gtool.stats.compare -> gtool.preprocess.permutation" in result.stdout

@@ -10,3 +10,25 @@ fit/          one rank's training: steps, epochs, optimizer, reports
 checkpoints/  sharded checkpoints, and their parameters on any grid
 predict/      a checkpoint's forward pass on any grid, written in the original node order
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gtool.faces import face
+
+if TYPE_CHECKING:
+    from gtool.trainer.comm.groups import GroupCache, grid_comm
+    from gtool.trainer.comm.timing import PhaseTimer
+    from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
+    from gtool.trainer.fit.train import train
+    from gtool.trainer.fit.trainer import Trainer, load_model_rank
+    from gtool.trainer.launch.environment import RankEnv, environment_rank
+    from gtool.trainer.launch.hugepages import enable_huge_pages
+    from gtool.trainer.launch.local import RankFailed, launch_local, refuse_beyond_memory, run_local
+    from gtool.trainer.launch.world import join_world, rank_device
+    from gtool.trainer.nn.dropout import MaskSpec, cuda_notice, relu_dropout
+    from gtool.trainer.predict.forward import predict as run_prediction
+    from gtool.trainer.predict.job import checkpoint_model, prediction_job
+
+__getattr__, __dir__ = face(__name__)

@@ -50,6 +50,9 @@ class RuntimeConfig(Options):
     checkpoint: str | None = option(None, "Directory of sharded checkpoints.")
     checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
     resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
+    overwrite: bool = option(
+        False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
+    )
     log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
     quiet: bool = option(False, "No progress: only the result (the summary) and any error.", short="-q")
 
@@ -59,6 +62,10 @@ class RuntimeConfig(Options):
             problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
+        if self.overwrite and not self.checkpoint:
+            problems.append("--overwrite needs --checkpoint DIR")
+        if self.overwrite and self.resume:
+            problems.append("--overwrite replaces the checkpoint that --resume continues: pass one of them")
         return problems
 
     @property

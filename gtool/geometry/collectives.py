@@ -1,8 +1,16 @@
-"""The names of the collectives the trainer issues and the plan predicts (`comm_bytes` in the log)."""
+"""Every collective of one training step of `gtool train`, exactly as gtool.trainer issues them: their
+names (the groups and kinds of `comm_bytes` in the log), groups and operand sizes, for the trainer's
+counters, `gtool stats` and the plan alike (`_layer_collectives` lists them).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
 from gtool.geometry.grid import AXES
+from gtool.geometry.shapes import LayerShape
 
 DATA = "data"
 """The group of the ranks that hold the same part in the D replicas of the grid (--data-parallel)."""
@@ -10,3 +18,164 @@ GROUPS = (*AXES, "all", DATA)
 """Group names: the three grid axes, every rank of the run, and the replicas of a rank's part."""
 KINDS = ("all_reduce", "all_gather", "reduce_scatter")
 """Collective kinds, in the order `comm_bytes` lists them."""
+
+
+DATA_AXIS = len(AXES)
+"""The `axis` of a collective between the replicas of the grid (--data-parallel): group `data`."""
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective every rank takes part in, in its group along `axis` (of `group_size` ranks)."""
+
+    layer: int
+    phase: str
+    operand: str
+    kind: str
+    axis: int
+    group_size: int
+    elements: int
+    itemsize: int | None = None
+    """Bytes per element when the collective carries a dtype of its own (bf16), else the training dtype's."""
+
+    @property
+    def group(self) -> str:
+        """The group's name in comm_bytes: x, y, z, or data between replicas."""
+        return DATA if self.axis == DATA_AXIS else AXES[self.axis]
+
+    def operand_bytes(self, itemsize: int) -> int:
+        return self.elements * (self.itemsize or itemsize)
+
+    def wire_bytes(self, itemsize: int) -> float:
+        """Bytes each rank sends in a ring implementation."""
+        share = (self.group_size - 1) / self.group_size
+        return (2 if self.kind == "all_reduce" else 1) * share * self.operand_bytes(itemsize)
+
+    def summary(self, itemsize: int) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "phase": self.phase,
+            "operand": self.operand,
+            "kind": self.kind,
+            "group": self.group,
+            "group_size": self.group_size,
+            "bytes": self.operand_bytes(itemsize),
+            "wire_bytes": self.wire_bytes(itemsize),
+        }
+
+
+def _layer_collectives(shape: LayerShape, learnable_features: bool, wire: int | None) -> list[Collective]:
+    """Per layer l with roles (a, b, c) and the padded blocks of gtool.geometry.shapes (B_r = rows, B_b =
+    inputs, C_in = in_cols, C_out = out_cols), in a group of more than one rank; aggregate-first, (A F) W:
+
+        forward   all-gather  W part            a-group   G_a * ceil(C_in C_out / G_a)
+                  all-gather  F_0 part (*)      a-group   G_a * ceil(B_b C_in / G_a)      layer 0 only
+                  all-reduce  H = A F           b-group   B_r x C_in
+                  all-reduce  Q = H W           c-group   B_r x C_out
+        backward  all-reduce  dH = dQ W^T       b-group   B_r x C_in        (l > 0 or *)
+                  reduce-sc.  dW = H^T dQ       a-group   as the all-gather of W
+                  all-reduce  dF = A^T dH       a-group   B_b x C_in        (l > 0)
+                  reduce-sc.  dF_0 (*)          a-group   as the all-gather of F_0
+
+    transform-first, A (F W) (the weight replicated over the b-group):
+
+        forward   all-gather  W part            b-group   G_b * ceil(C_in C_out / G_b)
+                  all-gather  F_0 part (*)      a-group   as above
+                  all-reduce  Z = F W           c-group   B_b x C_out
+                  all-reduce  Y = A Z           b-group   B_r x C_out
+        backward  all-reduce  dZ = A^T dY       c-group   B_b x C_out       (always: dW needs it)
+                  all-reduce  dF = dZ W^T       a-group   B_b x C_in        (l > 0)
+                  reduce-sc.  dW = F^T dZ       b-group   as the all-gather of W
+                  reduce-sc.  dF_0 (*)          a-group   as the all-gather of F_0
+
+    and after the last layer, whose output rows lie along its row axis and classes along its column axis:
+
+        loss      all-reduce  row max, sum of exponentials, target logit   column-axis group, B_r each
+                  all-reduce  loss              row-axis group, 1 element
+
+    (*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
+    never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
+    gtool.trainer.comm.groups.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
+    rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of the
+    SpMMs' and dense products' outputs and gradients (H, Q, dH, dF; Z, Y, dZ, dF) count 2 bytes per element
+    (they carry bfloat16), every other collective the training dtype's.
+    """
+    a, b, c = shape.roles
+    ga, gb, gc = shape.sizes
+    layer = shape.layer
+    weight_axis = shape.geometry.weight_axis
+    gw = shape.geometry.size(weight_axis)
+    learned_input = layer == 0 and learnable_features
+    weight = gw * shape.weight_part
+    features = ga * -(-shape.inputs * shape.in_cols // ga)
+    input_block = shape.inputs * shape.in_cols
+
+    def make(phase: str, operand: str, kind: str, axis: int, size: int, elements: int) -> Collective:
+        return Collective(layer, phase, operand, kind, axis, size, elements)
+
+    def cast(phase: str, operand: str, axis: int, size: int, elements: int) -> Collective:
+        return Collective(layer, phase, operand, "all_reduce", axis, size, elements, wire)
+
+    items = [make("forward", "W", "all_gather", weight_axis, gw, weight)]
+    if learned_input:
+        items.append(make("forward", "F0", "all_gather", a, ga, features))
+    if shape.transform_first:
+        product = shape.inputs * shape.out_cols
+        items += [
+            cast("forward", "Z = F W", c, gc, product),
+            cast("forward", "Y = A Z", b, gb, shape.rows * shape.out_cols),
+            cast("backward", "dZ = A^T dY", c, gc, product),
+        ]
+        if layer > 0:
+            items.append(cast("backward", "dF = dZ W^T", a, ga, input_block))
+        items.append(make("backward", "dW = F^T dZ", "reduce_scatter", weight_axis, gw, weight))
+    else:
+        hidden = shape.rows * shape.in_cols
+        items += [
+            cast("forward", "H = A F", b, gb, hidden),
+            cast("forward", "Q = H W", c, gc, shape.rows * shape.out_cols),
+        ]
+        if layer > 0 or learned_input:
+            items.append(cast("backward", "dH = dQ W^T", b, gb, hidden))
+        items.append(make("backward", "dW = H^T dQ", "reduce_scatter", weight_axis, gw, weight))
+        if layer > 0:
+            items.append(cast("backward", "dF = A^T dH", a, ga, input_block))
+    if learned_input:
+        items.append(make("backward", "dF0", "reduce_scatter", a, ga, features))
+    return items
+
+
+def _loss_collectives(last: LayerShape) -> list[Collective]:
+    rows, columns = last.geometry.row_axis, last.geometry.out_col_axis
+    layer = last.layer
+    per_row = [
+        Collective(layer, "loss", what, "all_reduce", columns, last.geometry.size(columns), last.rows)
+        for what in ("row max", "sum exp", "target")
+    ]
+    return [*per_row, Collective(layer, "loss", "loss", "all_reduce", rows, last.geometry.size(rows), 1)]
+
+
+def epoch_collectives(
+    shapes: list[LayerShape], learnable_features: bool, wire_itemsize: int | None = None
+) -> list[Collective]:
+    """Every collective of one training step (forward, loss, backward) in groups of more than one rank;
+    `wire_itemsize` (2 for bf16) the bytes per element of the all-reduces that carry a cast (see above)."""
+    items = [c for shape in shapes for c in _layer_collectives(shape, learnable_features, wire_itemsize)]
+    items += _loss_collectives(shapes[-1])
+    return [c for c in items if c.group_size > 1]
+
+
+def bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, dict[str, int]]:
+    """Operand bytes per group and kind: the figures `gtool train --log` records as comm_bytes."""
+    totals = {group: dict.fromkeys(KINDS, 0) for group in GROUPS}
+    for c in collectives:
+        totals[c.group][c.kind] += c.operand_bytes(itemsize)
+    return totals
+
+
+def wire_bytes_by_group(collectives: Iterable[Collective], itemsize: int) -> dict[str, float]:
+    """Ring wire bytes each rank sends per epoch in its x-, y- and z-group (and between replicas)."""
+    totals = dict.fromkeys(AXES, 0.0)
+    for c in collectives:
+        totals[c.group] = totals.get(c.group, 0.0) + c.wire_bytes(itemsize)
+    return totals

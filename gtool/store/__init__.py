@@ -5,6 +5,7 @@ metadata   the typed store metadata (attributes["gtool"]) and its tile statistic
 reader     a complete store opened for reading: metadata, tiles checked on read, node arrays
 chunks     reads that name the array and chunk of any damaged chunk
 scan       one streaming pass over a store's tiles, handed to visitors
+cells      a store's nonzeros in the cells of band edges: the shard tables of gtool.geometry.bandnnz
 verify     every chunk and invariant checked (`gtool verify`)
 convert    a store back in original node order: scipy CSR, numpy node arrays, torch_geometric
 writing/   an output being written: staged beside its target and published whole, locked to one writer,

@@ -8,7 +8,7 @@ outside any timed operation. So `gtool plan --calibrate` also trains a few epoch
 hidden 32 and 128, dropout 0.5) on small R-MAT stores it builds in a scratch folder, on one rank and on
 every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 2, 4, ... up to --max-group), and
 compares every rank's phase times (the trainer's own PhaseTimer) with the model's prediction from the
-microbenchmarks alone. Per k (gtool.plan.model.profile.EpochFactors), over its runs:
+microbenchmarks alone. Per k (gtool.plan.costmodel.profile.EpochFactors), over its runs:
 
     spmm, dense        the slope f of  measured phase seconds ~ f * modelled ones + c * layers,
                        fitted over the runs (non-negative, relative errors), per phase (SpMM, dense);
@@ -41,17 +41,22 @@ import torch
 import torch.distributed as dist
 
 from gtool.plan.calibration.fit import fit_relative
-from gtool.plan.model.bandnnz import ShardNnzTable
-from gtool.plan.model.planner import PlanRequest, estimate_grid
-from gtool.plan.model.profile import DeviceProfile, EpochFactors
+from gtool.plan.costmodel.planner import PlanRequest, estimate_grid
+from gtool.plan.costmodel.profile import DeviceProfile, EpochFactors
+from gtool.store.cells import shard_table
 from gtool.store.reader import open_store
-from gtool.trainer.comm.groups import GroupCache, grid_comm
-from gtool.trainer.comm.timing import PhaseTimer
-from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
-from gtool.trainer.launch.environment import RankEnv
-from gtool.trainer.launch.local import run_local
-from gtool.trainer.launch.world import join_world, rank_device
+from gtool.trainer import (
+    GroupCache,
+    PhaseTimer,
+    RankEnv,
+    TrainConfig,
+    Trainer,
+    grid_comm,
+    join_world,
+    load_model_rank,
+    rank_device,
+    run_local,
+)
 
 EPOCH_SCALES = (14, 16)
 EPOCH_HIDDENS = (32, 128)
@@ -98,7 +103,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     grid = config.process_grid
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
-    table = ShardNnzTable.of(store, set(grid.dims))
+    table = shard_table(store, set(grid.dims))
     estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
@@ -155,8 +160,7 @@ def _factors(measured: dict[str, list[list[list[float]]]], cases: dict, profile:
 
 def _stores(scratch: Path, report: Report) -> dict[str, str]:
     """The calibration stores, built in `scratch`, by source."""
-    from gtool.preprocess.options import ShardOptions
-    from gtool.preprocess.pipeline import shard
+    from gtool.preprocess import ShardOptions, shard
 
     stores = {}
     for scale in EPOCH_SCALES:

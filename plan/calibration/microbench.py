@@ -5,7 +5,7 @@ dense products of the trainer's shapes; element-wise passes; the trainer's fused
 tensors of growing size (the allocator's page faults); and
 all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
 CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
-the fitted costs (gtool.plan.model.profile) keep the measurements they came from. Then short real training
+the fitted costs (gtool.plan.costmodel.profile) keep the measurements they came from. Then short real training
 epochs on small stores, alone and side by side, measure what those microbenchmarks miss
 (gtool.plan.calibration.epochs).
 """
@@ -29,10 +29,10 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from gtool.loader.csr import csr_tensor
+from gtool.loader import csr_tensor
 from gtool.plan.calibration.epochs import calibrate_epochs
 from gtool.plan.calibration.fit import fit_relative
-from gtool.plan.model.profile import (
+from gtool.plan.costmodel.profile import (
     AllocationCost,
     CollectiveCost,
     DeviceProfile,
@@ -41,11 +41,8 @@ from gtool.plan.model.profile import (
     GemmCost,
     SpmmCost,
 )
-from gtool.preprocess.sources.generators import rmat_block
-from gtool.trainer.launch.environment import RankEnv
-from gtool.trainer.launch.local import launch_local
-from gtool.trainer.launch.world import join_world, rank_device
-from gtool.trainer.nn.dropout import MaskSpec, relu_dropout
+from gtool.preprocess import rmat_block
+from gtool.trainer import MaskSpec, RankEnv, join_world, launch_local, rank_device, relu_dropout
 
 SPMM_SCALES = (12, 14, 16, 18)
 SPMM_WIDTHS = (16, 64, 128)

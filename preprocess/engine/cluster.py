@@ -6,6 +6,7 @@ import functools
 import logging
 import sys
 import threading
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from gtool.preprocess.engine.lost_work import (
     unreachable_scheduler,
     watching_workers,
 )
+from gtool.preprocess.engine.stalls import DEFAULT_TIMEOUT, watching_stalls
 from gtool.terminal import description_column
 
 T = TypeVar("T")
@@ -68,6 +70,20 @@ class Engine:
     client: Client
     concurrency: int
     processes: int
+    external: bool = False
+
+    @property
+    def dashboard(self) -> str | None:
+        """The link to the Dask dashboard when the scheduler runs one that answers from here, else None (the
+        scheduler's HTTP server answers there without one: Dask's dashboard needs bokeh)."""
+        if "dashboard" not in self.client.scheduler_info(n_workers=0).get("services", {}):
+            return None
+        link = self.client.dashboard_link
+        try:
+            with urllib.request.urlopen(link, timeout=2) as answer:
+                return link if answer.status == 200 else None
+        except OSError:
+            return None
 
 
 def run_shape(scheduler: str | None, workers: int) -> tuple[int, int]:
@@ -79,7 +95,13 @@ def run_shape(scheduler: str | None, workers: int) -> tuple[int, int]:
 
 
 @contextmanager
-def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Iterator[Engine]:
+def dask_engine(
+    scheduler: str | None,
+    workers: int,
+    memory_limit: int,
+    worker_timeout: float = DEFAULT_TIMEOUT,
+    dashboard: bool = False,
+) -> Iterator[Engine]:
     """A client of an existing cluster, or of an embedded local cluster with `workers` workers.
 
     One worker runs as a thread of this process. More run as worker processes of one thread each
@@ -87,8 +109,10 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
     machinery then run without sharing one GIL, which threads of one process do not scale past about
     two workers. Each process gets its share of `memory_limit`; Dask's own memory management stays off
     because the pipeline sizes its tasks from the budget and keeps intermediate data in its spill files.
-    No dashboard; the scheduler's own HTTP endpoints take a free port (on 8787, Dask's default, a second
-    run at once would print Dask's warning that the port is taken).
+    No dashboard unless `dashboard` (on a free port); the scheduler's own HTTP endpoints take a free port
+    (on 8787, Dask's default, a second run at once would print Dask's warning that the port is taken).
+    Workers that send no heartbeat for `worker_timeout` seconds are restarted
+    (gtool.preprocess.engine.stalls).
     """
     quiet_dask_logs()
     if scheduler:
@@ -96,8 +120,8 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
             client = Client(scheduler)
         except OSError as exc:
             raise unreachable_scheduler(scheduler, exc) from None
-        with client, watching_workers(client, scheduler):
-            yield Engine(client, max(1, sum(client.nthreads().values())), 0)
+        with client, watching_workers(client, scheduler), watching_stalls(client, worker_timeout):
+            yield Engine(client, max(1, sum(client.nthreads().values())), 0, external=True)
         return
     processes = workers > 1
     with (
@@ -106,11 +130,12 @@ def dask_engine(scheduler: str | None, workers: int, memory_limit: int) -> Itera
             n_workers=workers if processes else 1,
             threads_per_worker=1 if processes else workers,
             processes=processes,
-            dashboard_address=None,
+            dashboard_address=":0" if dashboard else None,
             scheduler_kwargs={"dashboard_address": ":0"},
             memory_limit=memory_limit // workers if processes else 0,
         ) as cluster,
         Client(cluster) as client,
+        watching_stalls(client, worker_timeout),
     ):
         yield Engine(client, *run_shape(None, workers))
 

@@ -9,8 +9,8 @@ import pytest
 from bench.plan_metadata import main
 from gtool.errors import StoreError
 from gtool.loader import load_rank
-from gtool.plan.model.planner import PlanRequest, make_plan
-from gtool.plan.model.profile import load_profile
+from gtool.plan.costmodel.planner import PlanRequest, make_plan
+from gtool.plan.costmodel.profile import load_profile
 from gtool.store.reader import open_store
 
 

@@ -29,6 +29,8 @@ BAD = {
     "memory_limit": "2XB",
     "workers": "-2",
     "scheduler": "",
+    "worker_timeout": "0",
+    "dashboard": "--dashboard=on",
     "spill_dir": "",
     "cache_dir": " ",
     "no_cache": "--no-cache=1",

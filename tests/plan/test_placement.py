@@ -1,5 +1,5 @@
 """Placements: which rank holds which grid coordinates, which groups span nodes, and how the plan
-chooses an order (gtool.geometry.grid, gtool.topology, gtool.plan.model.placement)."""
+chooses an order (gtool.geometry.grid, gtool.topology, gtool.plan.costmodel.placement)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import itertools
 
 import pytest
 
+from gtool.geometry.collectives import Collective
 from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS, ProcessGrid, group_ranks
-from gtool.plan.model.collectives import Collective
-from gtool.plan.model.placement import price_placements
-from gtool.plan.model.profile import load_profile
-from gtool.plan.model.shapes import factorizations
+from gtool.geometry.shapes import factorizations
+from gtool.plan.costmodel.placement import price_placements
+from gtool.plan.costmodel.profile import load_profile
 from gtool.topology import Topology, launcher_ranks_per_node
 
 SMALL = [grid for ranks in range(1, 11) for grid in factorizations(ranks)]

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from gtool.architecture import ModelConfig
 from gtool.cli.main import app
+from gtool.geometry.collectives import bytes_by_group, epoch_collectives
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_widths
-from gtool.plan.model.collectives import bytes_by_group, epoch_collectives
-from gtool.plan.model.shapes import layer_shapes
+from gtool.geometry.shapes import layer_shapes
 from tests.support.stores import StoreFactory
 
 GTOOL = [sys.executable, "-m", "gtool.cli"]
@@ -71,6 +71,38 @@ def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
     auto = CliRunner().invoke(app, ["train", store, "--grid", "auto", "--ranks", "2", "--batch-size", "513"])
     assert auto.exit_code == 2 and "513 is more than the 512 nodes" in auto.output
     assert "--grid auto chose" not in auto.output  # refused before planning
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("spmm.seconds_per_row_col", -3.0, "a finite number >= 0"),  # ranked grids by -3,856,598 s epochs
+        ("gemm.seconds_per_flop", float("nan"), "a number > 0"),
+        ("gemm.seconds_per_flop", 0.0, "a number > 0"),
+        ("collectives.2.latency", float("inf"), "a finite number >= 0"),
+        ("epochs.1.dense", 0, "a number > 0"),
+    ],
+)
+def test_plan_refuses_a_profile_with_a_cost_that_is_not_a_cost(
+    store: str, tmp_path: Path, key: str, value: float, expected: str
+) -> None:
+    content = json.loads(_shipped_profile())
+    part = content
+    *path, last = key.split(".")
+    for name in path:
+        part = part[name]
+    part[last] = value
+    profile = tmp_path / "bad.json"
+    profile.write_text(json.dumps(content))
+    done = gtool("plan", store, "--ranks", "2", "--profile", str(profile))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"error: {profile}: {key} is {value!r}, expected {expected}"]
+
+
+def _shipped_profile() -> str:
+    from importlib import resources
+
+    return resources.files("gtool.plan.costmodel").joinpath("default-profile.json").read_text()
 
 
 def test_train_grid_auto_trains_on_the_planned_grid(store: str, tmp_path: Path) -> None:

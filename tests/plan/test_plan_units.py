@@ -9,15 +9,16 @@ import numpy as np
 import pytest
 
 from gtool.architecture import ModelConfig
+from gtool.geometry.bandnnz import GridShards, ShardNnzTable, band_edges
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import distinct_shards, rank_layers
+from gtool.geometry.shapes import factorizations
 from gtool.plan.calibration.microbench import calibrate
-from gtool.plan.model.bandnnz import CellCounts, GridShards, ShardNnzTable, band_edges
-from gtool.plan.model.memory import adjacency_bytes
-from gtool.plan.model.minibatch import MiniBatchRun
-from gtool.plan.model.planner import PlanRequest, layouts
-from gtool.plan.model.profile import ProfileError, load_profile, save_profile
-from gtool.plan.model.shapes import factorizations
+from gtool.plan.costmodel.memory import adjacency_bytes
+from gtool.plan.costmodel.minibatch import MiniBatchRun
+from gtool.plan.costmodel.planner import PlanRequest, layouts
+from gtool.plan.costmodel.profile import ProfileError, load_profile, save_profile
+from gtool.store.cells import CellCounts, shard_table
 from gtool.store.reader import open_store
 from gtool.store.scan import scan_tiles
 from tests.loader.expected import layer_rects
@@ -74,12 +75,12 @@ def test_shard_nonzeros_match_the_blocks_of_the_stored_matrices(
             )
         ]
     )
-    np.testing.assert_array_equal(rank_nnz(ShardNnzTable.of(opened, set(dims), exact=True), dims, 4), want)
+    np.testing.assert_array_equal(rank_nnz(shard_table(opened, set(dims), exact=True), dims, 4), want)
     scanned = CellCounts(opened, band_edges(n, set(dims)))
     scan_tiles(opened, [scanned])
     assert not scanned.estimated
-    np.testing.assert_array_equal(rank_nnz(ShardNnzTable(scanned), dims, 4), want)
-    estimate = ShardNnzTable.of(opened, set(dims))
+    np.testing.assert_array_equal(rank_nnz(scanned.table(), dims, 4), want)
+    estimate = shard_table(opened, set(dims))
     assert rank_nnz(estimate, dims, 4).sum(axis=0) == pytest.approx(want.sum(axis=0), abs=4)
     assert estimate.estimated == (dims != (1, 1, 1))
 
@@ -101,7 +102,7 @@ def test_grid_shards_are_each_ranks_layers_as_the_geometry_holds_them(
     opened = open_store(store)
     matrices = {m: reassemble(opened, m) for m in opened.matrices}
     grid = ProcessGrid(*dims, placement)
-    shards = ShardNnzTable.of(opened, set(dims), exact=True).rank_shards(grid, layers)
+    shards = shard_table(opened, set(dims), exact=True).rank_shards(grid, layers)
     model = ModelConfig(agg_blocks=2)
     for rank, held in enumerate(adjacency_bytes(shards, model)):
         geometry = rank_layers(grid, rank, layers, opened.num_nodes, opened.two_matrices)

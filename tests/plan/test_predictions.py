@@ -16,17 +16,18 @@ import pytest
 from typer.testing import CliRunner
 
 from gtool.cli.main import app
+from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives
 from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, ProcessGrid
-from gtool.plan.model.bandnnz import ShardNnzTable
-from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives
-from gtool.plan.model.memory import estimate_memory
-from gtool.plan.model.minibatch import replay_comm_bytes
-from gtool.plan.model.planner import PlanRequest, make_plan
-from gtool.plan.model.profile import load_profile, save_profile
-from gtool.plan.model.shapes import factorizations, layer_shapes
+from gtool.geometry.shapes import factorizations, layer_shapes
+from gtool.plan.costmodel.memory import estimate_memory
+from gtool.plan.costmodel.minibatch import replay_comm_bytes
+from gtool.plan.costmodel.planner import PlanRequest, make_plan
+from gtool.plan.costmodel.profile import load_profile, save_profile
+from gtool.store.cells import shard_table
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.local import launch_local
+from gtool.trainer.minibatch.schedule import Schedule
 from tests.plan.ranks import measure_cases
 from tests.support.stores import StoreFactory
 
@@ -146,7 +147,8 @@ def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(run
         batch, seed = config.minibatch.batch_size, config.runtime.seed
         orders = config.model.orders(store.num_features, store.num_classes)
         process_grid = ProcessGrid(*grid)
-        predicted = replay_comm_bytes(store, widths, itemsize, process_grid, replicas, batch, seed, 1, orders)
+        samples = Schedule(store.num_nodes, batch, replicas).order(seed, 1).numpy()
+        predicted = replay_comm_bytes(store, widths, itemsize, process_grid, replicas, batch, samples, orders)
         for rank, measured in enumerate(_measured(out, name, grid, replicas)):
             assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"
         if replicas > 1:
@@ -228,7 +230,7 @@ def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, gri
     widths = config.model.widths(store.num_features, store.num_classes)
     process_grid = ProcessGrid(*grid)
     orders = config.model.orders(store.num_features, store.num_classes)
-    shards = ShardNnzTable.of(store, set(grid)).rank_shards(process_grid, orders)
+    shards = shard_table(store, set(grid)).rank_shards(process_grid, orders)
     shapes = layer_shapes(process_grid, store.num_nodes, widths, orders)
     predicted = estimate_memory(shapes, shards, config.model, store.num_classes).peak
     for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import signal
 import time
 from pathlib import Path
@@ -79,7 +80,8 @@ def test_output_holding_the_current_folder_is_refused_before_any_work(
     (work / "notes.txt").write_text("data")
     monkeypatch.chdir(work)
     code, text = shard_cli("rmat:30", "-o", output, "--overwrite")  # rmat:30 would take hours
-    assert code == 2 and f"error: -o {output}: the output would hold the current folder" in text
+    named = os.path.abspath(output)  # resolved before the run starts (workers elsewhere share no cwd)
+    assert code == 2 and f"error: -o {named}: the output would hold the current folder" in text
     assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
 
 

@@ -73,7 +73,7 @@ def test_rows_in_order_are_written_in_c_order_whatever_the_rows_layout(tmp_path,
 
 
 def spill_dir(tmp_path) -> spill.SpillDir:
-    return spill.SpillDir(None, tmp_path / "out.zarr", str(tmp_path / "out.zarr"))
+    return spill.SpillDir(None, "the output's folder", tmp_path / "out.zarr", str(tmp_path / "out.zarr"))
 
 
 def sizes_become(paths: list[str], expected: list[int]) -> bool:
@@ -127,7 +127,7 @@ def test_saving_again_leaves_a_reader_of_the_first_copy_its_data(tmp_path):
 
 @pytest.mark.parametrize("write", ["append", "save"])
 def test_a_task_writing_after_the_spill_folder_was_removed_fails_and_makes_nothing(tmp_path, write):
-    scratch = spill.SpillDir(None, tmp_path / "out.zarr", "out.zarr")
+    scratch = spill.SpillDir(None, "the output's folder", tmp_path / "out.zarr", "out.zarr")
     path = f"{scratch.path}/map/m0/host-1-2.bin"
     scratch.cleanup()
     with pytest.raises(FileNotFoundError) as info:

@@ -40,8 +40,14 @@ def run_trainings(env: RankEnv, trainings: list[Training]) -> None:
                 fit(Trainer(data, comm, config, CPU), reporter, CPU)
             dist.barrier()  # the checkpoint is complete before any rank reads it
             for output, (grid, embeddings) in training.predictions.items():
-                job = prediction_job(
-                    config.store, config.runtime.checkpoint, output, grid, config.runtime, embeddings
+                job = prediction_job(  # the last epoch's model, which the tests' references train to
+                    config.store,
+                    config.runtime.checkpoint,
+                    output,
+                    grid,
+                    config.runtime,
+                    embeddings,
+                    use="latest",
                 )
                 dist.barrier()  # every rank checked that the output is not there yet
                 comm = grid_comm(job.config, made)

@@ -15,3 +15,7 @@ def test_config_rejects_bad_values() -> None:
     not_finite = r"--dropout must be a finite number, got inf; --lr must be a finite number, got nan"
     with pytest.raises(ValueError, match=not_finite):  # nan passes every bound; an inf timeout overflowed
         TrainConfig.of("s", lr=float("nan"), dropout=float("inf"))
+    with pytest.raises(ValueError, match="--overwrite needs --checkpoint DIR"):
+        TrainConfig.of("s", overwrite=True)
+    with pytest.raises(ValueError, match="--overwrite replaces the checkpoint that --resume continues"):
+        TrainConfig.of("s", checkpoint="ck", overwrite=True, resume=True)

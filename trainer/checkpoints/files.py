@@ -1,32 +1,43 @@
-"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, a JSON pointer to the latest.
+"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, JSON pointers to the latest
+checkpoint and to the copy of the model of the best validation accuracy so far.
 
     DIR/latest.json                   {"epoch": E, "path": "epoch-0000E"}, replaced once E is complete
     DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ..., its model options) and its history
-    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (tensors only)
+    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (tensors only), and E
+    DIR/best.json                     {"epoch": B, "path": "best-0000B"}: the best validation epoch's model
+    DIR/best-0000B/...                its manifest and rank files (parameter parts only)
 
-Files are written atomically and latest.json moves only once every rank's file is in place, so a run
+Files are written atomically and the pointers move only once every rank's file is in place, so a run
 killed at any moment leaves the previous checkpoint usable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import pickle
 import shutil
+import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
-from gtool.geometry.grid import DEFAULT_PLACEMENT
+from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
 from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
+from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects, ranks_text
 from gtool.trainer.comm.groups import GridComm
 from gtool.units import human_bytes
 
 LATEST = "latest.json"
+BEST = "best.json"
+POINTERS = (LATEST, BEST)
 MANIFEST = "manifest.json"
 
 
@@ -42,14 +53,17 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
-UNTOLD = ("node_order",)
+UNTOLD = ("node_order", "normalize_features")
 """Run shape keys that checkpoints written before them lack and that cannot be told then: not compared."""
+FROM_MODEL = ("normalize_features",)
+"""Run shape keys that checkpoints written before them have among their model options."""
 
 
 def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
     """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
     another `shape` (any of its keys)."""
-    written = recorded_shape(manifest["shape"])
+    model = manifest.get("model") or {}
+    written = {**{k: model[k] for k in FROM_MODEL if k in model}, **recorded_shape(manifest["shape"])}
     differ = [
         k for k, v in shape.items() if not _same(k, written.get(k), v) and (k in written or k not in UNTOLD)
     ]
@@ -121,6 +135,10 @@ def _epoch_dir(epoch: int) -> str:
     return f"epoch-{epoch:06d}"
 
 
+def _best_dir(epoch: int) -> str:
+    return f"best-{epoch:06d}"
+
+
 def rank_file(folder: str | Path, rank: int) -> Path:
     """Rank `rank`'s part of the checkpoint in `folder` (a manifest's "path")."""
     return Path(folder) / f"rank-{rank:05d}.pt"
@@ -139,17 +157,136 @@ def read_rank_file(folder: str | Path, rank: int, device: torch.device | str, mm
         raise CheckpointError(f"{path}: cannot be read ({reason}); the checkpoint is damaged") from None
 
 
-def latest_manifest(directory: Path) -> dict[str, Any] | None:
-    """The manifest of the latest complete checkpoint in `directory` (its folder as "path"), or None."""
-    pointer = directory / LATEST
-    if not pointer.exists():
-        return None
-    where = directory / _read_record(pointer, "path", str)["path"]
+def _written_epoch(pointer: Path) -> str:
+    """'epoch E' of a latest.json, or what is wrong with it (it is refused or replaced, not read)."""
+    try:
+        return f"epoch {json.loads(pointer.read_bytes())['epoch']}"
+    except (OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
+        return f"{LATEST} unreadable"
+
+
+def _run_files(directory: Path) -> list[Path]:
+    """What runs write in a checkpoint folder: the pointers and the checkpoints' folders."""
+    pointers = [directory / name for name in POINTERS]
+    folders = [p for pattern in ("epoch-*", "best-*") for p in directory.glob(pattern) if p.is_dir()]
+    return [p for p in pointers if p.exists()] + folders
+
+
+def _referenced(directory: Path) -> set[str]:
+    """The checkpoint folders the pointers name (none of one that is unreadable: it is refused later)."""
+    named = set()
+    for name in POINTERS:
+        with contextlib.suppress(OSError, ValueError, UnicodeDecodeError, TypeError, KeyError):
+            named.add(str(json.loads((directory / name).read_bytes())["path"]))
+    return named
+
+
+def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
+    """Make `directory` (made, and locked by the caller) this run's, before any rank starts: a checkpoint
+    of another run there is refused unless `resume` (continue it) or `overwrite` (removed now); folders
+    of checkpoints that were never completed (a killed run's) are removed, so that no rank writes into one."""
+    if (directory / LATEST).exists() and not resume:
+        if not overwrite:
+            raise CheckpointError(
+                f"--checkpoint {directory} holds the checkpoint of another run "
+                f"({_written_epoch(directory / LATEST)}); pass --resume to continue it, --overwrite to "
+                "replace it, or name another folder"
+            )
+        for path in _run_files(directory):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    kept = _referenced(directory)
+    for folder in _run_files(directory):
+        if folder.is_dir() and folder.name not in kept:
+            shutil.rmtree(folder)
+
+
+def _count(value: Any, least: int = 1) -> bool:
+    """Whether `value` is an int (not a bool) of at least `least`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _counts(value: Any, length: int | None = None) -> bool:
+    """Whether `value` is a list of positive ints (of `length` of them, when given)."""
+    return isinstance(value, list) and all(map(_count, value)) and length in (None, len(value))
+
+
+def _shape_problem(manifest: dict[str, Any], required: tuple[str, ...]) -> str | None:
+    """What is wrong with a manifest's values (the `required` shape keys missing, one of another kind or
+    out of range, model options that are not gtool's), or None."""
+    shape = manifest["shape"]
+    missing = [key for key in ("grid", *required) if key not in shape]
+    if missing:
+        return f"no {', '.join(missing)} in its shape"
+    checks = {
+        "grid": lambda v: _counts(v, 3),
+        "dims": lambda v: _counts(v) and len(v) >= 2,
+        "num_nodes": _count,
+        "placement": lambda v: v in PLACEMENTS,
+        "batch_size": lambda v: v is None or _count(v),
+        "data_parallel": _count,
+        "transform_first": lambda v: isinstance(v, list) and all(isinstance(t, bool) for t in v),
+    }
+    for key, valid in checks.items():
+        if key in shape and not valid(shape[key]):
+            return f"shape {key} {json.dumps(shape[key])[:60]} is not a valid value"
+    if "dims" in shape and len(shape.get("transform_first", shape["dims"][1:])) != len(shape["dims"]) - 1:
+        return "shape transform_first does not give one order per layer of dims"
+    if not _count(manifest.get("epoch"), 0):
+        return f"epoch {json.dumps(manifest.get('epoch'))[:60]} is not a valid value"
+    model = manifest.get("model")
+    if model is not None:
+        try:
+            ModelConfig(**model)
+        except (TypeError, ValueError) as exc:
+            return f"model options: {exc}"
+    return None
+
+
+def _missing_rank_files(manifest: dict[str, Any]) -> str | None:
+    """Which of the grid's rank files the checkpoint's folder lacks, or None; told from the files that are
+    there (a listing), so that a grid of any size costs what the folder holds."""
+    ranks = math.prod(manifest["shape"]["grid"])
+    present = {p.name for p in Path(manifest["path"]).glob("rank-*.pt")}
+    if ranks > len(present) + 5:  # too many to name
+        return f"its grid of {ranks:,} ranks needs {ranks:,} rank files, the folder holds {len(present):,}"
+    missing = [name for name in (rank_file("", rank).name for rank in range(ranks)) if name not in present]
+    if missing:
+        return f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} missing"
+    return None
+
+
+def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The manifest of the checkpoint in folder `where` (its folder as "path"), checked before any rank
+    uses it: values of the right kinds and ranges (`required` shape keys present), and a rank file for every
+    rank of its grid. Anything else is a CheckpointError naming the manifest."""
     if not (where / MANIFEST).exists():
         raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)")
     manifest = _read_record(where / MANIFEST, "shape", dict)
     manifest["path"] = str(where)
+    problem = _shape_problem(manifest, required) or _missing_rank_files(manifest)
+    if problem:
+        raise CheckpointError(f"{where / MANIFEST}: {problem}; the checkpoint is damaged or incomplete")
     return manifest
+
+
+def latest_manifest(
+    directory: Path, required: tuple[str, ...] = (), pointer: str = LATEST
+) -> dict[str, Any] | None:
+    """The checked manifest of the latest complete checkpoint in `directory` (its folder as "path"), or
+    of the best model's copy (`pointer` BEST); None when there is none."""
+    if not (directory / pointer).exists():
+        return None
+    return checked_manifest(directory / _read_record(directory / pointer, "path", str)["path"], required)
+
+
+def _pointed_epoch(directory: Path, pointer: str) -> int | None:
+    """The epoch a pointer names, None when there is none."""
+    if not (directory / pointer).exists():
+        return None
+    return int(_read_record(directory / pointer, "epoch", int)["epoch"])
 
 
 class Checkpoints:
@@ -165,25 +302,58 @@ class Checkpoints:
         self.comm = comm
         self.shape = shape
         self.model = model
+        self.best_epoch: int | None = None
+        """The epoch of the best model's copy in the folder (set on resuming, moved by `save`)."""
 
-    def save(self, epoch: int, state: dict[str, Any], history: dict[str, Any]) -> None:
-        """Write this rank's `state` for `epoch`; rank 0 commits the checkpoint once every rank has.
+    def save(
+        self,
+        epoch: int,
+        state: dict[str, Any],
+        history: dict[str, Any],
+        best: tuple[int, dict[str, Any]] | None = None,
+    ) -> None:
+        """Write this rank's `state` for `epoch` and, when `best` (an epoch and its model parts) is not the
+        best copy written yet, that copy; rank 0 commits them once every rank has written.
 
         With replicas (--data-parallel), which hold the same parts and optimizer state, the first one
         writes them and every replica reads them back."""
-        target = self.directory / _epoch_dir(epoch)
-        target.mkdir(parents=True, exist_ok=True)
-        if self.comm.replica == 0:
-            _write_atomically(rank_file(target, self.comm.rank), lambda handle: torch.save(state, handle))
-        self.comm.everyone.barrier()
-        if self.comm.everyone.index != 0:
+        parts = {LATEST: (epoch, _epoch_dir(epoch), {**state, "epoch": epoch})}
+        if best is not None and best[0] != self.best_epoch:
+            parts[BEST] = (best[0], _best_dir(best[0]), {"model": best[1], "epoch": best[0]})
+        for _, name, content in parts.values():
+            (self.directory / name).mkdir(parents=True, exist_ok=True)
+            if self.comm.replica == 0:
+                path = rank_file(self.directory / name, self.comm.rank)
+                _write_atomically(path, lambda handle, content=content: torch.save(content, handle))
+        everyone = self.comm.everyone
+        everyone.barrier()
+        missing = self._missing(name for _, name, _ in parts.values()) if everyone.index == 0 else None
+        if missing := broadcast_object(everyone, missing):
+            raise CheckpointError(
+                f"{missing} as rank 0 sees the folder, though every rank wrote its file: the ranks do not "
+                "write to one folder (a folder on each node?); the latest complete checkpoint is unchanged"
+            )
+        if best is not None and BEST in parts:
+            self.best_epoch = best[0]
+        if everyone.index != 0:
             return
-        manifest = {"epoch": epoch, "shape": self.shape, "history": history, "model": self.model}
-        _write_json(target / MANIFEST, manifest)
-        _write_json(self.directory / LATEST, {"epoch": epoch, "path": target.name})
-        for old in self.directory.glob("epoch-*"):
-            if old.is_dir() and old.name != target.name:
+        for pointer in (BEST, LATEST):  # the best copy first: a checkpoint's history names its epoch
+            if pointer in parts:
+                number, name, _ = parts[pointer]
+                manifest = {"epoch": number, "shape": self.shape, "history": history, "model": self.model}
+                _write_json(self.directory / name / MANIFEST, manifest)
+                _write_json(self.directory / pointer, {"epoch": number, "path": name})
+        kept = {_epoch_dir(epoch)} | ({_best_dir(self.best_epoch)} if self.best_epoch is not None else set())
+        for old in _run_files(self.directory):
+            if old.is_dir() and old.name not in kept:
                 shutil.rmtree(old, ignore_errors=True)
+
+    def _missing(self, names: Iterable[str]) -> str | None:
+        """'FOLDER: what is missing' of the first of the checkpoint folders `names` that lacks a rank file."""
+        for name in names:
+            if problem := _missing_rank_files({"shape": self.shape, "path": str(self.directory / name)}):
+                return f"{self.directory / name}: {problem}"
+        return None
 
     def latest(self) -> dict[str, Any] | None:
         """The manifest of the latest complete checkpoint, or None when there is none yet."""
@@ -196,3 +366,39 @@ class Checkpoints:
     def load(self, manifest: dict[str, Any], device: torch.device) -> dict[str, Any]:
         """This rank's state from the checkpoint `manifest` describes."""
         return read_rank_file(manifest["path"], self.comm.rank, device)
+
+    def resume_point(self, device: torch.device) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The latest checkpoint's manifest as rank 0 reads it and this rank's state of that epoch, which
+        every rank reads from its own file in that epoch's folder (None when there is no checkpoint yet).
+
+        Every rank must call it. A rank whose file of that epoch is missing, unreadable or of another epoch
+        fails every rank with one error naming the ranks: they would not resume from one checkpoint."""
+        everyone = self.comm.everyone
+        found: tuple[dict[str, Any] | None, int | None, str | None] = (None, None, None)
+        if everyone.index == 0:
+            try:
+                found = (self.latest(), _pointed_epoch(self.directory, BEST), None)
+            except CheckpointError as error:
+                found = (None, None, str(error))
+        manifest, self.best_epoch, error = broadcast_object(everyone, found)
+        if error is not None:
+            raise CheckpointError(error)
+        if manifest is None:
+            return None
+        epoch, folder = manifest["epoch"], self.directory / _epoch_dir(manifest["epoch"])
+        state, problem = None, None
+        try:
+            state = read_rank_file(folder, self.comm.rank, device)
+            if state.get("epoch", epoch) != epoch:
+                problem = f"{rank_file(folder, self.comm.rank)} is of epoch {state['epoch']}"
+        except CheckpointError as unusable:
+            problem = str(unusable)
+        problems = gather_objects(everyone, (problem, socket.gethostname()))
+        failed = [rank for rank, (text, _) in enumerate(problems) if text]
+        if failed:
+            raise CheckpointError(
+                f"--resume: {ranks_text(failed, [host for _, host in problems])} cannot resume from "
+                f"epoch {epoch}, which rank 0 read in {self.directory / LATEST} ({problems[failed[0]][0]}); "
+                "the ranks do not share one checkpoint folder (a folder on each node?)"
+            )
+        return {**manifest, "path": str(folder)}, state

@@ -34,6 +34,7 @@ def run_shape(config: TrainConfig) -> dict:
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
         "learnable_features": config.model.learnable_features,
+        "normalize_features": config.model.normalize_features,
         "batch_size": config.minibatch.batch_size,
         "data_parallel": config.minibatch.data_parallel,
     }
@@ -54,11 +55,12 @@ def resume(
     trainer: Trainer, checkpoints: Checkpoints, reporter: Reporter, device: torch.device
 ) -> tuple[History, int]:
     """Load the latest checkpoint into `trainer`: the history so far and the epoch to continue at."""
-    manifest = checkpoints.latest()
-    if manifest is None:
+    point = checkpoints.resume_point(device)
+    if point is None:
         reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
         return History(), 1
-    trainer.load_state(checkpoints.load(manifest, device))
+    manifest, state = point
+    trainer.load_state(state)
     if manifest["epoch"] >= trainer.config.runtime.epochs:
         reporter.message(
             f"{manifest['path']} is at epoch {manifest['epoch']}, already at --epochs "
@@ -67,6 +69,19 @@ def resume(
     else:
         reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
     return History(**manifest["history"]), manifest["epoch"] + 1
+
+
+def model_copy(trainer: Trainer) -> dict[str, torch.Tensor]:
+    """This rank's parameter parts as they are now, copied to the CPU (the best model's, till a
+    checkpoint writes them)."""
+    return {name: part.to("cpu", copy=True) for name, part in trainer.model.state().items()}
+
+
+def written(checkpoints: Checkpoints, epoch: int) -> str:
+    """Where the checkpoint of `epoch` went, and the best model's copy (what the summary says)."""
+    best = checkpoints.best_epoch
+    copy = f", best validation epoch {best}" if best is not None else ", no best-validation copy"
+    return f"{checkpoints.directory} (latest epoch {epoch}{copy})"
 
 
 def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
@@ -81,6 +96,7 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         if config.runtime.resume:
             history, first_epoch = resume(trainer, checkpoints, reporter, device)
     summary = Summary(history)
+    best = None
     for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)
         if epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs:
@@ -88,6 +104,8 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
             record.accuracy = trainer.evaluate()
             record.eval_seconds = time.perf_counter() - start
         history.update(record)
+        if checkpoints is not None and history.best_epoch == epoch:
+            best = (epoch, model_copy(trainer))
         summary.epochs.append(record)
         reporter.epoch(record)
         if not math.isfinite(record.loss):  # the same on every rank: all stop, before checkpointing it
@@ -98,7 +116,8 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         if checkpoints is not None and (
             epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs
         ):
-            checkpoints.save(epoch, trainer.state(), asdict(history))
+            checkpoints.save(epoch, trainer.state(), asdict(history), best)
+            summary.checkpoint = written(checkpoints, epoch)
     summary.peak_memory_mb = peak_memory(trainer.comm, device)
     reporter.summary(summary)
     return summary

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from gtool.terminal import plain_console
 from gtool.trainer.comm.timing import PHASES
@@ -69,6 +70,8 @@ class Summary:
     history: History
     epochs: list[EpochRecord] = field(default_factory=list)
     peak_memory_mb: list[dict[str, float]] = field(default_factory=list)
+    checkpoint: str | None = None
+    """Where the run's last checkpoint was written (with --checkpoint)."""
 
     @property
     def mean_epoch_seconds(self) -> float:
@@ -90,6 +93,7 @@ class Summary:
             "mean_epoch_seconds": self.mean_epoch_seconds,
             **{f"mean_{phase}_seconds": self.mean_phase_seconds(phase) for phase in PHASES},
             "peak_memory_mb": self.peak_memory_mb,
+            "checkpoint": self.checkpoint,
         }
 
 
@@ -138,6 +142,8 @@ class Reporter:
             table.add_row("test accuracy at best validation", f"{history.test_at_best:.4f}")
         split = ", ".join(f"{p} {summary.mean_phase_seconds(p):.3f}" for p in PHASES)
         table.add_row("mean epoch time", f"{summary.mean_epoch_seconds:.3f}s ({split})")
+        if summary.checkpoint is not None:
+            table.add_row("checkpoint", Text(summary.checkpoint))  # a path, printed as it is
         for rank, memory in enumerate(summary.peak_memory_mb):
             text = f"{memory['rss']:.0f} MB RSS" + (f", {memory['gpu']:.0f} MB GPU" if memory["gpu"] else "")
             table.add_row(f"peak memory rank {rank}", text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -10,13 +11,15 @@ import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
-from gtool.store.writing.staging import make_folder
-from gtool.trainer.checkpoints.files import latest_manifest, refuse_other_shape
+from gtool.store.writing.output_lock import output_lock
+from gtool.store.writing.staging import absolute_location, make_folder
+from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
+from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.loop import fit, run_shape
 from gtool.trainer.fit.report import Reporter, Summary
 from gtool.trainer.fit.trainer import Trainer, load_model_rank
-from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.environment import RankEnv, environment_rank
 from gtool.trainer.launch.start import join_grid, run_layout, start_ranks
 from gtool.trainer.nn.dropout import cuda_notice
 
@@ -28,6 +31,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     the failure from the connections closing when the process exits.
     """
     device, comm = join_grid(env, config)
+    if config.runtime.checkpoint:
+        require_shared(comm.everyone, config.runtime.checkpoint, "--checkpoint", SHARED_FOLDER)
     grid = comm.grid
     runtime = config.runtime
     reporter = Reporter(env.rank == 0, runtime.log, append=runtime.resume, quiet=runtime.quiet)
@@ -61,16 +66,39 @@ def train(config: TrainConfig) -> None:
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
-    prepare_run_files(config)
-    start_ranks(config, "train", run_rank, config)
+    config = with_absolute_paths(config)
+    env = environment_rank()
+    writer = env is None or env.rank == 0
+    checkpoint = config.runtime.checkpoint
+    with output_lock(checkpoint, "gtool train") if writer and checkpoint else nullcontext():
+        prepare_run_files(config, writer)
+        start_ranks(config, "train", run_rank, config)
 
 
-def prepare_run_files(config: TrainConfig) -> None:
+def with_absolute_paths(config: TrainConfig) -> TrainConfig:
+    """`config` with its store, --checkpoint and --log resolved once, here, as absolute paths (URLs kept)."""
+    runtime = config.runtime
+    paths = {"checkpoint": runtime.checkpoint, "log": runtime.log}
+    given = {name: absolute_location(path) for name, path in paths.items() if path}
+    return config.replace(store=absolute_location(config.store), **given)
+
+
+SHARED_FOLDER = (
+    "Give a folder on a file system that every node mounts at the same path (as an absolute path), or run "
+    "the ranks on one node."
+)
+
+
+def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:
     """The folders of --checkpoint and --log, made before any rank starts: a file in their way, or a --log
-    that is a folder, is an error naming it; with --resume, a latest checkpoint of another grid, batch
+    that is a folder, is an error naming it. The `writer` (the launching process, or rank 0 of
+    torchrun's: it holds the checkpoint folder's lock) claims the folder: another run's checkpoint there
+    is refused without --resume or --overwrite. With --resume, a latest checkpoint of another grid, batch
     size, replicas, dtype, ... is refused before any rank loads the store."""
     if config.runtime.checkpoint:
         make_folder(Path(config.runtime.checkpoint), "--checkpoint")
+        if writer:
+            claim_folder(Path(config.runtime.checkpoint), config.runtime.resume, config.runtime.overwrite)
         latest = latest_manifest(Path(config.runtime.checkpoint)) if config.runtime.resume else None
         if latest is not None:
             refuse_other_shape(latest, run_shape(config))

@@ -8,8 +8,7 @@ import time
 import torch
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.loader import load_rank
-from gtool.loader.rank_data import RankData
+from gtool.loader import RankData, load_rank
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import CommBytes, GridComm
 from gtool.trainer.config import TrainConfig

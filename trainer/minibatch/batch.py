@@ -14,8 +14,7 @@ import torch
 
 from gtool.geometry.bands import Band
 from gtool.geometry.layers import LayerGeometry, order_of_layer_output, rank_layers
-from gtool.loader.load import read_node_ids
-from gtool.loader.rank_data import RankData
+from gtool.loader import RankData, read_node_ids
 from gtool.store.reader import Store, open_store
 from gtool.trainer.minibatch.cut import BandMembers, BandNodes, SampledBlock, cut_shard
 from gtool.trainer.minibatch.schedule import Schedule

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from gtool.loader.csr import csr_tensor
+from gtool.loader import csr_tensor
 
 
 @dataclass(frozen=True)

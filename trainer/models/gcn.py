@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from gtool.geometry.layers import LayerGeometry, padded_slice, rank_layers
-from gtool.loader.rank_data import RankData
+from gtool.loader import RankData
 from gtool.trainer.comm.groups import AxisGroup, GridComm
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.minibatch.batch import StepBatch

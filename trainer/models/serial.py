@@ -14,8 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from gtool.loader.csr import csr_tensor
-from gtool.loader.rank_data import RankData
+from gtool.loader import RankData, csr_tensor
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.nn.dropout import MaskSpec, keep_mask

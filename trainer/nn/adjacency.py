@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gtool.loader.csr import csr_tensor
-from gtool.loader.rank_data import AdjacencyShard
+from gtool.loader import AdjacencyShard, csr_tensor
 
 RowBlock = tuple[int, int, torch.Tensor]
 

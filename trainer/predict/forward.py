@@ -29,6 +29,7 @@ from gtool.store.writing.staging import (
     storage_error,
 )
 from gtool.trainer.checkpoints.regrid import TrainedParameters
+from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
@@ -111,11 +112,12 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     try:
         if staged is not None:
             zarr.open_group(store=staged.path, mode="w")
-        comm.everyone.barrier()
+        require_shared(comm.everyone, staging_path(job.output), "-o", SHARED_OUTPUT)
         summary = {
             "store": config.store,
             "checkpoint": job.manifest["path"],
             "epoch": job.manifest["epoch"],
+            "use": job.manifest["use"],
             "grid": "x".join(map(str, comm.grid.dims)),
             "rows": _write(comm, job, outputs, model),
             "accuracy": accuracy,
@@ -136,6 +138,15 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     return summary
 
 
+SHARED_OUTPUT = (
+    "Give an output on a file system that every node mounts at the same path (as an absolute path), or an "
+    "fsspec URL every node reaches (s3://...), or run the ranks on one node."
+)
+
+
+MODELS = {"best": "the best validation model", "latest": "the latest checkpoint"}
+
+
 def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
     """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
     widths = {"logits": dims[-1], "embeddings": dims[-2]}
@@ -147,8 +158,8 @@ def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
         scores = "  ".join(f"{split} {value:.4f}" for split, value in accuracy.items())
     return (
         f"gtool predict: wrote {output} ({shapes}; rows in the original node order) from "
-        f"{summary['checkpoint']} (epoch {summary['epoch']}) on grid {summary['grid']} in "
-        f"{summary['seconds']['total']:.1f}s\naccuracy: {scores}"
+        f"{summary['checkpoint']} (epoch {summary['epoch']}, {MODELS[summary['use']]}) on grid "
+        f"{summary['grid']} in {summary['seconds']['total']:.1f}s\naccuracy: {scores}"
     )
 
 

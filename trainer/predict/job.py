@@ -9,11 +9,8 @@ from typing import Any
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
-from gtool.store.writing.staging import (
-    PREDICT_OUTPUT,
-    check_output,
-)
-from gtool.trainer.checkpoints.files import CheckpointError, latest_manifest, refuse_other_shape
+from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output
+from gtool.trainer.checkpoints.files import BEST, CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 
 
@@ -28,9 +25,19 @@ class PredictJob:
     overwrite: bool = False
 
 
-def model_manifest(checkpoint: str) -> dict:
-    """The manifest of the latest checkpoint in `checkpoint`, which must record the model's options."""
-    manifest = latest_manifest(Path(checkpoint))
+USES = ("best", "latest")
+"""Which model of a checkpoint folder `gtool predict --use` takes."""
+
+
+def model_manifest(checkpoint: str, use: str = "best") -> dict:
+    """The manifest of the best-validation model's copy in `checkpoint` (`use` "best"; the latest checkpoint
+    when the folder has no such copy: no validation nodes, or written by an older gtool) or of its latest
+    checkpoint ("latest"); it must record the model's options. Its "use" says which was taken."""
+    if use not in USES:
+        raise GtoolError(f"--use must be one of {', '.join(USES)}, got {use!r}")
+    directory, required = Path(checkpoint), ("dims", "num_nodes")
+    manifest = latest_manifest(directory, required, BEST) if use == "best" else None
+    manifest = {**manifest, "use": "best"} if manifest else latest_manifest(directory, required)
     if manifest is None:
         raise CheckpointError(f"{checkpoint}: no checkpoint (latest.json) there; train with --checkpoint DIR")
     if not manifest.get("model"):
@@ -38,12 +45,12 @@ def model_manifest(checkpoint: str) -> dict:
             f"{manifest['path']}: the manifest does not record the model's options (written by an older "
             "gtool train); train again to predict from it"
         )
-    return manifest
+    return {"use": "latest", **manifest}
 
 
 def checkpoint_model(checkpoint: str) -> ModelConfig:
     """The model a checkpoint folder's latest checkpoint was trained with."""
-    return ModelConfig(**model_manifest(checkpoint)["model"])
+    return ModelConfig(**model_manifest(checkpoint, "latest")["model"])
 
 
 def prediction_job(
@@ -54,10 +61,13 @@ def prediction_job(
     runtime: RuntimeConfig,
     embeddings: bool = False,
     overwrite: bool = False,
+    use: str = "best",
 ) -> PredictJob:
     """The job, with every problem found before a rank starts: no checkpoint, one of another store's
-    shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`."""
-    manifest = model_manifest(checkpoint)
+    shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`. The
+    paths are resolved once, here (absolute; URLs kept); `use` says which model (model_manifest)."""
+    store, checkpoint, output = (absolute_location(path) for path in (store, checkpoint, output))
+    manifest = model_manifest(checkpoint, use)
     model = ModelConfig(**manifest["model"])
     opened = open_store(store)
     shape = manifest["shape"]

@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band, ceil_div
-from gtool.loader.load import read_node_ids
+from gtool.loader import read_node_ids
 from gtool.store import layout
 from gtool.store.reader import Store
 from gtool.store.writing.chunk_writer import ChunkSink, array_metadata, write_chunk

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gtool.errors import GtoolError
-from gtool.store.writing.staging import is_url, local_path, make_folder, storage_error
+from gtool.store.writing.staging import STORAGE_FAILURES, is_url, local_path, make_folder, storage_error
 
 
 class OutputLockedError(GtoolError):
@@ -76,7 +76,15 @@ class OutputLock:
     def lock(self) -> int:
         """A descriptor of the lock file, flock'ed by this process, or OutputLockedError naming the holder."""
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:  # a read-only device, a folder without write permission
+                if exc.errno not in STORAGE_FAILURES:
+                    raise
+                raise GtoolError(
+                    f"{self.target}: cannot be written ({STORAGE_FAILURES[exc.errno]}: its lock file "
+                    f"{self.path} cannot be made); nothing was changed"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -44,6 +44,14 @@ def local_path(location: str) -> str:
     return location.removeprefix("file://")
 
 
+def absolute_location(location: str) -> str:
+    """`location` as it can be handed to other processes (ranks, workers, other machines): a URL as it is,
+    a path made absolute (~ expanded) against this process's working folder, once."""
+    if is_url(location):
+        return location
+    return os.path.abspath(os.path.expanduser(local_path(location)))
+
+
 def staging_path(location: str) -> str:
     """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
     path, the URL itself."""
@@ -64,6 +72,10 @@ def make_folder(path: Path, what: str) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise GtoolError(f"{path} ({what}): not a folder: a file is in the way (there, or above)") from None
+    except OSError as exc:
+        if exc.errno not in STORAGE_FAILURES:
+            raise
+        raise GtoolError(f"{path} ({what}): cannot be made ({STORAGE_FAILURES[exc.errno]})") from None
 
 
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:

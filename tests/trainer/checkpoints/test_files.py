@@ -8,7 +8,16 @@ import os
 import pytest
 import torch
 
-from gtool.trainer.checkpoints.files import CheckpointError, Checkpoints, rank_file
+from gtool.errors import GtoolError
+from gtool.trainer.checkpoints.files import (
+    BEST,
+    CheckpointError,
+    Checkpoints,
+    latest_manifest,
+    rank_file,
+    read_rank_file,
+)
+from gtool.trainer.predict.job import model_manifest
 from tests.trainer.cases import single_rank_comm
 
 CPU = torch.device("cpu")
@@ -85,3 +94,70 @@ def test_a_damaged_latest_json_is_a_checkpoint_error_naming_it(tmp_path, content
     checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1]})
     with pytest.raises(CheckpointError, match=r"latest.json: .*the checkpoint is damaged"):
         checkpoints.latest()
+
+
+def test_resuming_needs_each_ranks_file_of_the_epoch_rank_0_read(tmp_path) -> None:
+    """Ranks used to resume from whatever their own folder held: node 1 restarted at epoch 1 with fresh
+    weights while node 0 resumed at epoch 11. A rank file of another epoch (left by another run in a folder
+    that is not shared, say) is refused naming the rank."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    assert checkpoints.resume_point(CPU) is None
+    checkpoints.save(3, {"model": {"weight.0": torch.zeros(2)}}, {})
+    stale = rank_file(tmp_path / "epoch-000003", 0).read_bytes()
+    checkpoints.save(6, {"model": {"weight.0": torch.ones(2)}}, {})
+    manifest, state = checkpoints.resume_point(CPU)
+    assert (
+        manifest["epoch"] == 6
+        and state["epoch"] == 6
+        and torch.equal(state["model"]["weight.0"], torch.ones(2))
+    )
+    rank_file(tmp_path / "epoch-000006", 0).write_bytes(stale)
+    with pytest.raises(
+        CheckpointError,
+        match=r"--resume: rank 0 \(on host .*\) cannot resume from epoch 6, .*rank-00000.pt is of epoch 3",
+    ):
+        checkpoints.resume_point(CPU)
+
+
+def test_the_best_models_copy_is_kept_beside_the_latest(tmp_path) -> None:
+    """Checkpoints kept only the last epoch: predict gave another accuracy than the summary's best epoch."""
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2], "num_nodes": 5}
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2})
+
+    def parts(value: float) -> dict:
+        return {"weight.0": torch.full((2,), value)}
+
+    checkpoints.save(3, {"model": parts(3)}, {}, best=(2, parts(2)))
+    checkpoints.save(6, {"model": parts(6)}, {}, best=(2, parts(2)))  # no better epoch: the copy stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "best-000002",
+        "best.json",
+        "epoch-000006",
+        "latest.json",
+    ]
+    best = latest_manifest(tmp_path, pointer=BEST)
+    assert best["epoch"] == 2 and best["model"] == {"layers": 2} and best["shape"] == shape
+    assert torch.equal(read_rank_file(best["path"], 0, CPU)["model"]["weight.0"], torch.full((2,), 2.0))
+    assert model_manifest(str(tmp_path))["path"] == best["path"]
+    assert model_manifest(str(tmp_path), "latest")["epoch"] == 6
+    checkpoints.save(9, {"model": parts(9)}, {}, best=(8, parts(8)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "best-000008",
+        "best.json",
+        "epoch-000009",
+        "latest.json",
+    ]
+    resumed = Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2})
+    resumed.resume_point(CPU)
+    assert resumed.best_epoch == 8
+    with pytest.raises(GtoolError, match="--use must be one of best, latest, got 'last'"):
+        model_manifest(str(tmp_path), "last")
+
+
+def test_checkpoints_without_a_best_copy_predict_from_the_latest(tmp_path) -> None:
+    """Folders written before best copies (or by a run without validation nodes) keep working."""
+    shape = {"grid": [1, 1, 1], "dims": [4, 3, 2], "num_nodes": 5}
+    Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2}).save(4, {"model": {}}, {})
+    assert not (tmp_path / BEST).exists()
+    manifest = model_manifest(str(tmp_path))
+    assert manifest["epoch"] == 4 and manifest["use"] == "latest"

@@ -1,10 +1,10 @@
 """Every grid of a rank count, predicted and ranked: the core of `gtool plan`.
 
 One pass over the store's tile statistics gives every rank's shard nonzeros on every grid
-(gtool.plan.model.bandnnz); per grid the collectives (gtool.plan.model.collectives), peak memory
-(gtool.plan.model.memory), the placement of its axes over the nodes (gtool.plan.model.placement) and epoch
-time (gtool.plan.model.cost) follow from the shapes. Grids are ranked by predicted epoch time, those over
-the memory limit last; the best is the fastest one that fits.
+(gtool.geometry.bandnnz); per grid the collectives (gtool.geometry.collectives), peak memory
+(gtool.plan.costmodel.memory), the placement of its axes over the nodes (gtool.plan.costmodel.placement)
+and epoch time (gtool.plan.costmodel.cost) follow from the shapes. Grids are ranked by predicted epoch
+time, those over the memory limit last; the best is the fastest one that fits.
 """
 
 from __future__ import annotations
@@ -16,20 +16,21 @@ import numpy as np
 
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
+from gtool.geometry.bandnnz import ShardNnzTable, grid_band_counts
+from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
-from gtool.plan.model.bandnnz import ShardNnzTable, grid_band_counts
-from gtool.plan.model.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
-from gtool.plan.model.cost import EpochTime, epoch_time
-from gtool.plan.model.memory import (
+from gtool.geometry.shapes import LayerShape, factorizations, layer_shapes
+from gtool.plan.costmodel.cost import EpochTime, epoch_time
+from gtool.plan.costmodel.memory import (
     MemoryEstimate,
     epoch_timeline,
     estimate_memory,
     parameter_elements,
 )
-from gtool.plan.model.minibatch import MiniBatchRun
-from gtool.plan.model.placement import Placement, price_placements
-from gtool.plan.model.profile import DeviceProfile
-from gtool.plan.model.shapes import LayerShape, factorizations, layer_shapes
+from gtool.plan.costmodel.minibatch import MiniBatchRun
+from gtool.plan.costmodel.placement import Placement, price_placements
+from gtool.plan.costmodel.profile import DeviceProfile
+from gtool.store.cells import shard_table
 from gtool.store.reader import Store
 from gtool.store.scan import Progress
 from gtool.units import human_bytes
@@ -263,7 +264,7 @@ def make_plan(
     if not candidates:
         raise GtoolError(f"--data-parallel {request.replicas} does not divide the {request.ranks} ranks")
     grids = [grid for _, grid in candidates]
-    table = ShardNnzTable.of(store, grid_band_counts(grids), request.exact_nnz, progress)
+    table = shard_table(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [
         estimate_grid(g, table, widths, request, profile, store.num_classes, d) for d, g in candidates
     ]

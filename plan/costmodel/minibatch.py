@@ -1,13 +1,13 @@
 """Mini-batch runs (`gtool train --batch-size B --data-parallel D`): their steps' shapes and collectives.
 
 A step multiplies each layer by its sampled blocks: a rank's row and input blocks hold the sample's
-members in its bands, so the 3D collectives of gtool.plan.model.collectives have those member counts as
+members in its bands, so the 3D collectives of gtool.geometry.collectives have those member counts as
 their rows (`SampledShape`); weights and their parts are as in full-graph training. Each step adds, in
 the row-axis group of the last layer, the all-reduce of the sample's training-node counts (3 float64),
 and with D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
 
 To rank layouts the planner takes the expected member counts (B/N of a band's real rows, rounded up);
-`replay_comm_bytes` replays an epoch's samples from the seed and gives every rank's exact bytes.
+`replay_comm_bytes` replays an epoch's samples and gives every rank's exact bytes.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import numpy as np
 
 from gtool.architecture import ModelConfig
 from gtool.geometry.bands import ceil_div
-from gtool.geometry.epochs import epoch_rounds, epoch_steps
+from gtool.geometry.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
+from gtool.geometry.epochs import EpochSchedule, epoch_rounds, epoch_steps
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import order_of_layer_output, rank_layers
-from gtool.plan.model.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
-from gtool.plan.model.cost import EpochTime, epoch_time
-from gtool.plan.model.memory import epoch_timeline, parameter_elements
-from gtool.plan.model.profile import DeviceProfile
-from gtool.plan.model.shapes import LayerShape, layer_shapes
+from gtool.geometry.shapes import LayerShape, layer_shapes
+from gtool.plan.costmodel.cost import EpochTime, epoch_time
+from gtool.plan.costmodel.memory import epoch_timeline, parameter_elements
+from gtool.plan.costmodel.profile import DeviceProfile
 from gtool.store.reader import Store
 
 COUNTS = 3
@@ -166,24 +166,20 @@ def replay_comm_bytes(
     grid: ProcessGrid,
     replicas: int,
     batch_size: int,
-    seed: int,
-    epoch: int,
+    samples: np.ndarray,
     orders: Sequence[bool],
     wire_itemsize: int | None = None,
 ) -> list[dict[str, dict[str, int]]]:
-    """Every world rank's collective bytes in mini-batch epoch `epoch` of a run seeded `seed` whose layers
-    have `orders` (True: transform-first), by group and kind (what `gtool train --log` records), from the
-    epoch's samples replayed."""
-    from gtool.trainer.minibatch.schedule import Schedule  # torch: only when replaying
-
+    """Every world rank's collective bytes in a mini-batch epoch whose node order is `samples` (the
+    trainer's draw, gtool.trainer.minibatch.schedule), for layers of `orders` (True: transform-first), by
+    group and kind (what `gtool train --log` records), from the epoch's steps replayed."""
     n = store.num_nodes
     inverse = {}
     for order in ("r", "c"):
         perm = store.perm(order if store.two_matrices else "r")
         inverse[order] = np.empty(n, dtype=np.int64)
         inverse[order][perm] = np.arange(n)
-    schedule = Schedule(n, batch_size, replicas)
-    samples = schedule.order(seed, epoch).numpy()
+    schedule = EpochSchedule(n, batch_size, replicas)
     shapes = layer_shapes(grid, n, widths, orders)
     geometry = [rank_layers(grid, rank, orders, n, False) for rank in range(grid.size)]
     data_round = replica_collectives(shapes, replicas)

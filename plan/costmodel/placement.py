@@ -2,7 +2,7 @@
 
 Launchers number a node's ranks consecutively, so the axes a placement lists first (innermost) keep their
 groups inside a node, and a group whose ranks sit on several nodes pays the profile's inter-node rows
-(gtool.plan.model.cost.collective_seconds). Only the collectives' time depends on the placement: every
+(gtool.plan.costmodel.cost.collective_seconds). Only the collectives' time depends on the placement: every
 rank computes the same blocks and every group moves the same bytes whatever the order.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gtool.geometry.collectives import Collective
 from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, PLACEMENTS, ProcessGrid
-from gtool.plan.model.collectives import Collective
-from gtool.plan.model.cost import collective_seconds
-from gtool.plan.model.profile import DeviceProfile
+from gtool.plan.costmodel.cost import collective_seconds
+from gtool.plan.costmodel.profile import DeviceProfile
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The grids a rank count allows and the padded block shapes of every layer on one of them.
 
 Bands are padded to equal sizes (gtool.geometry.bands), so every rank of a grid holds blocks of the same
-shapes; only the nonzeros of its adjacency shards differ from rank to rank (gtool.plan.model.bandnnz).
+shapes; only the nonzeros of its adjacency shards differ from rank to rank (gtool.geometry.bandnnz).
 """
 
 from __future__ import annotations

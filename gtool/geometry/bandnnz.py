@@ -1,12 +1,8 @@
-"""Each rank's adjacency nonzeros on every grid of a rank count, from the store's tile statistics.
+"""Each rank's adjacency nonzeros on every grid of a rank count, from nonzeros counted in cells.
 
 The band edges of every band count in play cut the N x N matrix into cells; every shard is a rectangle
-of whole cells, so its nonzeros are a sum over cells (2D prefix sums). A cell's nonzeros come from the
-store's per-tile counts: exact for the tiles lying inside one cell, and for a tile a band edge crosses
-its count is split in proportion to area (double permutation spreads a tile's entries evenly) unless
-`exact` is asked for, which reads those tiles once and counts their entries cell by cell (or unless a
-tile scan visited them: `CellCounts` is a tile visitor, as `gtool stats` uses it).
-Memory: O(T^2 + cells^2).
+of whole cells, so its nonzeros are a sum over cells (2D prefix sums). The cells' counts come from a
+store's tiles (gtool.store.cells). Memory: O(cells^2).
 """
 
 from __future__ import annotations
@@ -20,8 +16,6 @@ from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_matrix, layer_orders, layer_roles, row_axis
 from gtool.geometry.tiles import tile_range, tile_size
-from gtool.store.reader import Store, TileData
-from gtool.store.scan import Progress
 
 
 def band_edges(num_nodes: int, band_counts: Iterable[int]) -> np.ndarray:
@@ -45,77 +39,28 @@ def overlap_fractions(edges: np.ndarray, num_nodes: int, tiles: int) -> np.ndarr
     return fractions
 
 
-class CellCounts:
-    """Nonzeros of every stored matrix in the cells between `edges` (rows and columns alike); a tile
-    visitor (gtool.store.scan) that counts the tiles a band edge crosses exactly."""
-
-    def __init__(self, store: Store, edges: np.ndarray):
-        self.store = store
-        self.edges = edges
-        self.matrices = store.matrices
-        self.tile = tile_size(store.num_nodes, store.tiles)
-        self.fractions = overlap_fractions(edges, store.num_nodes, store.tiles)
-        self.whole = self.fractions.max(axis=1) == 1.0
-        """Tiles (along one dimension) lying inside a single cell."""
-        self.counts = {m: self.fractions.T @ store.tile_nnz(m) @ self.fractions for m in store.matrices}
-        self.counted = {m: np.logical_and.outer(self.whole, self.whole) for m in store.matrices}
-        """Tiles whose cells hold their exact counts: those inside one cell, and those visited."""
-
-    @property
-    def estimated(self) -> bool:
-        """Whether some tile with nonzeros was split by area rather than counted."""
-        return any(bool(self.store.tile_nnz(m)[~self.counted[m]].any()) for m in self.store.matrices)
-
-    def visit(self, matrix: int, i: int, j: int, tile: TileData) -> None:
-        """Replace tile (i, j)'s share by area with its entries counted cell by cell."""
-        if self.counted[matrix][i, j]:
-            return
-        self.counted[matrix][i, j] = True
-        share = np.outer(self.fractions[i], self.fractions[j]) * float(tile.nnz)
-        rows = np.searchsorted(self.edges, tile.row.astype(np.int64) + i * self.tile, side="right") - 1
-        cols = np.searchsorted(self.edges, tile.col.astype(np.int64) + j * self.tile, side="right") - 1
-        cells = self.counts[matrix].shape[0]
-        by_cell = np.bincount(rows * cells + cols, minlength=cells * cells).reshape(cells, cells)
-        self.counts[matrix] += by_cell - share
-
-    def count_crossed(self, progress: Progress | None = None) -> None:
-        """Read every tile a band edge crosses once and count its entries exactly."""
-        t = self.store.tiles
-        for m in self.store.matrices:
-            nnz = self.store.tile_nnz(m)
-            for i in range(t):
-                for j in range(t):
-                    if nnz[i, j] and not self.counted[m][i, j]:
-                        tile = self.store.read_tile(m, i, j)
-                        self.visit(m, i, j, tile)
-                        if progress is not None:
-                            progress(tile.nnz)
-
-
 class ShardNnzTable:
-    """Nonzeros of any band rectangle of any stored matrix, for the band counts its cells were cut by."""
+    """Nonzeros of any band rectangle of any stored matrix, for the band counts its cells were cut by:
+    `counts[m]` the nonzeros of matrix m in the cells between `edges` (rows and columns alike),
+    `estimated` whether some of them were split by area rather than counted."""
 
-    def __init__(self, cells: CellCounts):
-        self.num_nodes = cells.store.num_nodes
-        self.two_matrices = cells.store.two_matrices
-        self.edges = cells.edges
-        self.estimated = cells.estimated
+    def __init__(
+        self,
+        num_nodes: int,
+        two_matrices: bool,
+        edges: np.ndarray,
+        counts: dict[int, np.ndarray],
+        estimated: bool,
+    ):
+        self.num_nodes = num_nodes
+        self.two_matrices = two_matrices
+        self.edges = edges
+        self.estimated = estimated
         self.prefix = {}
-        for m, counts in cells.counts.items():
-            prefix = np.zeros((counts.shape[0] + 1, counts.shape[1] + 1))
-            prefix[1:, 1:] = counts.cumsum(axis=0).cumsum(axis=1)
+        for m, cells in counts.items():
+            prefix = np.zeros((cells.shape[0] + 1, cells.shape[1] + 1))
+            prefix[1:, 1:] = cells.cumsum(axis=0).cumsum(axis=1)
             self.prefix[m] = prefix
-
-    @classmethod
-    def of(
-        cls, store: Store, band_counts: Iterable[int], exact: bool = False, progress: Progress | None = None
-    ) -> ShardNnzTable:
-        """The table of `store` for these band counts: tiles a band edge crosses split by area, or read
-        and counted when `exact`."""
-        cells = CellCounts(store, band_edges(store.num_nodes, band_counts))
-        if exact:
-            cells.count_crossed(progress)
-        return cls(cells)
 
     def _cells(self, indices: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.edges, np.minimum(indices, self.num_nodes))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
-from gtool.plan.model.planner import PlanRequest, make_plan
-from gtool.plan.model.profile import load_profile
+from gtool.plan.costmodel.planner import PlanRequest, make_plan
+from gtool.plan.costmodel.profile import load_profile
 from gtool.store.reader import Store
 
 

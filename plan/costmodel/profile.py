@@ -11,7 +11,7 @@ A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibra
     allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
                   over sizes, the largest size measured up to `bytes`, 0 below the smallest)
     collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
-                  gtool.plan.model.collectives); sizes that were not measured use the nearest one measured.
+                  gtool.geometry.collectives); sizes that were not measured use the nearest one measured.
                   These rows price groups inside one node (calibration measures them there)
     inter_node_collectives
                   the same rows for groups whose ranks sit on several nodes (optional: a profile
@@ -26,7 +26,9 @@ A profile made on one machine is read anywhere: it describes the machine it was 
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -205,6 +207,54 @@ def _collective_rows(rows: dict[str, Any]) -> dict[int, CollectiveCost]:
     return {int(g): CollectiveCost(**c) for g, c in rows.items()}
 
 
+POSITIVE = (
+    "gemm.seconds_per_flop",
+    "elementwise.seconds_per_byte",
+    "dropout.seconds_per_element",
+    "collectives.*.seconds_per_byte",
+    "inter_node_collectives.*.seconds_per_byte",
+    "epochs.*.spmm",
+    "epochs.*.dense",
+    "epochs.*.allocation",
+    "spmm.widths.*",
+    "spmm.dense_bytes.*",
+    "allocation.sizes.*",
+)
+"""Keys whose value must be above 0 (a cost per unit of work, a factor on one, a table's axis); every
+other number is a cost too, finite and >= 0."""
+PRICED = (
+    "spmm",
+    "gemm",
+    "elementwise",
+    "dropout",
+    "allocation",
+    "collectives",
+    "inter_node_collectives",
+    "epochs",
+)
+"""The parts of a profile that hold costs."""
+
+
+def _numbers(value: Any, key: str) -> list[tuple[str, Any]]:
+    """Every number under `value` (not bools), with its dotted key."""
+    if isinstance(value, dict):
+        return [n for k, v in value.items() for n in _numbers(v, f"{key}.{k}")]
+    if isinstance(value, list):
+        return [n for i, v in enumerate(value) for n in _numbers(v, f"{key}.{i}")]
+    return [(key, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def _check_values(content: dict[str, Any], where: str) -> None:
+    """Refuse a cost that would make predictions meaningless: NaN, infinite, negative, or 0 where a
+    cost per unit of work is expected."""
+    for part in PRICED:
+        for key, value in _numbers(content.get(part, {}), part):
+            positive = any(fnmatch.fnmatchcase(key, pattern) for pattern in POSITIVE)
+            if not math.isfinite(value) or value < 0 or (positive and value == 0):
+                expected = "a number > 0" if positive else "a finite number >= 0"
+                raise ProfileError(f"{where}: {key} is {value!r}, expected {expected}")
+
+
 def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
     """A profile from its JSON content; errors name `where` and the missing or bad part."""
     if content.get("format") != FORMAT:
@@ -214,6 +264,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
         raise ProfileError(
             f"{where}: profile version {content.get('version')!r}, this gtool reads {readable}"
         )
+    _check_values(content, where)
     try:
         spmm = SpmmCost(**content["spmm"])
         if np.shape(spmm.seconds_per_nnz_col) != (len(spmm.widths), len(spmm.dense_bytes)):
@@ -239,7 +290,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
 def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
     """The profile at `path`, or the one shipped with gtool; with a line saying which was used."""
     if path is None:
-        text = resources.files("gtool.plan.model").joinpath(DEFAULT_PROFILE).read_text()
+        text = resources.files("gtool.plan.costmodel").joinpath(DEFAULT_PROFILE).read_text()
         profile = profile_from_json(json.loads(text), f"gtool's {DEFAULT_PROFILE}")
         note = (
             f"no --profile: using gtool's shipped profile ({profile.describe()}); times are only indicative "

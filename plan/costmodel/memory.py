@@ -5,7 +5,7 @@ row pointers and column indices, stored values), the input-feature block, labels
 the loss's masks, and the parameter parts with their Adam state (two tensors per parameter) and
 gradients. The epoch's tensors are replayed in the order gtool.trainer creates and frees them
 (`epoch_timeline`), and the peak is the largest running total; the block sizes are the padded shapes of
-gtool.plan.model.shapes, so the figure is exact up to allocator rounding and small temporaries.
+gtool.geometry.shapes, so the figure is exact up to allocator rounding and small temporaries.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from gtool.architecture import ModelConfig
-from gtool.plan.model.bandnnz import GridShards
-from gtool.plan.model.shapes import LayerShape
+from gtool.geometry.bandnnz import GridShards
+from gtool.geometry.shapes import LayerShape
 
 INDEX_BYTES = 8
 """int64 CSR row pointers and column indices."""

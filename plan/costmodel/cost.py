@@ -1,6 +1,6 @@
 """Predicted seconds of one training epoch on every rank of a grid, from shapes, nonzeros and a profile.
 
-Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonzeros):
+Per layer l (shapes of gtool.geometry.shapes, nnz[r, l] the rank's shard nonzeros):
 
     SpMM    forward  A[B_r x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned);
             transform-first at width C_out: A @ Z[B_b x C_out], backward A^T @ dY (always)
@@ -10,13 +10,13 @@ Per layer l (shapes of gtool.plan.model.shapes, nnz[r, l] the rank's shard nonze
                      gradient (an element-wise pass); the loss (about 12 passes over the logits block)
                      and Adam (about 12 passes over the parameter parts); transform-first the products
                      are F W, dZ W^T and F^T dZ, with B_b rows
-    alloc   every tensor the epoch creates (gtool.plan.model.memory's replay): the profile's page-fault cost
-            of a fresh block of its size (large blocks come fresh from the operating system every
-            epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the trainer's phase
-            timer sees them, the others in dense
-    comm    every collective of gtool.plan.model.collectives: latency + ring wire bytes * per-byte cost,
+    alloc   every tensor the epoch creates (the replay of gtool.plan.costmodel.memory): the profile's
+            page-fault cost of a fresh block of its size (large blocks come fresh from the operating
+            system every epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the
+            trainer's phase timer sees them, the others in dense
+    comm    every collective of gtool.geometry.collectives: latency + ring wire bytes * per-byte cost,
             from the profile's inter-node rows when the groups along its axis span nodes (the grid's
-            placement, gtool.plan.model.placement), else its intra-node rows
+            placement, gtool.plan.costmodel.placement), else its intra-node rows
 
 Then what real epochs showed at calibration for k ranks side by side on one machine
 (gtool.plan.calibration.epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gtool.architecture import ModelConfig
-from gtool.plan.model.collectives import Collective
-from gtool.plan.model.memory import Allocation
-from gtool.plan.model.profile import DeviceProfile
-from gtool.plan.model.shapes import LayerShape
+from gtool.geometry.collectives import Collective
+from gtool.geometry.shapes import LayerShape
+from gtool.plan.costmodel.memory import Allocation
+from gtool.plan.costmodel.profile import DeviceProfile
 
 LOSS_PASSES = 12
 ADAM_PASSES = 12
@@ -129,7 +129,7 @@ def epoch_time(
 ) -> EpochTime:
     """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
     `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
-    `allocated` the tensors one epoch creates, as gtool.plan.model.memory replays them; `spanning` which
+    `allocated` the tensors one epoch creates, as gtool.plan.costmodel.memory replays them; `spanning` which
     axes' groups span nodes."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)

@@ -1,0 +1,88 @@
+"""A checkpoint folder belongs to one run: another run's checkpoint is refused or replaced on request, and
+two runs never write one folder at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+
+from gtool.errors import GtoolError
+from gtool.trainer.checkpoints.files import Checkpoints, claim_folder
+from tests.support.stores import StoreFactory
+from tests.trainer.cases import single_rank_comm
+from tests.trainer.test_cli_train import MODEL, gtool_train, start_gtool_train, wait_for
+
+
+@pytest.fixture(scope="module")
+def store(stores: StoreFactory) -> str:
+    return stores("rmat:9:8", tiles=4, num_features=32, num_classes=6)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (hidden ones too) with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+@pytest.mark.integration
+def test_another_runs_checkpoint_is_refused_unless_resumed_or_overwritten(store: str, tmp_path: Path) -> None:
+    """A second `gtool train --checkpoint` without --resume used to replace the first run's checkpoint
+    without a word."""
+    ck = tmp_path / "ck"
+    first = gtool_train(store, *MODEL, "--epochs", "2", "--checkpoint", str(ck))
+    assert first.returncode == 0, first.stderr
+    before = snapshot(tmp_path)
+    other = ["--layers", "3", "--hidden", "8", "--epochs", "1", "--checkpoint", str(ck)]
+    refused = gtool_train(store, *other)
+    assert refused.returncode == 2, refused.stderr
+    assert error_lines(refused.stderr) == [
+        f"error: --checkpoint {ck} holds the checkpoint of another run (epoch 2); pass --resume to continue "
+        "it, --overwrite to replace it, or name another folder"
+    ]
+    assert snapshot(tmp_path) == before
+    replaced = gtool_train(store, *other, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    latest = json.loads((ck / "latest.json").read_text())
+    assert latest["epoch"] == 1 and sorted(p.name for p in ck.iterdir()) == ["epoch-000001", "latest.json"]
+    assert json.loads((ck / latest["path"] / "manifest.json").read_text())["model"]["layers"] == 3
+
+
+@pytest.mark.integration
+def test_a_second_run_on_a_checkpoint_folder_in_use_is_refused(store: str, tmp_path: Path) -> None:
+    """Two runs on one folder used to both write it: one run's work lost, or a FileNotFoundError."""
+    ck = tmp_path / "ck"
+    run = start_gtool_train(store, *MODEL, "--epochs", "100000", "--checkpoint", str(ck))
+    try:
+        wait_for(lambda: (ck / "latest.json").exists(), "the first run's first checkpoint")
+        second = gtool_train(store, *MODEL, "--epochs", "2", "--checkpoint", str(ck), "--resume")
+        assert second.returncode == 2, second.stderr
+        [line] = error_lines(second.stderr)
+        assert line.startswith(f"error: {ck}: another gtool train run is writing this output (pid {run.pid} ")
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+
+
+def test_claiming_a_folder_removes_only_what_no_complete_checkpoint_uses(tmp_path: Path) -> None:
+    """Folders of checkpoints a killed run never completed are removed (a new run would write into them);
+    with --overwrite, every checkpoint of the other run; files that are not checkpoints stay."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    checkpoints.save(3, {"model": {"weight.0": torch.ones(2)}}, {})
+    (tmp_path / "epoch-000006").mkdir()
+    (tmp_path / "epoch-000006" / "rank-00007.pt").write_bytes(b"of a killed run")
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(GtoolError, match="holds the checkpoint of another run .epoch 3."):
+        claim_folder(tmp_path, resume=False, overwrite=False)
+    assert (tmp_path / "epoch-000006").exists()
+    claim_folder(tmp_path, resume=True, overwrite=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-000003", "latest.json", "notes.txt"]
+    claim_folder(tmp_path, resume=False, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
