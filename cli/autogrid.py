@@ -25,7 +25,9 @@ GRID = typer.Option(
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
 )
-PLAN_PROFILE = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate).")
+PLAN_PROFILE = typer.Option(
+    None, metavar="FILE", help="With --grid auto: device profile (gtool plan --calibrate)."
+)
 """--grid of `gtool train` and `gtool predict`, and the options that go with --grid auto."""
 
 

@@ -30,9 +30,15 @@ app = App(
 )
 
 CACHE_DIR = typer.Option(
-    None, "--cache-dir", help="The cache folder (default: $GTOOL_CACHE, else ROOT/gtool-cache)."
+    None,
+    "--cache-dir",
+    metavar="DIR",
+    help="The cache folder.",
+    show_default="$GTOOL_CACHE, else ROOT/gtool-cache",
 )
-ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOOL_DATA, else ./data).")
+ROOT = typer.Option(
+    None, "--root", metavar="DIR", help="ROOT of named datasets.", show_default="$GTOOL_DATA, else ./data"
+)
 
 
 def folder_of(cache_dir: str | None, root: str | None) -> CacheFolder:

@@ -77,10 +77,10 @@ def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
     profile: str = typer.Option(
-        None, help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
+        None, metavar="FILE", help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
     ),
     memory_per_rank: str = typer.Option(
-        None, help="Memory one rank may use, e.g. 80GB: marks grids over it."
+        None, metavar="SIZE", help="Memory one rank may use, e.g. 80GB: marks grids over it."
     ),
     exact_nnz: bool = typer.Option(
         False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
@@ -91,10 +91,14 @@ def plan(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
-    device: str = typer.Option("cpu", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."),
+    device: str = typer.Option(
+        "cpu", metavar="[cpu|cuda]", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."
+    ),
     threads: int = typer.Option(1, help="With --calibrate: torch threads per rank."),
     max_group: int = typer.Option(8, help="With --calibrate: largest all-reduce group (local processes)."),
-    output: str = typer.Option(None, "--output", "-o", help="With --calibrate: the profile file to write."),
+    output: str = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="With --calibrate: the profile file to write."
+    ),
     **model: Any,
 ) -> None:
     """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.

@@ -25,8 +25,12 @@ def predict(
     store: str = typer.Argument(
         ..., help="The store to predict on (the one trained on, or one of its shape)."
     ),
-    checkpoint: str = typer.Option(..., help="The --checkpoint DIR of a `gtool train` run (see --use)."),
-    output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
+    checkpoint: str = typer.Option(
+        ..., metavar="DIR", help="The --checkpoint DIR of a `gtool train` run (see --use)."
+    ),
+    output: str = typer.Option(
+        ..., "--output", "-o", metavar="OUT", help="The Zarr group to write (logits, embeddings)."
+    ),
     grid: str = GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
@@ -39,6 +43,7 @@ def predict(
     use: str = typer.Option(
         "best",
         "--use",
+        metavar="[best|latest]",
         help="best: the model of the best validation accuracy that the checkpoint folder keeps (its latest "
         "checkpoint when it has none); latest: the latest checkpoint's.",
     ),

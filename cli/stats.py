@@ -72,12 +72,18 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(
-        None, "--grid", "-g", help="Process grid GXxGYxGZ: per-rank shard balance, reads and all-reduces."
+        None,
+        "--grid",
+        "-g",
+        metavar="GXxGYxGZ",
+        help="Process grid: per-rank shard balance, reads and all-reduces.",
     ),
     compare: bool = typer.Option(
         False, "--compare", help="Tile figures under every permutation scheme, side by side."
     ),
-    plot: str = typer.Option(None, "--plot", help="Write a heatmap of tile nonzeros to this PNG."),
+    plot: str = typer.Option(
+        None, "--plot", metavar="FILE.png", help="Write a heatmap of tile nonzeros to this PNG."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     **model: Any,
 ) -> None:
