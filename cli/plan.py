@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.status import Status
 
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
@@ -16,7 +18,7 @@ from gtool.store.reader import open_store
 from gtool.terminal import plain_console
 from gtool.topology import Topology
 
-from .common import console, reports_errors
+from .common import QUIET, console, reports_errors
 from .options import with_options
 from .plan_tables import plan_tables
 
@@ -27,7 +29,7 @@ WIDTH = 150
 """Columns of the tables when the output is not a terminal (a file or a pipe)."""
 
 
-def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
+def _calibrate(output: str | None, device: str, threads: int, max_group: int, quiet: bool) -> None:
     from gtool.plan import calibrate, save_profile
     from gtool.trainer import cuda_notice
 
@@ -38,7 +40,8 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int) ->
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)
     started = time.perf_counter()
-    with console.status("calibrating") as status:
+    status = Status("calibrating", console=console)
+    with contextlib.nullcontext() if quiet else status:
         try:
             profile, measurements = calibrate(device, threads, max_group, lambda what: status.update(what))
         except ValueError as exc:
@@ -91,6 +94,7 @@ def plan(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
+    quiet: bool = QUIET,
     device: str = typer.Option(
         "cpu", metavar="[cpu|cuda]", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."
     ),
@@ -107,7 +111,7 @@ def plan(
     grid's axes are placed over nodes of --gpus-per-node ranks the way that communicates fastest.
     """
     if calibrate:
-        _calibrate(output, device, threads, max_group)
+        _calibrate(output, device, threads, max_group, quiet)
         return
     from gtool.plan import load_profile, make_plan
 

@@ -19,7 +19,7 @@ from gtool.store.reader import Store, open_store
 from gtool.terminal import description_column
 from gtool.topology import Topology
 
-from .common import console, out, reports_errors
+from .common import QUIET, console, out, reports_errors
 from .options import with_options
 from .stats_tables import report_tables
 
@@ -42,10 +42,10 @@ def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) ->
 
 
 @contextmanager
-def scan_progress() -> Iterator[StartScan]:
+def scan_progress(quiet: bool) -> Iterator[StartScan]:
     """A transient progress bar (on stderr) for each tile scan long enough to need one."""
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
 
         def start(what: str, total: int) -> Callable[[int], None] | None:
             if total < PROGRESS_MIN_NNZ:
@@ -85,6 +85,7 @@ def stats(
         None, "--plot", metavar="FILE.png", help="Write a heatmap of tile nonzeros to this PNG."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
+    quiet: bool = QUIET,
     **model: Any,
 ) -> None:
     """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid.
@@ -96,7 +97,7 @@ def stats(
         raise GtoolError(f"--plot {plot}: expected a .png file name (the heatmap is written as a PNG)")
     opened = open_store(store)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
-    with scan_progress() as start_scan:
+    with scan_progress(quiet) as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)
     if plot:
         write_plot(opened, store, report["permutation"]["scheme"], plot)

@@ -10,7 +10,7 @@ from gtool.store.reader import open_store
 from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
 from gtool.terminal import description_column, labelled
 
-from .common import console, out, reports_errors
+from .common import QUIET, console, out, reports_errors
 
 
 def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
@@ -73,14 +73,14 @@ def checked(clean: bool) -> str:
 
 
 @reports_errors
-def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -> None:
+def verify(store: str = typer.Argument(..., help="Store path or fsspec URL."), quiet: bool = QUIET) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
     from gtool.interrupts import Interrupts
 
     opened = open_store(store)
     arrays = store_arrays(opened)
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
         with Interrupts():  # SIGTERM says 'terminated' as Ctrl-C says 'interrupted'
             report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))

@@ -24,6 +24,7 @@ from gtool.cores import available_cores
 from gtool.errors import GtoolError
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv
 from gtool.trainer.launch.world import free_port
+from gtool.units import human_bytes
 
 WATCH_S = 0.5
 """How often a local launch looks for stopped ranks while it waits for them."""
@@ -145,8 +146,8 @@ def refuse_beyond_memory(world_size: int) -> None:
     available = psutil.virtual_memory().available
     if world_size * RANK_BASE_BYTES > available:
         raise GtoolError(
-            f"{world_size} local ranks need at least {world_size * RANK_BASE_BYTES / 2**30:,.1f} GiB (about "
-            f"{RANK_BASE_BYTES >> 20} MiB each before any data), but {available / 2**30:,.1f} GiB is "
+            f"{world_size} local ranks need at least {human_bytes(world_size * RANK_BASE_BYTES)} (about "
+            f"{human_bytes(RANK_BASE_BYTES)} each before any data), but {human_bytes(available)} is "
             "available: use a smaller grid, or start the ranks on several machines with torchrun or srun"
         )
 
