@@ -129,7 +129,7 @@ def plan(
         return
     console.print(note, highlight=False)
     out = plain_console() if sys.stdout.isatty() else plain_console(width=WIDTH)
-    for table in plan_tables(store, opened.num_nodes, result, top):
+    for table in plan_tables(store, opened.num_nodes, result, top, out.width):
         out.print(table)
 
 

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from gtool.units import human_bytes
 
+from .tables import unbroken_figures
+
 
 def ratio(x: float) -> str:
     return f"{x:.3f}"
@@ -25,29 +27,6 @@ def new_table(title: str, *columns: str) -> Table:
     table.add_column(columns[0], style="bold", overflow="fold")
     for name in columns[1:]:
         table.add_column(name, justify="right", overflow="fold")
-    return table
-
-
-SPACING = 3
-"""Columns between two of a table's columns: the padding on each side and the box's (blank) divider."""
-EDGES = 2
-"""Columns of the box's (blank) left and right edges."""
-
-
-def unbroken_figures(table: Table, width: int) -> Table:
-    """Keep every figure (a cell that starts with a digit: 5,422, 127.1 KiB, 469 (93.9%)) and every word
-    on one line where the table then fits `width`: a column is at least as wide as its widest figure and
-    its longest word, so that on a narrow terminal headers and text wrap between words instead (a table
-    too wide even so wraps its figures too, never cutting them to '…')."""
-    words, figures = [], []
-    for column in table.columns:
-        cells = [str(cell) for cell in column._cells]
-        longest = max(len(word) for text in [*cells, str(column.header)] for word in text.split() or [""])
-        words.append(longest)
-        figures.append(max([longest, *(len(text) for text in cells if text[:1].isdigit())]))
-    wide = sum(figures) + SPACING * (len(figures) - 1) + EDGES <= width
-    for column, least in zip(table.columns, figures if wide else words, strict=True):
-        column.min_width = least
     return table
 
 
@@ -193,4 +172,6 @@ def report_tables(report: dict[str, Any], width: int) -> list[Table]:
         tables += [layer_table(grid), rank_table(grid), collectives_table(grid)]
     if "compare" in report:
         tables.append(compare_table(report))
-    return [store_table(report), *(unbroken_figures(table, width) for table in tables)]
+    store = store_table(report)
+    store.min_width = min(len(str(store.title)), width)  # the title (the store's path) on one line
+    return [store, *(unbroken_figures(table, width) for table in tables)]
