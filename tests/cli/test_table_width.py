@@ -28,7 +28,7 @@ def fits_80_columns(text: str, headers: list[str]) -> None:
 @pytest.mark.parametrize(
     "args, headers",
     [
-        (["--grid", "2x2x2"], ["rank", "x,y,z", "L0", "nnz", "forward", "sent", "0-sbm_2000_4.zarr"]),
+        (["--grid", "2x2x2"], ["rank", "x,y,z", "L0", "nnz", "forward", "sent", "sbm_2000_4.zarr"]),
         (["--grid", "2x2x2", "--layers", "6", "--compare"], ["L5", "balanced"]),
     ],
     ids=["3-layers", "6-layers"],
