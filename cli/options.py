@@ -40,13 +40,14 @@ def metavar(spec: Option, annotation: Any) -> str:
 
 
 def flag(section: type, field: dataclasses.Field, spec: Option) -> inspect.Parameter:
-    """The Typer option of one declared field: a switch for a bool (--x/--no-x when its default is None,
-    decided later), else a flag taking a value (text for a declaration that parses it)."""
+    """The Typer option of one declared field: a switch for a bool (--x/--no-x when it is on by default or
+    its default is None, decided later), else a flag taking a value (text for a declaration that parses
+    it)."""
     annotation = value_type(section, field)
     spellings = spec.spellings(field.name)
     shown: dict[str, Any] = {"show_default": spec.shown_default} if spec.shown_default else {}
     if annotation is bool:
-        if field.default is None:
+        if field.default is not False:  # on by default, or decided later: both ways
             no = "--no-" + spellings[0].removeprefix("--")
             spellings = [f"{spellings[0]}/{no}", *spellings[1:]]
         option = typer.Option(field.default, *spellings, help=spec.help, **shown)

@@ -1,15 +1,17 @@
-"""The GCN a run trains, described once: the trainer builds it, the planner prices it, stats sizes it."""
+"""The model a run trains, described once: the trainer builds it, the planner prices it, stats sizes it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gtool.geometry.layers import (
     AGGREGATE_FIRST,
     TRANSFORM_FIRST,
+    XYZ,
     LayerOrders,
-    layer_widths,
+    Roles,
     narrowing_layers,
+    roles_after_linear,
 )
 from gtool.options import Options, option
 
@@ -20,18 +22,69 @@ COMM_DTYPE_BYTES = {"same": None, "bf16": 2}
 LAYER_ORDER_POLICIES = ("auto", AGGREGATE_FIRST, TRANSFORM_FIRST)
 """auto: A (F W) in the layers whose output is narrower than their input, (A F) W in the others; or one
 order in every layer."""
+MODELS = ("gcn", "scalegnn")
+DEFAULT_DROPOUT = {"full-graph": 0.5, "mini-batch": 0.1}
+"""Measured on sbm:20000:4 (docs/train.md, "Models"): a mini-batch step's sampled subgraph already drops
+about 90% of each node's neighbours, and 0.5 more on top trains 5 points below full-graph in 20 epochs."""
+NORMS = ("rms", "none")
+
+
+@dataclass(frozen=True)
+class Components:
+    """The parts of a model around its GCN layers, each on or off (docs/train.md, "Models")."""
+
+    input_projection: bool
+    norm: bool
+    residual: bool
+    bias: bool
+    output_head: bool
+
+
+MODEL_COMPONENTS = {
+    "gcn": Components(input_projection=False, norm=False, residual=False, bias=False, output_head=False),
+    "scalegnn": Components(input_projection=True, norm=True, residual=True, bias=True, output_head=True),
+}
+"""What each model has unless a switch says otherwise."""
 
 
 @dataclass(frozen=True)
 class ModelConfig(Options):
-    """A GCN of `layers` layers (no bias; ReLU between layers, none after the last), as trained."""
+    """The model trained: `layers` GCN layers, with the components its model (gcn or scalegnn) has unless
+    a switch overrides one."""
 
-    layers: int = option(3, "GCN layers.", minimum=1, short="-l")
+    model: str = option(
+        "gcn",
+        "gcn: GCN layers with ReLU and dropout between them; scalegnn: an input projection, GCN layers each "
+        "followed by RMSNorm, ReLU, dropout and a residual add, and an output head (all with bias).",
+        choices=MODELS,
+    )
+    layers: int = option(3, "GCN layers (in either model).", minimum=1, short="-l")
     hidden: int = option(128, "Width of the hidden layers.", minimum=1)
-    dropout: float = option(0.5, "Dropout rate on every layer's input.", minimum=0.0, below=1.0)
+    dropout: float | None = option(
+        None,
+        "Dropout rate on every layer's input (default: 0.5 full-graph, 0.1 mini-batch, whose sampled "
+        "subgraphs already regularize).",
+        minimum=0.0,
+        below=1.0,
+    )
     learnable_features: bool = option(False, "Train the input features as embeddings (sharded).")
     normalize_features: str = option(
         "none", "none, or row: divide each row by its L1 norm.", choices=FEATURE_NORMALIZATIONS
+    )
+    input_projection: bool | None = option(
+        None, "A dense layer from the features to the hidden width first (default: the model's)."
+    )
+    norm: str | None = option(
+        None,
+        "rms: RMSNorm with a learnable scale after each hidden GCN layer; none (default: the model's).",
+        choices=NORMS,
+    )
+    residual: bool | None = option(
+        None, "Add each hidden GCN layer's input to its output where the widths match (default: the model's)."
+    )
+    bias: bool | None = option(None, "A learnable bias in every layer (default: the model's).")
+    output_head: bool | None = option(
+        None, "A dense layer from the hidden width to the classes last (default: the model's)."
     )
     agg_blocks: int = option(1, "Row blocks per SpMM, each reduced while the next is computed.", minimum=1)
     dtype: str = option("float32", "float32 or float64.", choices=tuple(DTYPE_BYTES))
@@ -58,9 +111,37 @@ class ModelConfig(Options):
         """Bytes of one value in the all-reduces of H, Q, dH and dF when they are cast (bf16), else None."""
         return COMM_DTYPE_BYTES[self.comm_dtype]
 
+    def for_mode(self, minibatch: bool) -> ModelConfig:
+        """This model with its dropout rate decided when not given: DEFAULT_DROPOUT of the mode."""
+        if self.dropout is not None:
+            return self
+        return replace(self, dropout=DEFAULT_DROPOUT["mini-batch" if minibatch else "full-graph"])
+
+    @property
+    def components(self) -> Components:
+        """The model's components, as its switches leave them."""
+        defaults = MODEL_COMPONENTS[self.model]
+        given = {
+            "input_projection": self.input_projection,
+            "norm": None if self.norm is None else self.norm == "rms",
+            "residual": self.residual,
+            "bias": self.bias,
+            "output_head": self.output_head,
+        }
+        return Components(**{k: getattr(defaults, k) if v is None else v for k, v in given.items()})
+
     def widths(self, num_features: int, num_classes: int) -> list[int]:
-        """D_0 .. D_L: input features, `hidden` between layers, classes."""
-        return layer_widths(num_features, self.hidden, num_classes, self.layers)
+        """D_0 .. D_L, the widths of the GCN layers' inputs and output: the features (the hidden width
+        after an input projection), `hidden` between layers, the classes (`hidden` before an output head)."""
+        parts = self.components
+        first = self.hidden if parts.input_projection else num_features
+        last = self.hidden if parts.output_head else num_classes
+        return [first] + [self.hidden] * (self.layers - 1) + [last]
+
+    @property
+    def start(self) -> Roles:
+        """The roles of the first GCN layer: (x, y, z), or those after the input projection."""
+        return roles_after_linear(XYZ) if self.components.input_projection else XYZ
 
     def orders(self, num_features: int, num_classes: int) -> LayerOrders:
         """Per layer, whether it multiplies by its weight first (transform-first), under --layer-order."""

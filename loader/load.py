@@ -14,12 +14,13 @@ import torch
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid, as_grid
-from gtool.geometry.layers import rank_geometry
+from gtool.geometry.layers import XYZ, Roles, rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
 from gtool.loader.rank_data import RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
+from gtool.store.chunks import block_rows, read_checked
 from gtool.store.reader import Store, StoreLike, as_store
 from gtool.store.values import first_non_finite_row, id_range_problem, label_problem, split_problem
 
@@ -37,10 +38,11 @@ def load_rank(
     storage_options: dict[str, Any] | None = None,
     workers: int = DEFAULT_WORKERS,
     read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
+    start: Roles = XYZ,
 ) -> RankData:
     """Load rank `rank` of a Gx x Gy x Gz grid for a GCN from a store (path, URL or Store); `layers`: the
     layers' orders (True: transform-first, gtool.architecture.ModelConfig.orders), or their number (each
-    aggregate-first).
+    aggregate-first); `start`: the roles of the first GCN layer (gtool.architecture.ModelConfig.start).
 
     Reads only the tiles its distinct adjacency shards overlap, `workers` at a time and at most about
     `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
@@ -51,7 +53,8 @@ def load_rank(
     started = time.perf_counter()
     opened = as_store(store, storage_options)
     grid = as_grid(grid)
-    geometry = rank_geometry(grid, rank, layers, opened.num_nodes, opened.num_features, opened.two_matrices)
+    n, two = opened.num_nodes, opened.two_matrices
+    geometry = rank_geometry(grid, rank, layers, n, opened.num_features, two, start)
     stats = ReadStats()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gtool-tiles") as executor:
         reads = ReadAhead(executor, max_tiles=2 * workers, max_bytes=read_ahead_bytes)
@@ -75,6 +78,7 @@ def load_rank(
         grid=grid,
         rank=rank,
         orders=tuple(shard.transform_first for shard in geometry.layers),
+        start=start,
         meta=opened.meta,
         shards=shards,
         layer_keys=[shard.key for shard in geometry.layers],
@@ -86,6 +90,27 @@ def load_rank(
         label_rows=geometry.label_rows,
         read=stats,
     )
+
+
+def read_positions(store: Store, order: str, ids: np.ndarray) -> np.ndarray:
+    """The positions in order `order` of the distinct nodes `ids`, reading perm/`order` one block of rows
+    at a time: memory in the ids and one block, never the whole permutation (a residual's reshard)."""
+    array, path = store.array(layout.PERMS[order]), layout.PERMS[order]
+    ids = np.asarray(ids, dtype=np.int64)
+    sorter = np.argsort(ids, kind="stable")
+    sorted_ids = ids[sorter]
+    positions = np.full(ids.shape[0], -1, dtype=np.int64)
+    step = block_rows(array)
+    for first in range(0, store.num_nodes if ids.shape[0] else 0, step):
+        selection = (slice(first, min(first + step, store.num_nodes)),)
+        values = read_checked(array, selection, store.location, every_chunk=store.meta.every_chunk)
+        slot = np.minimum(np.searchsorted(sorted_ids, values), ids.shape[0] - 1)
+        hit = np.nonzero(sorted_ids[slot] == values)[0]
+        positions[sorter[slot[hit]]] = first + hit
+    if (missing := np.nonzero(positions < 0)[0]).size:
+        node = int(ids[missing[0]])
+        raise StoreError(f"{store.location}: array {path} does not place node {node}; the store is damaged")
+    return positions
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import torch
 
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerOrders, ShardKey
+from gtool.geometry.layers import LayerOrders, Roles, ShardKey
 from gtool.store.metadata import StoreMeta
 
 
@@ -57,7 +57,7 @@ class ReadStats:
 @dataclass
 class RankData:
     """Everything rank `rank` of `grid` needs to train a GCN whose layers have `orders` (True:
-    transform-first).
+    transform-first) and whose first layer plays `start`.
 
     - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.geometry.layers.ShardKey);
       layer_keys[l] names layer l's.
@@ -78,6 +78,7 @@ class RankData:
     labels: torch.Tensor
     split: torch.Tensor
     label_rows: Band
+    start: Roles = (0, 1, 2)
     read: ReadStats = field(default_factory=ReadStats)
 
     @property

@@ -61,14 +61,30 @@ def narrowing_layers(widths: Sequence[int]) -> LayerOrders:
     return tuple(after < before for before, after in zip(widths[:-1], widths[1:], strict=False))
 
 
-def layer_roles(orders: Sequence[bool]) -> list[Roles]:
-    """Axis indices (a, b, c) of every layer: (x, y, z) in layer 0; after an aggregate-first layer the next
-    plays (c, a, b), after a transform-first one (b, c, a) (its input is the previous output block)."""
-    roles, every = (0, 1, 2), []
+XYZ: Roles = (0, 1, 2)
+"""The roles of the first operation of a model: the stored feature block is F[band y, feature band z]."""
+
+
+def roles_after(roles: Roles, transform_first: bool) -> Roles:
+    """The roles of the layer after a GCN layer playing `roles`: (c, a, b) after an aggregate-first one,
+    (b, c, a) after a transform-first one (its input is the previous output block)."""
+    a, b, c = roles
+    return (b, c, a) if transform_first else (c, a, b)
+
+
+def roles_after_linear(roles: Roles) -> Roles:
+    """The roles after a dense layer (input projection, output head) playing (a, b, c): (c, b, a)."""
+    a, b, c = roles
+    return (c, b, a)
+
+
+def layer_roles(orders: Sequence[bool], start: Roles = XYZ) -> list[Roles]:
+    """Axis indices (a, b, c) of every GCN layer: `start` in layer 0 ((x, y, z), or the roles after an
+    input projection), then each layer's `roles_after` the previous."""
+    roles, every = start, []
     for transform_first in orders:
         every.append(roles)
-        a, b, c = roles
-        roles = (b, c, a) if transform_first else (c, a, b)
+        roles = roles_after(roles, transform_first)
     return every
 
 
@@ -80,11 +96,6 @@ def order_of_layer_output(layer: int) -> str:
 def logits_order(num_layers: int) -> str:
     """The node order of the final logits: pr when L is odd, pc when L is even."""
     return order_of_layer_output(num_layers - 1)
-
-
-def layer_widths(num_features: int, hidden: int, num_classes: int, layers: int) -> list[int]:
-    """D_0 .. D_L, the widths of F_0 .. F_L: input features, `hidden` between layers, classes."""
-    return [num_features] + [hidden] * (layers - 1) + [num_classes]
 
 
 def layer_matrix(layer: int) -> int:
@@ -180,15 +191,21 @@ class LayerGeometry:
 
 
 def rank_layers(
-    grid: ProcessGrid, rank: int, layers: int | Sequence[bool], num_nodes: int, two_matrices: bool
+    grid: ProcessGrid,
+    rank: int,
+    layers: int | Sequence[bool],
+    num_nodes: int,
+    two_matrices: bool,
+    start: Roles = XYZ,
 ) -> tuple[LayerGeometry, ...]:
     """Every layer as rank `rank` holds it: `layers` the layers' orders (True: transform-first) or their
-    number (each aggregate-first)."""
+    number (each aggregate-first); layer 0 plays `start`."""
     orders = layer_orders(layers)
     coords = grid.coords(rank)
     dims = grid.dims
     geometry = []
-    for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
+    every = layer_roles(orders, start)
+    for layer, (roles, transform_first) in enumerate(zip(every, orders, strict=True)):
         a, b, c = roles
         rows = row_axis(roles, transform_first)
         geometry.append(
@@ -237,7 +254,8 @@ class RankGeometry:
 
     @property
     def feature_cols(self) -> Band:
-        return self.layers[0].in_cols(self.num_features)
+        """Feature band z: the stored block is the first operation's input, which plays (x, y, z)."""
+        return band(self.grid.coords(self.rank)[2], self.grid.dims[2], self.num_features)
 
     @property
     def label_rows(self) -> Band:
@@ -259,7 +277,46 @@ def rank_geometry(
     num_nodes: int,
     num_features: int,
     two_matrices: bool,
+    start: Roles = XYZ,
 ) -> RankGeometry:
     """The shards, feature block and label rows of rank `rank` of `grid` for a GCN of `layers` (the
-    layers' orders, or their number: see `rank_layers`)."""
-    return RankGeometry(grid, rank, rank_layers(grid, rank, layers, num_nodes, two_matrices), num_features)
+    layers' orders, or their number: see `rank_layers`) whose first GCN layer plays `start`."""
+    held = rank_layers(grid, rank, layers, num_nodes, two_matrices, start)
+    return RankGeometry(grid, rank, held, num_features)
+
+
+@dataclass(frozen=True)
+class LinearGeometry:
+    """A dense layer (input projection, output head) playing roles (a, b, c) as one rank holds it.
+
+    Its input block is X[rows (band b), in_cols (band c)], its weight block W[in_cols, out_cols (band a)]:
+    the product, summed over the c-group, is its output block Y[rows, out_cols], replicated over c; the
+    next operation plays (c, b, a). The weight block is split over the b-group (dW sums over rows), dX
+    sums over the a-group (W's column bands).
+    """
+
+    roles: Roles
+    sizes: tuple[int, int, int]
+    coords: tuple[int, int, int]
+    rows: Band
+
+    @property
+    def weight_axis(self) -> int:
+        return self.roles[1]
+
+    def in_cols(self, in_dim: int) -> Band:
+        return band(self.coords[self.roles[2]], self.sizes[2], in_dim)
+
+    def out_cols(self, out_dim: int) -> Band:
+        return band(self.coords[self.roles[0]], self.sizes[0], out_dim)
+
+    def weight_part(self, in_dim: int, out_dim: int) -> int:
+        """Elements of this rank's flat part of the weight block (split evenly over the b-group)."""
+        return band_size(self.in_cols(in_dim).size * self.out_cols(out_dim).size, self.sizes[1])
+
+
+def linear_geometry(grid: ProcessGrid, rank: int, roles: Roles, num_nodes: int) -> LinearGeometry:
+    """A dense layer playing `roles` as rank `rank` of `grid` holds it."""
+    coords, dims = grid.coords(rank), grid.dims
+    sizes = (dims[roles[0]], dims[roles[1]], dims[roles[2]])
+    return LinearGeometry(roles, sizes, coords, band(coords[roles[1]], dims[roles[1]], num_nodes))

@@ -14,7 +14,6 @@ from gtool.architecture import ModelConfig
 from gtool.cli.main import app
 from gtool.geometry.collectives import bytes_by_group, epoch_collectives
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_widths
 from gtool.geometry.shapes import layer_shapes
 from tests.support.stores import StoreFactory
 
@@ -44,7 +43,7 @@ def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:
     assert "fastest predicted epoch" in result["reason"] and "shipped profile" in result["profile"]
     times = [g["epoch_seconds"] for g in result["grids"]]
     assert times == sorted(times)
-    widths = layer_widths(12, 16, result["widths"][-1], 3)
+    widths = ModelConfig(hidden=16).widths(12, result["widths"][-1])
     shapes = layer_shapes(ProcessGrid(2, 2, 1), 512, widths, ModelConfig(hidden=16).orders(12, widths[-1]))
     assert grids["2x2x1"]["comm_bytes"] == bytes_by_group(epoch_collectives(shapes, False), 4)
     table = plan(store, "--ranks", "4", "--hidden", "16")

@@ -27,7 +27,8 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.trainer import Trainer, load_model_rank
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.world import join_world
-from gtool.trainer.models.gcn import padded_slice
+from gtool.trainer.models.gcn import ParallelGCN, padded_slice
+from gtool.trainer.models.places import block_of as place_block
 from gtool.trainer.models.serial import SerialGCN
 from tests.trainer.references import Reference, stored_order_reference, unpermuted_reference
 
@@ -60,8 +61,10 @@ def block_of(full: torch.Tensor, rows: Band, cols: Band) -> torch.Tensor:
 
 
 def scaled_error(got: torch.Tensor, want: torch.Tensor, full: torch.Tensor) -> float:
-    """max |got - want| over the block, relative to the largest value of the whole reference `full`."""
-    return float((got - want).abs().max()) / float(full.abs().max())
+    """max |got - want| over the block, relative to the largest value of the whole reference `full` (absolute
+    when the reference is all zeros)."""
+    error = float((got - want).abs().max()) if got.numel() else 0.0
+    return error / (float(full.abs().max()) or 1.0)
 
 
 def _reference(case: Case) -> Reference:
@@ -70,14 +73,15 @@ def _reference(case: Case) -> Reference:
     return build(config.store, config.model.layers, config.torch_dtype)
 
 
-def _gradient_error(trainer: Trainer, serial: SerialGCN) -> float:
-    """Largest error of this rank's weight-gradient blocks against the serial gradients."""
-    model = trainer.model
+def gradient_error(model: ParallelGCN, serial: SerialGCN) -> float:
+    """Largest error of this rank's parameter-gradient blocks against the serial gradients (every
+    parameter, by name)."""
     worst = 0.0
-    for weight, layer, full in zip(model.weights, model.layers, serial.weights, strict=True):
-        in_dim, out_dim = model.dims[layer.layer], model.dims[layer.layer + 1]
-        want = block_of(full.grad, layer.in_cols(in_dim), layer.out_cols(out_dim))
-        worst = max(worst, scaled_error(weight.assemble(weight.shard.grad), want, full.grad))
+    for name, place in model.places.items():
+        block, full = model.blocks[name], serial.parameters[name].grad
+        assert full is not None, f"the serial model's {name} has no gradient"
+        want = place_block(full, place)
+        worst = max(worst, scaled_error(block.assemble(block.shard.grad), want, full))
     return worst
 
 
@@ -85,23 +89,24 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
     """Error of this rank's logits block against the serial logits of the same nodes, and the largest
     magnitude in its padding rows (which must stay zero)."""
     logits = trainer.logits()
-    last = trainer.model.layers[-1]
+    geometry = trainer.model.geometry
+    band = geometry.output_rows
     full = serial.forward(0, training=False).detach()[torch.from_numpy(rows)]
-    got = logits[: last.rows.real]
-    want = block_of(full, last.rows, last.out_cols(trainer.model.dims[-1]))[: last.rows.real]
-    padding = float(logits[last.rows.real :].abs().max()) if last.rows.real < last.rows.size else 0.0
+    got = logits[: band.real]
+    want = block_of(full, band, geometry.output_cols())[: band.real]
+    padding = float(logits[band.real :].abs().max()) if band.real < band.size else 0.0
     return scaled_error(got, want, full), padding
 
 
 def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.Tensor]:
     """Blocks keyed so that ranks holding a replica of the same block use the same key."""
-    coords = comm.coords
-    last = trainer.model.layers[-1]
-    logits = f"logits/{coords[last.row_axis]}/{coords[last.out_col_axis]}"
+    coords, model = comm.coords, trainer.model
+    row_axis, col_axis = model.geometry.output_axes
+    logits = f"logits/{coords[row_axis]}/{coords[col_axis]}"
     replicas = {logits: trainer.logits(), "loss": torch.tensor(loss)}
-    for layer, weight in zip(trainer.model.layers, trainer.model.weights, strict=True):
-        rows, cols = coords[layer.roles[2]], coords[layer.out_col_axis]
-        replicas[f"weight{layer.layer}/{rows}/{cols}"] = weight.full().detach()
+    for name, place in model.places.items():
+        rows = None if place.rows is None else place.rows.index
+        replicas[f"{name}/{rows}/{place.cols.index}"] = model.blocks[name].full().detach()
     return replicas
 
 
@@ -118,7 +123,7 @@ def run_case(case: Case, comm: GridComm, out: Path) -> None:
         loss = trainer.train_epoch(epoch).loss
         losses.append(loss)
         errors["loss"] = max(errors["loss"], abs(loss - serial.train_epoch(epoch)) / abs(loss))
-        errors["grad"] = max(errors["grad"], _gradient_error(trainer, serial))
+        errors["grad"] = max(errors["grad"], gradient_error(trainer.model, serial))
     rows = reference.rows[order_of_layer_output(config.model.layers - 1)]
     errors["logits"], errors["padding"] = _logits_error(trainer, serial, rows)
     target = out / case.name

@@ -53,4 +53,9 @@ def stored_order_reference(path: str, layers: int, dtype: torch.dtype) -> Refere
     """The graph as stored (what a 1x1x1 grid loads): its dropout masks match the parallel run's."""
     graph = SerialGraph.from_rank_data(load_rank(path, grid=(1, 1, 1), rank=0, layers=layers), dtype)
     identity = np.arange(graph.features.shape[0])
+    store = Store(path)
+    if store.two_matrices:  # layer l's output rows are in the other order than its input rows
+        pr, pc = store.perm("r"), store.perm("c")
+        r_from_c, c_from_r = torch.from_numpy(np.argsort(pc)[pr]), torch.from_numpy(np.argsort(pr)[pc])
+        graph.residual_rows = [r_from_c if layer % 2 == 0 else c_from_r for layer in range(layers)]
     return Reference(graph, {"r": identity, "c": identity})

@@ -92,7 +92,48 @@ PLACED = {  # 4 ranks, 2 per node, under every order of the axes over the ranks
     )
     for order in PLACEMENTS
 }
-CASES = {**EXACT, **VARIANTS, **ORDERED, **PLACED}
+SCALEGNN = {"model": "scalegnn", "layers": 3}
+SWITCHES = {
+    "no-projection": {"input_projection": False},
+    "no-norm": {"norm": "none"},
+    "no-residual": {"residual": False},
+    "no-bias": {"bias": False},
+    "no-head": {"output_head": False},
+}
+STACKS = {  # the ScaleGNN stack: every component, each switched off, both orders, both permutations
+    **{
+        _name(grid, "double", "scalegnn"): ("double", {"grid": grid, **SCALEGNN}, "unpermuted")
+        for grid in [(1, 1, 1), (2, 2, 2), (3, 2, 1)]
+    },
+    _name((2, 2, 2), "single", "scalegnn"): ("single", {"grid": (2, 2, 2), **SCALEGNN}, "unpermuted"),
+    **{
+        _name(grid, "double", f"scalegnn-{switch}"): (
+            "double",
+            {"grid": grid, **SCALEGNN, **off},
+            "unpermuted",
+        )
+        for (switch, off), grid in zip(SWITCHES.items(), [(3, 2, 1), (2, 2, 2)] * 3, strict=False)
+    },
+    _name((3, 2, 1), "double", "scalegnn-transform-first"): (
+        "double",
+        {"grid": (3, 2, 1), **SCALEGNN, "layer_order": "transform-first", "agg_blocks": 2},
+        "unpermuted",
+    ),
+    _name((2, 2, 2), "double", "scalegnn-learnable"): (
+        "double",
+        {"grid": (2, 2, 2), **SCALEGNN, "learnable_features": True, "algorithm": "adamw"},
+        "unpermuted",
+    ),
+    **{
+        _name(grid, "double", "scalegnn-dropout"): (
+            "double",
+            {"grid": grid, **SCALEGNN, "dropout": 0.5},
+            "stored",
+        )
+        for grid in [(1, 1, 1), (2, 2, 2), (3, 2, 1)]
+    },
+}
+CASES = {**EXACT, **VARIANTS, **ORDERED, **PLACED, **STACKS}
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +192,17 @@ def test_dropout_losses_are_the_same_on_every_grid(results: Path) -> None:
         "2x2x2-double-transform-first",
         "2x2x2-double-aggregate-first",
     ):
+        for rank, result in enumerate(_rank_results(results, name)):
+            got = torch.tensor(result["losses"], dtype=torch.float64)
+            error = float(((got - want).abs() / want.abs()).max())
+            assert error <= 1e-5, f"{name} rank {rank}: losses off by {error:.2e} from 1x1x1's"
+
+
+def test_scalegnn_dropout_losses_are_the_same_on_every_grid(results: Path) -> None:
+    """The ScaleGNN stack with dropout 0.5 (masks on the features, every block's output; residual
+    reshards across node orders) loses on 2x2x2 and 3x2x1 what it loses on 1x1x1, every epoch."""
+    want = torch.tensor(_rank_results(results, "1x1x1-double-scalegnn-dropout")[0]["losses"])
+    for name in ("2x2x2-double-scalegnn-dropout", "3x2x1-double-scalegnn-dropout"):
         for rank, result in enumerate(_rank_results(results, name)):
             got = torch.tensor(result["losses"], dtype=torch.float64)
             error = float(((got - want).abs() / want.abs()).max())

@@ -157,6 +157,21 @@ class AxisGroup:
             _all_gather_single(out, shard.contiguous(), group=self.group)
         return out
 
+    def all_to_all(
+        self, send: torch.Tensor, send_splits: list[int], receive_splits: list[int], count_sent: bool = False
+    ) -> torch.Tensor:
+        """Every rank's 1-D `send` cut into `send_splits` (elements per rank of the group, in group order)
+        and exchanged: the parts received, `receive_splits` of them, concatenated in group order. Counts
+        the bytes received, or sent with `count_sent` (either way those of the block on the side whose
+        layout is fixed: a residual's output block)."""
+        if self.group is None:
+            return send
+        out = send.new_empty(sum(receive_splits))
+        self._count("all_to_all", send if count_sent else out)
+        with self.timer.phase("comm"):
+            dist.all_to_all_single(out, send.contiguous(), receive_splits, send_splits, group=self.group)
+        return out
+
     def reduce_scatter(self, full: torch.Tensor) -> torch.Tensor:
         """This rank's part of the sum over the group of the 1-D `full` (size * shard elements)."""
         if self.group is None:
@@ -173,7 +188,8 @@ class GridComm:
     """This rank's place in the grid: its coordinates and the x, y and z groups through it.
 
     With D replicas of the grid (--data-parallel), `rank` is the rank within its replica `replica`,
-    `data` the group of the ranks at the same place in every replica, and `everyone` the whole run.
+    `data` the group of the ranks at the same place in every replica, `everyone` the whole run, and
+    `replica_ranks` the ranks of this replica of the grid (the residuals' all-to-alls).
     """
 
     grid: ProcessGrid
@@ -184,6 +200,12 @@ class GridComm:
     sent: CommBytes = field(default_factory=CommBytes)
     data: AxisGroup | None = None
     replica: int = 0
+    replica_ranks: AxisGroup | None = None
+
+    @property
+    def whole_grid(self) -> AxisGroup:
+        """The ranks of this replica of the grid, in grid rank order."""
+        return self.everyone if self.replica_ranks is None else self.replica_ranks
 
     @property
     def coords(self) -> tuple[int, int, int]:
@@ -259,12 +281,22 @@ def build_grid_comm(
             group = new_group(members)
             if world_rank in members:
                 data_group = group
+    replica_group = None
+    if replicas > 1 and grid.size > 1:
+        for base in range(0, run_size, grid.size):
+            group = new_group(list(range(base, base + grid.size)))
+            if base <= world_rank < base + grid.size:
+                replica_group = group
     everyone_group = new_group(list(range(run_size))) if run_size > 1 else None
     if not inside:
         return None
     everyone = AxisGroup(run_size, world_rank, everyone_group, timer, device, "all", sent)
     data = AxisGroup(replicas, replica, data_group, timer, device, DATA, sent) if replicas > 1 else None
-    return GridComm(grid, rank, (axes[0], axes[1], axes[2]), everyone, timer, sent, data, replica)
+    replica_ranks = None
+    if replicas > 1:
+        replica_ranks = AxisGroup(grid.size, rank, replica_group, timer, device, "all", sent)
+    axes3 = (axes[0], axes[1], axes[2])
+    return GridComm(grid, rank, axes3, everyone, timer, sent, data, replica, replica_ranks)
 
 
 def grid_comm(

@@ -27,23 +27,25 @@ def load_model_rank(
     """What rank `rank` of `grid` needs for `config`'s model: its layers' orders follow --layer-order."""
     store = open_store(config.store)
     orders = config.model.orders(store.num_features, store.num_classes)
-    return load_rank(store, grid=grid, rank=rank, layers=orders, device=device)
+    return load_rank(store, grid=grid, rank=rank, layers=orders, device=device, start=config.model.start)
 
 
 def logit_targets(
     data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
 ) -> Targets:
-    """Labels and splits of the last layer's output block, or of its `rows` (a mini-batch's members)."""
-    last, num_classes = model.layers[-1], model.dims[-1]
-    if data.label_rows != last.rows or data.labels.shape[0] != last.rows.size:
-        raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {last.rows}")
-    class_band = last.out_cols(num_classes)
+    """Labels and splits of the logits block, or of its `rows` (a mini-batch's members)."""
+    geometry, num_classes = model.geometry, data.meta.num_classes
+    rows_band = geometry.output_rows
+    if data.label_rows != rows_band or data.labels.shape[0] != rows_band.size:
+        raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {rows_band}")
+    class_band = geometry.output_cols()
     classes = class_band.index * class_band.size
     real_classes = max(0, min(class_band.size, num_classes - classes))
     labels, split = data.labels.to(device), data.split.to(device)
     if rows is not None:
         labels, split = labels[rows], split[rows]
-    groups = (comm.axes[last.row_axis], comm.axes[last.out_col_axis])
+    row_axis, col_axis = geometry.output_axes
+    groups = (comm.axes[row_axis], comm.axes[col_axis])
     return Targets(labels, split, classes, real_classes, *groups, require_train=rows is None)
 
 
@@ -61,7 +63,7 @@ class Trainer:
         self.device = device
         self.model = ParallelGCN(data, comm, config, device)
         self.targets = logit_targets(data, self.model, comm, device)
-        self.optimizer = build_optimizer(self.model.parameters(), config)
+        self.optimizer = build_optimizer(self.model.parameters(), config, len(self.model.vectors()))
         self.schedule: Schedule | None = None
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:

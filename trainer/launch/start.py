@@ -15,7 +15,8 @@ from gtool.trainer.comm.groups import GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank
-from gtool.trainer.launch.local import launch_local, rank_failure
+from gtool.trainer.launch.failures import rank_failure
+from gtool.trainer.launch.local import launch_local
 from gtool.trainer.launch.world import free_port, join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -52,7 +53,8 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
-        if not config.runtime.quiet:
+        quiet = config.runtime.quiet
+        if not quiet:
             print(
                 f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
                 f"({config.runtime.backend}, {config.runtime.device_type}); "
@@ -60,7 +62,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
                 file=sys.stderr,
                 flush=True,
             )
-        launch_local(config.world_size, main, *args)
+        launch_local(config.world_size, main, *args, label=None if quiet else f"gtool {command}")
         return
     if env.world_size != config.world_size:
         raise GtoolError(

@@ -41,9 +41,10 @@ class StepBatch:
     """One rank's part of one step's sample.
 
     adjacency[l]: layer l's block of A_S; input_rows: rows of the stored feature block that are layer 0's
-    input; dropout_rows[l]: the places in the sample of layer l's input rows; target_rows: rows of the
-    stored label block that are the logits' rows; size: the number of sampled nodes; adjacency: the
-    blocks as the layers multiply by them.
+    input; dropout_rows[l]: the places in the sample of layer l's input rows; input_members[l] and
+    output_members[l]: the members of layer l's input and output bands (a residual moves one to the
+    other); target_rows: rows of the stored label block that are the logits' rows; size: the number of
+    sampled nodes; adjacency: the blocks as the layers multiply by them.
     """
 
     epoch: int
@@ -54,6 +55,8 @@ class StepBatch:
     dropout_rows: list[torch.Tensor]
     target_rows: torch.Tensor
     adjacency: list[BlockedAdjacency]
+    input_members: list[BandMembers]
+    output_members: list[BandMembers]
 
 
 def blocked(blocks: list[SampledBlock], agg_blocks: int, dtype: torch.dtype) -> list[BlockedAdjacency]:
@@ -88,7 +91,7 @@ class RankSampler:
         self.schedule = schedule
         self.device, self.agg_blocks, self.dtype = device, agg_blocks, dtype
         two = data.two_matrices
-        geometry = rank_layers(data.grid, data.rank, data.orders, schedule.num_nodes, two)
+        geometry = rank_layers(data.grid, data.rank, data.orders, schedule.num_nodes, two, data.start)
         self.layers = [layer_bands(layer, two) for layer in geometry]
         self.target_band = self.layers[-1].rows
         keys = {key for bands in self.layers for key in (bands.rows, bands.inputs)}
@@ -131,4 +134,6 @@ class RankSampler:
             dropout_rows=[members[bands.inputs].indices for bands in self.layers],
             target_rows=members[self.target_band].positions,
             adjacency=blocked(blocks, self.agg_blocks, self.dtype),
+            input_members=[members[bands.inputs] for bands in self.layers],
+            output_members=[members[bands.rows] for bands in self.layers],
         )

@@ -17,8 +17,9 @@ import torch
 from gtool.loader import RankData, csr_tensor
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
+from gtool.trainer.models.places import initial_parameters, is_vector
 from gtool.trainer.nn.dropout import MaskSpec, keep_mask
-from gtool.trainer.nn.randomness import initial_weight
+from gtool.trainer.nn.fused.reference import NORM_EPS
 
 
 class _SparseMatmul(torch.autograd.Function):
@@ -55,6 +56,8 @@ class SerialGraph:
     labels: torch.Tensor
     split: torch.Tensor
     num_classes: int
+    residual_rows: list[torch.Tensor | None] | None = None
+    """Per layer, the input row of each output row (a residual across node orders); None: the same."""
 
     @classmethod
     def from_scipy(
@@ -81,7 +84,10 @@ class SerialGraph:
         """The same graph on `device`."""
         matrices = [(matrix.to(device), transpose.to(device)) for matrix, transpose in self.matrices]
         features, labels, split = (t.to(device) for t in (self.features, self.labels, self.split))
-        return SerialGraph(matrices, features, labels, split, self.num_classes)
+        moved = self.residual_rows and [
+            None if rows is None else rows.to(device) for rows in self.residual_rows
+        ]
+        return SerialGraph(matrices, features, labels, split, self.num_classes, moved)
 
     @classmethod
     def from_rank_data(cls, data: RankData, dtype: torch.dtype) -> SerialGraph:
@@ -104,56 +110,95 @@ class SerialSample:
 
 
 class SerialGCN:
-    """The GCN of `config` (no bias, ReLU, dropout on every layer's input) with its optimizer."""
+    """The model of `config` (gcn or the ScaleGNN stack, with its switches) with its optimizer."""
 
     def __init__(self, graph: SerialGraph, config: TrainConfig, torch_dropout: bool = False):
         self.graph = graph
         self.config = config
         self.torch_dropout = torch_dropout
-        dtype = config.torch_dtype
+        model, dtype = config.model, config.torch_dtype
         features = graph.features
-        if config.model.normalize_features == "row":
+        if model.normalize_features == "row":
             norms = features.abs().sum(dim=1, keepdim=True)
             features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
-        self.features = features.clone().requires_grad_(config.model.learnable_features)
-        dims = config.model.widths(features.shape[1], graph.num_classes)
-        self.weights = [
-            initial_weight(config.runtime.seed, layer, dims[layer], dims[layer + 1], dtype)
-            .to(features.device)
-            .requires_grad_()
-            for layer in range(config.model.layers)
-        ]
-        later = self.weights[1:] + ([self.features] if config.model.learnable_features else [])
+        self.features = features.clone().requires_grad_(model.learnable_features)
+        full = initial_parameters(model, config.runtime.seed, features.shape[1], graph.num_classes, dtype)
+        self.parameters = {name: value.to(features.device).requires_grad_() for name, value in full.items()}
+        self.weights = [self.parameters[f"weight.{layer}"] for layer in range(model.layers)]
+        self.dims = model.widths(features.shape[1], graph.num_classes)
+        self.blocks = model.layers if model.components.output_head else model.layers - 1
+        matrices = [p for name, p in self.parameters.items() if not is_vector(name)]
+        vectors = [p for name, p in self.parameters.items() if is_vector(name)]
+        later = matrices[1:] + ([self.features] if model.learnable_features else [])
         later_decay = 0.0 if config.optimizer.weight_decay_first_only else config.optimizer.weight_decay
         kind = torch.optim.AdamW if config.optimizer.algorithm == "adamw" else torch.optim.Adam
         groups = [
-            {"params": self.weights[:1], "weight_decay": config.optimizer.weight_decay},
+            {"params": matrices[:1], "weight_decay": config.optimizer.weight_decay},
             {"params": later, "weight_decay": later_decay},
+            {"params": vectors, "weight_decay": 0.0},
         ]
         self.optimizer = kind(groups, lr=config.optimizer.lr)
         labelled = graph.labels >= 0
         self.masks = {name: labelled & (graph.split == code) for name, code in SPLIT_CODES.items()}
 
+    def _dropout(self, x: torch.Tensor, index: int, epoch: int, step: int | None) -> torch.Tensor:
+        """Dropout of the input of GCN layer `index` (0: the features; L: the output head's)."""
+        rate = self.config.model.dropout
+        if self.torch_dropout:
+            return torch.nn.functional.dropout(x, rate)
+        rows, width = x.shape
+        spec = MaskSpec.of(self.config.runtime.seed, index, epoch, rate, width, step)
+        return x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
+
+    def _dense(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        x = x @ self.parameters[f"{name}.weight"]
+        bias = self.parameters.get(f"{name}.bias")
+        return x if bias is None else x + bias
+
     def forward(self, epoch: int, training: bool, sample: SerialSample | None = None) -> torch.Tensor:
         """Logits of every node (rows in the order of the last layer's matrix), or of the `sample`'s nodes
         (every layer multiplies by its subgraph; masks keyed by the nodes' places in the sample)."""
+        return self.hidden_and_logits(epoch, training, sample)[1]
+
+    def hidden_and_logits(
+        self, epoch: int, training: bool, sample: SerialSample | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output head's input (the last GCN layer's without a head: `gtool predict --embeddings`) and
+        the logits, as `forward`."""
+        model = self.config.model
+        parts = model.components
+        dropping = training and model.dropout > 0
+        matrices, moved = self.graph.matrices, self.graph.residual_rows
         x = self.features
-        config = self.config
-        matrices = self.graph.matrices
         if sample is not None:
-            x, matrices = x[sample.nodes], [sample.matrix] * config.model.layers
+            x, matrices = x[sample.nodes], [sample.matrix] * model.layers
+            moved = [None] * model.layers
         step = None if sample is None else sample.step
+        if dropping:
+            x = self._dropout(x, 0, epoch, step)
+        if parts.input_projection:
+            x = self._dense(x, "projection")
         for layer, (matrix, transpose) in enumerate(matrices):
-            if training and config.model.dropout > 0 and self.torch_dropout:
-                x = torch.nn.functional.dropout(x, config.model.dropout)
-            elif training and config.model.dropout > 0:
-                rows, width = x.shape
-                spec = MaskSpec.of(config.runtime.seed, layer, epoch, config.model.dropout, width, step)
-                x = x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
-            x = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
-            if layer < config.model.layers - 1:
-                x = torch.relu(x)
-        return x
+            z = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
+            if f"bias.{layer}" in self.parameters:
+                z = z + self.parameters[f"bias.{layer}"]
+            if layer >= self.blocks:
+                return x, z
+            if parts.norm:
+                wide = z.to(torch.promote_types(z.dtype, torch.float32))
+                inverse = torch.rsqrt(wide.square().mean(dim=1, keepdim=True) + NORM_EPS)
+                z = (wide * inverse * self.parameters[f"scale.{layer}"]).to(z.dtype)
+            y = torch.relu(z)
+            if dropping:
+                y = self._dropout(y, layer + 1, epoch, step)
+            if parts.residual and self.dims[layer] == self.dims[layer + 1]:
+                rows = moved[layer] if moved is not None else None
+                y = y + (x if rows is None else x[rows])
+            x = y
+        return x, self._dense(x, "head")
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(logits, labels)
 
     def train_epoch(self, epoch: int) -> float:
         """One step; returns the training loss (mean cross-entropy over labelled training nodes)."""

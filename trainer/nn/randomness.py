@@ -24,9 +24,15 @@ def derive_seed(*parts: int) -> int:
     return state >> 1
 
 
-def initial_weight(seed: int, layer: int, fan_in: int, fan_out: int, dtype: torch.dtype) -> torch.Tensor:
+WEIGHTS, DENSE_WEIGHTS = 1, 4
+"""Seed streams: the GCN layers' weights, the dense layers' (input projection 0, output head 1)."""
+
+
+def initial_weight(
+    seed: int, layer: int, fan_in: int, fan_out: int, dtype: torch.dtype, stream: int = WEIGHTS
+) -> torch.Tensor:
     """Layer `layer`'s full fan_in x fan_out weight, Glorot-uniform (Kipf & Welling), the same everywhere."""
-    generator = torch.Generator().manual_seed(derive_seed(seed, 1, layer))
+    generator = torch.Generator().manual_seed(derive_seed(seed, stream, layer))
     limit = math.sqrt(6.0 / (fan_in + fan_out))
     weight = torch.rand(fan_in, fan_out, generator=generator, dtype=torch.float64) * (2 * limit) - limit
     return weight.to(dtype)

@@ -17,7 +17,7 @@ import zarr
 
 from gtool.errors import GtoolError
 from gtool.geometry.bands import Band
-from gtool.geometry.layers import order_of_layer_output, rank_layers
+from gtool.geometry.layers import order_of_layer_output
 from gtool.store import layout
 from gtool.store.reader import open_store
 from gtool.store.writing.chunk_writer import ChunkSink
@@ -34,8 +34,10 @@ from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
 from gtool.trainer.launch.environment import RankEnv, environment_rank
+from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.trainer.launch.start import join_grid, start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
+from gtool.trainer.models.places import stack_geometry
 from gtool.trainer.nn.loss import accuracies
 from gtool.trainer.predict.job import PredictJob
 from gtool.trainer.predict.writer import HeldBlock, write_node_rows
@@ -44,32 +46,42 @@ from gtool.trainer.predict.writer import HeldBlock, write_node_rows
 def _held(
     model: ParallelGCN, comm: GridComm, which: str, values: torch.Tensor
 ) -> tuple[HeldBlock, list[Band], int]:
-    """This rank's block of `which` (logits: the last layer's output; embeddings: its input), the column
-    band of every rank's block of it (bands do not depend on the layer's matrix) and the array's width."""
-    last = len(model.layers) - 1
-    geometry = model.layers[last]
-    orders = [g.transform_first for g in model.layers]
+    """This rank's block of `which` (logits; embeddings: the input of the output head, or of the last GCN
+    layer without one), the column band of every rank's block of it and the array's width."""
+    mine = model.geometry
+    orders = tuple(g.transform_first for g in mine.layers)
+    meta = (model.num_nodes, mine.num_features, mine.num_classes)
     everyone = [
-        rank_layers(comm.grid, r, orders, model.num_nodes, False)[last] for r in range(comm.grid.size)
+        stack_geometry(mine.config, comm.grid, r, *meta, False, orders) for r in range(comm.grid.size)
     ]
+    last = len(mine.layers) - 1
+    geometry = mine.layers[last]
     if which == "logits":
-        width, order = model.dims[last + 1], order_of_layer_output(last)
-        rows, writes = geometry.rows, comm.coords[geometry.replica_axis] == 0
-        columns = [g.out_cols(width) for g in everyone]
+        width, order, rows = mine.num_classes, order_of_layer_output(last), mine.output_rows
+        replica = mine.head.roles[2] if mine.head is not None else geometry.replica_axis
+        columns = [g.output_cols() for g in everyone]
+    elif mine.head is not None:
+        width, order, rows = model.dims[-1], order_of_layer_output(last), geometry.rows
+        replica = geometry.replica_axis
+        columns = [g.layers[last].out_cols(width) for g in everyone]
     else:
-        width, order = model.dims[last], order_of_layer_output(last - 1)
-        rows, writes = geometry.inputs, comm.coords[geometry.roles[0]] == 0
-        columns = [g.in_cols(width) for g in everyone]
+        width, order, rows = model.dims[last], order_of_layer_output(last - 1), geometry.inputs
+        replica = geometry.roles[0]
+        columns = [g.layers[last].in_cols(width) for g in everyone]
+    writes = comm.coords[replica] == 0
     return HeldBlock(values, rows, order, columns[comm.rank], writes), columns, width
 
 
 def _outputs(model: ParallelGCN, embeddings: bool) -> dict[str, torch.Tensor]:
-    """This rank's logits block and, with `embeddings`, its block of the last layer's input: the forward
-    pass training evaluates with (no dropout)."""
+    """This rank's logits block and, with `embeddings`, its block of the output head's input (of the last
+    GCN layer's without a head): the forward pass training evaluates with (no dropout)."""
     last = len(model.layers) - 1
     with torch.no_grad():
         if not embeddings:
             return {"logits": model.forward(0, training=False)}
+        if model.geometry.head is not None:
+            hidden = model.propagate(range(last + 1), 0, training=False)
+            return {"embeddings": hidden, "logits": model.output(hidden)}
         hidden = model.propagate(range(last), 0, training=False)
         return {"embeddings": hidden, "logits": model.propagate(range(last, last + 1), 0, False, hidden)}
 
@@ -100,7 +112,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     started = time.perf_counter()
     data = load_model_rank(config, comm.grid, comm.rank, device)
     model = ParallelGCN(data, comm, config, device)
-    TrainedParameters(job.manifest).load_into(model)
+    TrainedParameters(job.manifest, data.meta.num_features, data.meta.num_classes).load_into(model)
     outputs = _outputs(model, job.embeddings)
     try:
         accuracy, unscored = accuracies(outputs["logits"], logit_targets(data, model, comm, device)), None
@@ -129,12 +141,17 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
                 **summary,
                 "complete": True,
             }
+            refuse_orphaned(f"the prediction {job.output}")
             staged.publish()
     except BaseException:
         if staged is not None:
             staged.discard()
         raise
-    reporter.message(_summary_text(job.output, summary, model.dims))
+    geometry = model.geometry
+    embedding = model.dims[-1] if geometry.head is not None else model.dims[-2]
+    reporter.message(
+        _summary_text(job.output, summary, {"logits": geometry.num_classes, "embeddings": embedding})
+    )
     return summary
 
 
@@ -147,9 +164,8 @@ SHARED_OUTPUT = (
 MODELS = {"best": "the best validation model", "latest": "the latest checkpoint"}
 
 
-def _summary_text(output: str, summary: dict[str, Any], dims: list[int]) -> str:
+def _summary_text(output: str, summary: dict[str, Any], widths: dict[str, int]) -> str:
     """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
-    widths = {"logits": dims[-1], "embeddings": dims[-2]}
     shapes = ", ".join(f"{name} {rows} x {widths[name]}" for name, rows in summary["rows"].items())
     accuracy = summary["accuracy"]
     if accuracy is None:

@@ -79,8 +79,10 @@ def prediction_job(
         )
     if model.learnable_features:  # saved by position: the store must hold each node's rows where training had
         refuse_other_shape(manifest, {"node_order": opened.node_order})
-    if embeddings and model.layers < 2:
-        raise GtoolError("--embeddings needs a model of 2 or more layers (a 1-layer GCN has no hidden layer)")
+    if embeddings and model.layers < 2 and not model.components.output_head:
+        raise GtoolError(
+            "--embeddings needs a hidden layer: a model of 2 or more GCN layers, or one with an output head"
+        )
     check_output(output, overwrite, PREDICT_OUTPUT)
     config = TrainConfig(store, grid, model=model, runtime=runtime)
     return PredictJob(config, manifest, output, embeddings, overwrite)

@@ -32,6 +32,22 @@ CASES = {
     "2x(2x1x1)": ({"grid": (2, 1, 1), "data_parallel": 2, "batch_size": 30}, None),  # a short last round
     "2x(2x1x1)-resumed": ({"grid": (2, 1, 1), "data_parallel": 2, "batch_size": 30}, 2),
 }
+SCALEGNN = {"model": "scalegnn"}
+STACKS = {  # the ScaleGNN stack: residuals move each step's members across layouts and node orders
+    "scalegnn-1x1x1": ({"grid": (1, 1, 1), **SCALEGNN}, None),
+    "scalegnn-2x2x1": ({"grid": (2, 2, 1), **SCALEGNN}, None),
+    "scalegnn-3x2x1": ({"grid": (3, 2, 1), **SCALEGNN}, None),
+    "scalegnn-3x2x1-transform-first": (
+        {"grid": (3, 2, 1), **SCALEGNN, "layer_order": "transform-first"},
+        None,
+    ),
+    "scalegnn-2x(2x1x1)": ({"grid": (2, 1, 1), **SCALEGNN, "data_parallel": 2, "batch_size": 30}, None),
+    "scalegnn-2x1x1-no-norm-no-head": (
+        {"grid": (2, 1, 1), **SCALEGNN, "norm": "none", "output_head": False},
+        None,
+    ),
+}
+CASES.update(STACKS)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +77,11 @@ def _assert_close(got: list, want: list) -> None:
     "name", ["1x1x1", "2x2x1", "3x2x1", "3x2x1-transform-first", "2x2x1-aggregate-first"]
 )
 def test_every_grid_has_the_per_step_losses_of_the_serial_model(results: tuple, name: str) -> None:
+    _assert_close(_losses(results, name), serial_losses(results[1][name], EPOCHS))
+
+
+@pytest.mark.parametrize("name", list(STACKS))
+def test_the_scalegnn_stack_has_the_per_step_losses_of_the_serial_model(results: tuple, name: str) -> None:
     _assert_close(_losses(results, name), serial_losses(results[1][name], EPOCHS))
 
 

@@ -1,8 +1,9 @@
 """`gtool predict`: a checkpoint's model on other grids gives the serial model's logits, in node order.
 
-One spawned world of 6 ranks trains two models with checkpoints (float32 on 2x1x2; float64 with learned
-features on 2x2x1) and predicts from each on other grids, one uneven (3x2x1, N = 77); the test compares
-the written arrays with the serial model trained the same way on the unpermuted graph.
+One spawned world of 6 ranks trains three models with checkpoints (float32 on 2x1x2; float64 with learned
+features on 2x2x1; the ScaleGNN stack on 2x1x2) and predicts from each on other grids, one uneven
+(3x2x1, N = 77); the test compares the written arrays with the serial model trained the same way on
+the unpermuted graph.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ MODELS = {  # name: (training grid, options, prediction grids with whether to wr
         {"learnable_features": True, "dtype": "float64", "normalize_features": "row"},
         {"3x2x1": ((3, 2, 1), False)},
     ),
+    "scalegnn": (
+        (2, 1, 2),
+        {"model": "scalegnn", "dtype": "float64"},
+        {"3x2x1": ((3, 2, 1), True), "1x2x2": ((1, 2, 2), False)},
+    ),
 }
 BASE = {"hidden": 7, "layers": 3, "dropout": 0.0, "lr": 0.05, "epochs": EPOCHS}
 
@@ -67,10 +73,8 @@ def _serial_logits(config: TrainConfig) -> tuple[torch.Tensor, torch.Tensor, Ser
     for epoch in range(1, EPOCHS + 1):
         serial.train_epoch(epoch)
     with torch.no_grad():
-        hidden = serial.features
-        for (matrix, _), weight in zip(serial.graph.matrices[:-1], serial.weights, strict=False):
-            hidden = torch.relu((matrix @ hidden) @ weight)
-        return serial.forward(0, training=False), hidden, serial
+        hidden, logits = serial.hidden_and_logits(0, training=False)
+        return logits, hidden, serial
 
 
 def _relative_error(got: np.ndarray, want: torch.Tensor) -> float:

@@ -13,7 +13,7 @@ from gtool.trainer.comm.groups import AxisGroup
 from gtool.trainer.nn.dropout import NO_DROPOUT
 from gtool.trainer.nn.dropout.masks import Block, MaskSpec, RowsBlock
 from gtool.trainer.nn.fused import backends
-from gtool.trainer.nn.fused.reference import inverse_rms, rms_relu_dropout_reference
+from gtool.trainer.nn.fused.reference import NORM_EPS, inverse_rms, rms_relu_dropout_reference
 
 
 class _RmsReluDropout(torch.autograd.Function):
@@ -66,7 +66,7 @@ def rms_relu_dropout(
     spec: MaskSpec,
     placement: Block | RowsBlock,
     residual: torch.Tensor | None = None,
-    eps: float = 1e-6,
+    eps: float = NORM_EPS,
     training: bool = True,
 ) -> torch.Tensor:
     """residual + dropout(relu(z * r * gamma)), r = 1 / sqrt(mean of z^2 over the row's `width` real

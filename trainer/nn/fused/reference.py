@@ -13,6 +13,9 @@ import torch
 from gtool.trainer.comm.groups import AxisGroup
 from gtool.trainer.nn.dropout.masks import Block, MaskSpec, RowsBlock, keep_mask
 
+NORM_EPS = 1e-6
+"""What RMSNorm adds to the mean square before its square root."""
+
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype of the row sums of squares: float32, or the block's own if wider (float64 stays float64)."""
@@ -45,7 +48,7 @@ def rms_relu_dropout_reference(
     spec: MaskSpec,
     placement: Block | RowsBlock,
     residual: torch.Tensor | None = None,
-    eps: float = 1e-6,
+    eps: float = NORM_EPS,
     training: bool = True,
 ) -> torch.Tensor:
     """residual + dropout(relu(rmsnorm(z) * gamma)) of the block `placement` of a hidden activation whose
