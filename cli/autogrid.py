@@ -15,14 +15,22 @@ from .common import console
 if TYPE_CHECKING:
     from gtool.plan import DeviceProfile, PlanRequest
 
+GRID = typer.Option(
+    "1x1x1",
+    metavar="GXxGYxGZ",
+    help="Process grid (train: times --data-parallel, the ranks), or auto: the grid gtool plan finds "
+    "fastest for training the model on --ranks ranks (train with --batch-size: the replicas too, unless "
+    "--data-parallel is given).",
+)
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
 )
 PLAN_PROFILE = typer.Option(
     None,
+    metavar="FILE",
     help="With --grid auto: device profile (gtool plan --calibrate), or shipped; default: this machine's.",
 )
-"""The options that go with --grid auto."""
+"""--grid of `gtool train` and `gtool predict`, and the options that go with --grid auto."""
 
 
 def auto_grid(

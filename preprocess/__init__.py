@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, make_permutations
     from gtool.preprocess.pipeline import shard
     from gtool.preprocess.sources.cache.entries import (
+        CacheFolder,
         cache_folder,
         list_entries,
         other_files,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     )
     from gtool.preprocess.sources.cache.record import Preparation
     from gtool.preprocess.sources.generators import rmat_block
+    from gtool.preprocess.sources.kinds import SOURCE_KINDS
     from gtool.preprocess.summary import ShardSummary
 
 __getattr__, __dir__ = face(__name__)
