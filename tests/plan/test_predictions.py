@@ -142,13 +142,11 @@ def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(run
         if not name.startswith("minibatch"):
             continue
         store = open_store(config.store)
-        widths = config.model.widths(store.num_features, store.num_classes)
-        replicas, itemsize = config.minibatch.data_parallel, config.torch_dtype.itemsize
+        replicas = config.minibatch.data_parallel
         batch, seed = config.minibatch.batch_size, config.runtime.seed
-        orders = config.model.orders(store.num_features, store.num_classes)
         process_grid = ProcessGrid(*grid)
         samples = Schedule(store.num_nodes, batch, replicas).order(seed, 1).numpy()
-        predicted = replay_comm_bytes(store, widths, itemsize, process_grid, replicas, batch, samples, orders)
+        predicted = replay_comm_bytes(store, config.model, process_grid, replicas, batch, samples)
         for rank, measured in enumerate(_measured(out, name, grid, replicas)):
             assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"
         if replicas > 1:
