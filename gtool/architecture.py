@@ -46,6 +46,8 @@ MODEL_COMPONENTS = {
     "scalegnn": Components(input_projection=True, norm=True, residual=True, bias=True, output_head=True),
 }
 """What each model has unless a switch says otherwise."""
+COMPONENT_OPTIONS = ("model", "input_projection", "norm", "residual", "bias", "output_head")
+"""ModelConfig's options that choose the model and its components (what gtool plan and stats take)."""
 
 
 @dataclass(frozen=True)

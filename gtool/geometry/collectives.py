@@ -101,12 +101,33 @@ def _layer_collectives(
         loss      all-reduce  row max, sum of exponentials, target logit   column-axis group, B_r each
                   all-reduce  loss              row-axis group, 1 element
 
-    (*) with --learnable-features. Layer 0's input is not differentiated otherwise, so its dH and dF are
-    never formed. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered tensor, as
-    gtool.trainer.comm.groups.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's operand per
-    rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the all-reduces of the
-    SpMMs' and dense products' outputs and gradients (H, Q, dH, dF; Z, Y, dZ, dF) count 2 bytes per element
-    (they carry bfloat16), every other collective the training dtype's.
+    and around the layers, the parts of the ScaleGNN stack (gtool.geometry.shapes.StackParts); a dense
+    layer playing (a, b, c) with `rows` rows (the projection: layer 0's B_b, on the features; the head:
+    the last layer's B_r) and its C_in x C_out weight block split over b:
+
+        forward   all-gather  projection/head W a dense layer's b-group   G_b * ceil(C_in C_out / G_b)
+                  all-reduce  Y = X W           its c-group      rows x C_out           (cast)
+                  all-gather  bias, scale       a GCN layer's row-axis group, a dense layer's b-group,
+                                                                 G * ceil(C_out / G)
+                  all-reduce  row squares       the layer's column-axis group, B_r      (RMSNorm)
+                  all-to-all  residual          all (the grid)   the rank's output block's real rows x
+                                                                 real columns
+        backward  all-to-all  d residual        all              as forward on ranks at coordinate 0
+                                                                 of the output's replica axis, else 0
+                  all-reduce  d residual input  a-group          B_b x C_in
+                  all-reduce  row squares       as forward
+                  reduce-sc.  dbias, dscale, dW as their all-gathers
+                  all-reduce  head dX           the head's a-group  B_r x C_in          (cast)
+
+    With an output head the loss runs over the head's class axis (a) and row axis (b).
+
+    (*) with --learnable-features (the projection's input when there is one). Layer 0's input is not
+    differentiated otherwise (nor the projection's), so its dH and dF are never formed; with an input
+    projection they are. Sizes are operand sizes: the reduced tensor, the gathered tensor, the scattered
+    tensor, as gtool.trainer.comm.groups.CommBytes counts them; a ring moves 2 (g-1)/g of an all-reduce's
+    operand per rank and (g-1)/g of an all-gather's or reduce-scatter's. With --comm-dtype bf16 the
+    all-reduces of the SpMMs' and dense products' outputs and gradients (H, Q, dH, dF; Z, Y, dZ, dF) count 2
+    bytes per element (they carry bfloat16), every other collective the training dtype's.
     """
     a, b, c = shape.roles
     ga, gb, gc = shape.sizes
@@ -157,7 +178,7 @@ def _layer_collectives(
 def _loss_collectives(last: LayerShape, parts: StackParts) -> list[Collective]:
     rows, columns = parts.output_axes(last)
     size = last.geometry.size
-    layer = last.layer
+    layer = last.layer + (parts.head is not None)
     per_row = [
         Collective(layer, "loss", what, "all_reduce", columns, size(columns), last.rows)
         for what in ("row max", "sum exp", "target")

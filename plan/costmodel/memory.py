@@ -305,6 +305,24 @@ def parameter_elements(shapes: list[LayerShape], m: ModelConfig, parts: StackPar
     return sum(parameter_parts(shapes, parts)) + features
 
 
+def reshard_index_bytes(shapes: list[LayerShape], parts: StackParts) -> int:
+    """Bytes of the residuals' reshard plans the trainer keeps from the first epoch on (trainer.nn.reshard
+    Moves): per residual, int64 flat indices of the elements sent and received forward and of those sent
+    and received backward. Forward both are about the output block's real elements (what the all-to-all
+    moves); backward, the received ones on a rank at coordinate 0 of the output's replica axis, and the
+    sent ones' share going to such ranks (1/G of that axis)."""
+    total = 0
+    for s in shapes:
+        if not parts.has_residual(s, len(shapes)):
+            continue
+        g = s.geometry
+        moved = s.real_rows * g.out_cols(s.out_dim).real
+        replica = g.replica_axis
+        back = moved if g.coords[replica] == 0 else 0
+        total += (2 * moved + back + ceil_div(moved, g.size(replica))) * INDEX_BYTES
+    return total
+
+
 def adjacency_bytes(shards: GridShards, m: ModelConfig) -> np.ndarray:
     """Bytes of each rank's distinct CSR shards and their transposes, as the trainer holds them (a second
     copy of the values when the training dtype is not the stored float32; row-block pointers with
@@ -328,10 +346,18 @@ class MemoryEstimate:
     optimizer: int
     gradients: int
     activations: int
+    reshard_indices: int = 0
 
     @property
     def static(self) -> np.ndarray:
-        return self.adjacency + self.features + self.labels + self.parameters + self.optimizer
+        return (
+            self.adjacency
+            + self.features
+            + self.labels
+            + self.parameters
+            + self.optimizer
+            + self.reshard_indices
+        )
 
     @property
     def peak(self) -> np.ndarray:
@@ -347,6 +373,7 @@ class MemoryEstimate:
             "optimizer": self.optimizer,
             "gradients": self.gradients,
             "activations": self.activations,
+            "reshard_indices": self.reshard_indices,
             "peak": int(self.peak[rank]),
         }
 
@@ -371,4 +398,5 @@ def estimate_memory(
         optimizer=ADAM_STATES * params,
         gradients=params,
         activations=epoch_peak(shapes, m, classes, parts),
+        reshard_indices=reshard_index_bytes(shapes, parts),
     )
