@@ -176,8 +176,8 @@ def epoch_time(
         spmm[:, layer] = forward
         if shape.transform_first or layer > 0 or m.learnable_features or parts.projection is not None:
             spmm[:, layer] += profile.spmm.seconds(nnz[:, layer], shape.inputs, shape.rows, width, item)
-        last = shape is shapes[-1] and parts.head is None
-        dense[:, layer] = _layer_dense(shape, profile, m, last, parts.projection is not None)
+        ends = shape is shapes[-1] and parts.head is None  # the logits: no ReLU and dropout after it
+        dense[:, layer] = _layer_dense(shape, profile, m, ends, parts.projection is not None)
     dense += _stack_dense(shapes, profile, m, parts)[None, :]
     last = shapes[-1]
     classes = last.out_cols if parts.head is None else parts.head.out_cols(parts.num_classes).size
