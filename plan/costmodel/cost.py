@@ -116,7 +116,7 @@ def collective_seconds(
             profile.collective_seconds(
                 c.wire_bytes(itemsize),
                 c.group_size,
-                spanning[c.axis] if c.axis < len(spanning) else any(spanning),
+                spanning[c.axis] if c.axis < len(spanning) else any(spanning[:3]),
             )
             for c in collectives
         )
