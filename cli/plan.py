@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.status import Status
 
-from gtool.architecture import ModelConfig
+from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
 from gtool.store.reader import open_store
@@ -71,6 +71,7 @@ PLANNED = (
     "learnable_features",
     "agg_blocks",
     "layer_order",
+    *COMPONENT_OPTIONS,
 )
 """The model options a plan depends on (gtool train's flags of the same names)."""
 

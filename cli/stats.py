@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from gtool.architecture import ModelConfig
+from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
 from gtool.stats import GridPlan, StartScan, collect_stats
@@ -68,7 +68,9 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 
 
 @reports_errors
-@with_options((ModelConfig, ("layers", "hidden", "layer_order")), (Topology, ("placement",)))
+@with_options(
+    (ModelConfig, ("layers", "hidden", "layer_order", *COMPONENT_OPTIONS)), (Topology, ("placement",))
+)
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(

@@ -137,7 +137,8 @@ def collectives_table(grid: dict[str, Any]) -> Table:
     totals = grid["collectives"]["wire_bytes_by_group"]
     table.add_section()
     for axis, sent in totals.items():
-        table.add_row("epoch", "", "", "", f"{axis}-groups", "", human_bytes(sent))
+        groups = "whole-grid groups" if axis == "all" else f"{axis}-groups"
+        table.add_row("epoch", "", "", "", groups, "", human_bytes(sent))
     table.add_row("epoch", "", "", "", "all", "", human_bytes(sum(totals.values())))
     return table
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_matrix, layer_orders, layer_roles, row_axis
+from gtool.geometry.layers import XYZ, Roles, layer_matrix, layer_orders, layer_roles, row_axis
 from gtool.geometry.tiles import tile_range, tile_size
 
 
@@ -75,14 +75,17 @@ class ShardNnzTable:
         p = self.prefix[matrix]
         return np.rint(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]).astype(np.int64)
 
-    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool]) -> GridShards:
+    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool], start: Roles = XYZ) -> GridShards:
         """Every rank's adjacency shard of every layer on `grid`, with its nonzeros; `layers` the layers'
-        orders or their number. A layer's shard is A_m[row band, input band] (gtool.geometry.layers), so
-        its nonzeros are a table over the two band indices, looked up at every rank's coordinates."""
+        orders or their number, layer 0 playing `start`. A layer's shard is A_m[row band, input band]
+        (gtool.geometry.layers), so its nonzeros are a table over the two band indices, looked up at
+        every rank's coordinates."""
         orders = layer_orders(layers)
         coords = grid.coords_of(np.arange(grid.size))
         nnz, rows, cols, keys = [], [], [], []
-        for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
+        for layer, (roles, transform_first) in enumerate(
+            zip(layer_roles(orders, start), orders, strict=True)
+        ):
             row, col = row_axis(roles, transform_first), roles[1]
             matrix = layer_matrix(layer) if self.two_matrices else 0
             row_starts, row_stops, row_size = band_ranges(self.num_nodes, grid.dims[row])

@@ -84,7 +84,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
     table = shard_table(store, set(grid.dims))
-    estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
+    estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes, 1, store.num_features)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
 
