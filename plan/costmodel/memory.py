@@ -307,19 +307,17 @@ def parameter_elements(shapes: list[LayerShape], m: ModelConfig, parts: StackPar
 
 def reshard_index_bytes(shapes: list[LayerShape], parts: StackParts) -> int:
     """Bytes of the residuals' reshard plans the trainer keeps from the first epoch on (trainer.nn.reshard
-    Moves): per residual, int64 flat indices of the elements sent and received forward and of those sent
-    and received backward. Forward both are about the output block's real elements (what the all-to-all
-    moves); backward, the received ones on a rank at coordinate 0 of the output's replica axis, and the
-    sent ones' share going to such ranks (1/G of that axis)."""
+    Moves): per residual, the int64 local row indices of the pieces it sends (its input block's real rows,
+    once per peer column band they reach) and fills (its output block's real rows, once per source column
+    band); backward reuses them."""
     total = 0
     for s in shapes:
         if not parts.has_residual(s, len(shapes)):
             continue
         g = s.geometry
-        moved = s.real_rows * g.out_cols(s.out_dim).real
-        replica = g.replica_axis
-        back = moved if g.coords[replica] == 0 else 0
-        total += (2 * moved + back + ceil_div(moved, g.size(replica))) * INDEX_BYTES
+        source_bands = max(1, ceil_div(g.size(g.roles[2]), g.size(g.out_col_axis)))
+        target_bands = max(1, ceil_div(g.size(g.out_col_axis), g.size(g.roles[2])))
+        total += (s.real_rows * source_bands + g.inputs.real * target_bands) * INDEX_BYTES
     return total
 
 

@@ -30,29 +30,44 @@ class HeldRows:
 
 
 @dataclass(frozen=True)
-class Moves:
-    """One rank's part of a reshard: flat indices into its input and output blocks, per peer in grid order."""
+class Piece:
+    """Rows `rows` (local indices) x columns [lo, hi) (local) of a block, exchanged with grid rank `peer`."""
 
-    send_index: torch.Tensor
-    send_splits: list[int]
-    receive_index: torch.Tensor
-    receive_splits: list[int]
-    back_send_index: torch.Tensor
-    back_send_splits: list[int]
-    back_index: torch.Tensor
-    back_splits: list[int]
+    peer: int
+    rows: torch.Tensor
+    lo: int
+    hi: int
+
+    @property
+    def elements(self) -> int:
+        return int(self.rows.shape[0]) * (self.hi - self.lo)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """One rank's part of a reshard: the pieces of its input block it sends and of its output block it
+    fills, per peer in grid order; backward, the gradient of the filled pieces goes back when `returns`
+    (coordinate 0 on the output's replica axis) and comes back for the sent pieces in `returned`."""
+
+    sent: list[Piece]
+    filled: list[Piece]
+    returns: bool
+    returned: list[bool]
+    size: int
     in_shape: tuple[int, int]
     out_shape: tuple[int, int]
+
+    def splits(self, pieces: list[Piece], keep: list[bool] | None = None) -> list[int]:
+        """Elements per grid rank of `pieces` (those `keep` marks), 0 for the others."""
+        counts = [0] * self.size
+        for index, piece in enumerate(pieces):
+            if keep is None or keep[index]:
+                counts[piece.peer] = piece.elements
+        return counts
 
 
 def _real_overlap(first: tuple[int, int], second: tuple[int, int]) -> tuple[int, int]:
     return max(first[0], second[0]), min(first[1], second[1])
-
-
-def _flat(rows: torch.Tensor, columns: range, width: int, offset: int) -> torch.Tensor:
-    """Flat indices of rows x columns (global columns, the block's first padded column `offset`)."""
-    cols = torch.arange(columns.start - offset, columns.stop - offset, device=rows.device)
-    return (rows[:, None] * width + cols[None, :]).reshape(-1)
 
 
 def plan_moves(
@@ -78,72 +93,72 @@ def plan_moves(
     order = torch.argsort(sent.positions)
     send_rows, send_bands = sent.local[order], sent.positions[order] // band_size(num_nodes, dims[p2])
     fill_bands = filled.positions // band_size(num_nodes, dims[p])
-    send: list[torch.Tensor] = []
-    receive: list[torch.Tensor] = []
-    back_send: list[torch.Tensor] = []
-    back: list[torch.Tensor] = []
-    send_splits: list[int] = []
-    receive_splits: list[int] = []
-    back_send_splits: list[int] = []
-    back_splits: list[int] = []
-    designated = coords[r2] == 0
+    pieces_sent, pieces_filled, returned = [], [], []
     for peer in range(grid.size):
         other = grid.coords(peer)
         if other[r] != coords[r]:
-            for splits in (send_splits, receive_splits, back_send_splits, back_splits):
-                splits.append(0)
             continue
         theirs_out = band(other[q2], dims[q2], width)
         lo, hi = _real_overlap((mine_in.start, mine_in.stop), (theirs_out.start, theirs_out.stop))
-        rows = send_rows[send_bands == other[p2]] if hi > lo else send_rows[:0]
-        out = _flat(rows, range(lo, max(lo, hi)), mine_in.size, in_offset)
-        send.append(out)
-        send_splits.append(out.numel())
-        back_splits.append(out.numel() if other[r2] == 0 else 0)
-        if other[r2] == 0:
-            back.append(out)
+        if hi > lo:
+            rows = send_rows[send_bands == other[p2]]
+            if rows.numel():
+                pieces_sent.append(Piece(peer, rows, lo - in_offset, hi - in_offset))
+                returned.append(other[r2] == 0)
         theirs_in = band(other[q], dims[q], width)
         lo, hi = _real_overlap((theirs_in.start, theirs_in.stop), (mine_out.start, mine_out.stop))
-        rows = filled.local[fill_bands == other[p]] if hi > lo else filled.local[:0]
-        into = _flat(rows, range(lo, max(lo, hi)), mine_out.size, out_offset)
-        receive.append(into)
-        receive_splits.append(into.numel())
-        back_send_splits.append(into.numel() if designated else 0)
-        if designated:
-            back_send.append(into)
-    empty = sent.local.new_zeros(0)
+        if hi > lo:
+            rows = filled.local[fill_bands == other[p]]
+            if rows.numel():
+                pieces_filled.append(Piece(peer, rows, lo - out_offset, hi - out_offset))
     return Moves(
-        send_index=torch.cat(send) if send else empty,
-        send_splits=send_splits,
-        receive_index=torch.cat(receive) if receive else empty,
-        receive_splits=receive_splits,
-        back_send_index=torch.cat(back_send) if back_send else empty,
-        back_send_splits=back_send_splits,
-        back_index=torch.cat(back) if back else empty,
-        back_splits=back_splits,
+        sent=pieces_sent,
+        filled=pieces_filled,
+        returns=coords[r2] == 0,
+        returned=returned,
+        size=grid.size,
         in_shape=(in_rows, mine_in.size),
         out_shape=(out_rows, mine_out.size),
     )
+
+
+def _gathered(block: torch.Tensor, pieces: list[Piece]) -> torch.Tensor:
+    parts = [block[piece.rows, piece.lo : piece.hi].reshape(-1) for piece in pieces]
+    return torch.cat(parts) if parts else block.new_zeros(0)
+
+
+def _placed(values: torch.Tensor, into: torch.Tensor, pieces: list[Piece], add: bool) -> torch.Tensor:
+    """`into` with the consecutive parts of `values` written (or added) at `pieces`."""
+    start = 0
+    for piece in pieces:
+        part = values[start : start + piece.elements].view(-1, piece.hi - piece.lo)
+        start += piece.elements
+        if add:
+            into[:, piece.lo : piece.hi].index_add_(0, piece.rows, part)
+        else:
+            into[piece.rows, piece.lo : piece.hi] = part
+    return into
 
 
 class _Reshard(torch.autograd.Function):
     @staticmethod
     def forward(ctx, block, moves, group, replicas):
         ctx.moves, ctx.group, ctx.replicas = moves, group, replicas
-        received = group.all_to_all(
-            block.reshape(-1)[moves.send_index], moves.send_splits, moves.receive_splits
-        )
-        out = block.new_zeros(moves.out_shape)
-        out.view(-1)[moves.receive_index] = received
-        return out
+        send = _gathered(block, moves.sent)
+        received = group.all_to_all(send, moves.splits(moves.sent), moves.splits(moves.filled))
+        return _placed(received, block.new_zeros(moves.out_shape), moves.filled, add=False)
 
     @staticmethod
     def backward(ctx, grad):
         moves = ctx.moves
-        sent = grad.reshape(-1)[moves.back_send_index]
-        back = ctx.group.all_to_all(sent, moves.back_send_splits, moves.back_splits, count_sent=True)
-        grad_block = grad.new_zeros(moves.in_shape)
-        grad_block.view(-1).index_add_(0, moves.back_index, back)
+        back_pieces = moves.filled if moves.returns else []
+        sent = _gathered(grad, back_pieces)
+        keep = moves.returned
+        back = ctx.group.all_to_all(
+            sent, moves.splits(back_pieces), moves.splits(moves.sent, keep), count_sent=True
+        )
+        returned = [piece for piece, kept in zip(moves.sent, keep, strict=True) if kept]
+        grad_block = _placed(back, grad.new_zeros(moves.in_shape), returned, add=True)
         return ctx.replicas.all_reduce(grad_block), None, None, None
 
 
