@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 import typer
 
 from gtool.errors import GtoolError
-from gtool.store.reader import Store
 
 from .common import console
 
 if TYPE_CHECKING:
     from gtool.plan import PlanRequest
+    from gtool.store.reader import Store
 
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."

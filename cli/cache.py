@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.preprocess import cache_folder, list_entries, other_files, remove_entries, remove_orphan_notes
 from gtool.units import human_bytes
 
 from .common import console, reports_errors
@@ -31,6 +30,8 @@ ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOO
 def folder_of(cache_dir: str | None, root: str | None) -> Path:
     """The cache folder (--cache-dir, else the default); one that is not a folder is an error, one that is
     not there is said to be empty (both naming where the folder came from)."""
+    from gtool.preprocess import cache_folder
+
     where = cache_folder(cache_dir, root or os.environ.get("GTOOL_DATA"))
     folder = where.path
     if folder.exists() and not folder.is_dir():
@@ -48,6 +49,8 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
     """List the cached copies: size, state (current; stale: its input changed or is gone; damaged: the copy
     changed since it was written) and input."""
     folder = folder_of(cache_dir, root)
+    from gtool.preprocess import list_entries
+
     entries = list_entries(folder)
     table = Table(title=f"gtool cache: {folder}", title_justify="left")
     for column in ("copy", "size", "state", "made from"):
@@ -61,6 +64,8 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
 
 def note_other_files(folder: Path) -> None:
     """Say that files of the folder not named like gtool's copies are not gtool's to list or remove."""
+    from gtool.preprocess import other_files
+
     others = other_files(folder)
     if others:
         console.print(f"{others} other file(s) or folder(s) in {folder} are not gtool's copies: left alone")
@@ -80,6 +85,8 @@ def clear_cache(
     """Remove cached copies (all of them, or with --stale the outdated ones); a later shard extracts again."""
     folder = folder_of(cache_dir, root)
     keep = ("current", "writing") if stale else ("writing",)
+    from gtool.preprocess import list_entries, remove_entries, remove_orphan_notes
+
     doomed = [e for e in list_entries(folder) if e.state not in keep]
     freed, in_use = remove_entries(doomed)
     remove_orphan_notes(folder)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
-from gtool.trainer.launch.lineage import end_now
+from gtool.interrupts import end_now
 
 F = TypeVar("F", bound=Callable[..., Any])
 

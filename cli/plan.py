@@ -13,7 +13,6 @@ from rich.console import Console
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
-from gtool.store.reader import open_store
 from gtool.topology import Topology
 
 from .common import console, reports_errors
@@ -112,6 +111,8 @@ def plan(
     gpus_per_node = model.pop("gpus_per_node")
     request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
     cost_profile, note = load_profile(profile)
+    from gtool.store.reader import open_store
+
     opened = open_store(store)
     if batch_size is not None and (problem := batch_problem(batch_size, opened.num_nodes)):
         raise GtoolError(f"{problem} of {store}")

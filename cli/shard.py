@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
-from gtool.preprocess import Preparation, ShardOptions, ShardSummary
+from gtool.preprocess import Preparation, ShardOptions
 from gtool.units import human_bytes, parse_bytes
 
 from .common import console, ignore_signals_at_exit, reports_errors
+
+if TYPE_CHECKING:
+    from gtool.preprocess import ShardSummary
 
 
 def default_output(source: str) -> str:

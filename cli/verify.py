@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from gtool.store.reader import open_store
-from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
-
 from .common import console, reports_errors
+
+if TYPE_CHECKING:
+    from gtool.store.verify import VerifyReport
 
 
 def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
@@ -76,8 +78,11 @@ def checked(clean: bool) -> str:
 def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
     from gtool.interrupts import Interrupts
+    from gtool.store.reader import open_store
 
     opened = open_store(store)
+    from gtool.store.verify import store_arrays, total_chunks, verify_store
+
     arrays = store_arrays(opened)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:

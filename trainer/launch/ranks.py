@@ -14,9 +14,10 @@ import psutil
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
+from gtool.interrupts import end_now
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv
 from gtool.trainer.launch.failures import RankFailed, rank_failure, read_failure, write_failure
-from gtool.trainer.launch.lineage import die_with_parent, end_now
+from gtool.trainer.launch.lineage import die_with_parent
 
 WATCH_S = 0.5
 """How often the supervisor looks for stopped ranks while it waits for them."""
