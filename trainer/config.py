@@ -53,7 +53,12 @@ class RuntimeConfig(Options):
     overwrite: bool = option(
         False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
     )
-    log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+    log: str | None = option(
+        None,
+        "JSON lines: one per epoch, then a summary (appended on --resume). Under torchrun, spell it "
+        "--log-file (torchrun takes --log for its own --log-dir).",
+        aliases=("--log-file",),
+    )
 
     def combined_problems(self) -> list[str]:
         problems = []
