@@ -17,6 +17,7 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank
 from gtool.trainer.launch.failures import rank_failure
 from gtool.trainer.launch.local import launch_local
+from gtool.trainer.launch.ranks import warm_numba
 from gtool.trainer.launch.world import free_port, join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -34,6 +35,8 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
     torch.set_num_threads(config.runtime.threads)
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
+    if device.type == "cpu":
+        warm_numba()  # before the timed epochs (a local launch's supervisor did it for its ranks)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     timer = PhaseTimer(device)
     comm = grid_comm(
