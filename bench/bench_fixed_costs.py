@@ -11,7 +11,7 @@ other, in turn (A B A B ..., after one warm-up each, which also fills numba's ca
 - demo: the README's `gtool train demo.zarr --grid 2x2x2 --epochs 20` (sbm:20000:4, 4x4 tiles); its
   overhead is the wall time less the sum of the epoch times it prints.
 Prints min/median/max of each checkout and of the ratio this/reference, pair by pair (the machine's
-speed drifts); writes bench/results/fixed_costs.json.
+speed drifts); writes bench/results/fixed_costs.json (by case, keeping the cases of earlier calls).
 """
 
 from __future__ import annotations
@@ -89,7 +89,9 @@ def main() -> None:
         print(f"{case:8} {figure:9} {'ratio':10} {spread(ratios)}", flush=True)
         results[case] = {"figure": figure, **runs, "ratio": ratios}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fixed_costs.json").write_text(json.dumps(results, indent=1))
+    path = RESULTS / "fixed_costs.json"
+    earlier = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**earlier, **results}, indent=1))  # the cases of earlier calls are kept
 
 
 if __name__ == "__main__":
