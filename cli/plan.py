@@ -15,6 +15,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
 from gtool.topology import Topology
 
+from .autogrid import machine_profile
 from .common import console, reports_errors
 from .options import with_options
 from .plan_tables import plan_tables
@@ -76,7 +77,12 @@ def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
     profile: str = typer.Option(
-        None, help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
+        None,
+        help="Device profile JSON (gtool plan --calibrate), or shipped for gtool's own; default: this "
+        "machine's, calibrated on first use.",
+    ),
+    recalibrate: bool = typer.Option(
+        False, "--recalibrate", help="Calibrate this machine again (a few seconds) before planning."
     ),
     memory_per_rank: str = typer.Option(
         None, help="Memory one rank may use, e.g. 80GB: marks grids over it."
@@ -98,19 +104,22 @@ def plan(
 ) -> None:
     """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.
 
-    Costs come from a device profile measured by `gtool plan --calibrate` (formulas: docs/plan.md). Each
-    grid's axes are placed over nodes of --gpus-per-node ranks the way that communicates fastest.
+    Costs come from this machine's profile, measured in a few seconds on first use (or one made by
+    `gtool plan --calibrate`; formulas: docs/plan.md). Each grid's axes are placed over nodes of
+    --gpus-per-node ranks the way that communicates fastest.
     """
     if calibrate:
         _calibrate(output, device, threads, max_group)
         return
-    from gtool.plan import load_profile, make_plan
+    from gtool.plan import make_plan
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
     gpus_per_node = model.pop("gpus_per_node")
     request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
-    cost_profile, note = load_profile(profile)
+    if recalibrate and profile:
+        raise GtoolError("--recalibrate measures this machine: it does not go with --profile")
+    cost_profile, note = machine_profile(profile, recalibrate)
     from gtool.store.reader import open_store
 
     opened = open_store(store)

@@ -118,6 +118,11 @@ class ModelConfig(Options):
         return replace(self, dropout=DEFAULT_DROPOUT["mini-batch" if minibatch else "full-graph"])
 
     @property
+    def dropout_rate(self) -> float:
+        """The dropout rate (before `for_mode` decides a default one: full-graph's)."""
+        return DEFAULT_DROPOUT["full-graph"] if self.dropout is None else self.dropout
+
+    @property
     def components(self) -> Components:
         """The model's components, as its switches leave them."""
         defaults = MODEL_COMPONENTS[self.model]

@@ -59,6 +59,12 @@ class RuntimeConfig(Options):
         "--log-file (torchrun takes --log for its own --log-dir).",
         aliases=("--log-file",),
     )
+    target_accuracy: float | None = option(
+        None,
+        "Stop once the validation accuracy (ROC-AUC on a multi-label store) reaches A at an evaluation; "
+        "the summary gives the training seconds to reach it.",
+        positive=True,
+    )
 
     def combined_problems(self) -> list[str]:
         problems = []
@@ -66,6 +72,8 @@ class RuntimeConfig(Options):
             problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
+        if self.target_accuracy is not None and self.target_accuracy > 1:
+            problems.append(f"--target-accuracy must be at most 1 (a fraction), got {self.target_accuracy}")
         if self.overwrite and not self.checkpoint:
             problems.append("--overwrite needs --checkpoint DIR")
         if self.overwrite and self.resume:

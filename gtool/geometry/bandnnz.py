@@ -100,6 +100,45 @@ class ShardNnzTable:
         return GridShards(np.stack(nnz, axis=1), np.stack(rows, axis=1), np.stack(cols, axis=1), first)
 
 
+class AreaShardTable(ShardNnzTable):
+    """The shard table of tile counts split by area (double permutation spreads a tile's entries evenly):
+    a band rectangle holds each tile's nonzeros in proportion to the part of the tile it covers. Memory
+    O(T^2), whatever the band counts; `edges` say which tiles a band edge crosses (`estimated`)."""
+
+    def __init__(
+        self,
+        num_nodes: int,
+        two_matrices: bool,
+        tiles: int,
+        tile_nnz: dict[int, np.ndarray],
+        edges: np.ndarray,
+    ):
+        self.num_nodes = num_nodes
+        self.two_matrices = two_matrices
+        self.tiles = tiles
+        self.tile_nnz = tile_nnz
+        self.edges = edges
+        size = tile_size(num_nodes, tiles)
+        ranges = np.array([tile_range(k, size, num_nodes) for k in range(tiles)]).reshape(tiles, 2)
+        inside = np.searchsorted(edges, ranges[:, 1], "left") - np.searchsorted(edges, ranges[:, 0], "right")
+        crossed = np.logical_or.outer(inside > 0, inside > 0)
+        self.estimated = any(bool(nnz[crossed].any()) for nnz in tile_nnz.values())
+
+    def _fractions(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """[tile, range]: the fraction of tile k's index range inside [starts[i], stops[i])."""
+        size = tile_size(self.num_nodes, self.tiles)
+        lo = np.minimum(np.arange(self.tiles) * size, self.num_nodes)[:, None]
+        hi = np.minimum(lo + size, self.num_nodes)
+        inside = np.clip(np.minimum(stops[None, :], hi) - np.maximum(starts[None, :], lo), 0, None)
+        return inside / np.maximum(hi - lo, 1)
+
+    def band_nnz(
+        self, matrix: int, rows: tuple[np.ndarray, np.ndarray], cols: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
+        left, right = self._fractions(*rows), self._fractions(*cols)
+        return np.rint(left.T @ self.tile_nnz[matrix] @ right).astype(np.int64)
+
+
 def band_ranges(num_nodes: int, bands: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The real ranges [start, stop) of `bands` equal bands over N indices, and their padded size
     (gtool.geometry.bands.band of every band index)."""

@@ -1,35 +1,9 @@
 """Predicted seconds of one training epoch on every rank of a grid, from shapes, nonzeros and a profile.
 
-Per layer l (shapes of gtool.geometry.shapes, nnz[r, l] the rank's shard nonzeros):
-
-    SpMM    forward  A[B_r x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned);
-            transform-first at width C_out: A @ Z[B_b x C_out], backward A^T @ dY (always)
-    dense   forward  H @ W (B_r x C_in x C_out), the ReLU fused with the next layer's dropout (one
-                     mask pass over B_r x C_out; layer 0's dropout one over B_b x C_in); backward
-                     dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
-                     gradient (an element-wise pass); the loss (about 12 passes over the logits block)
-                     and Adam (about 12 passes over the parameter parts); transform-first the products
-                     are F W, dZ W^T and F^T dZ, with B_b rows
-    alloc   every tensor the epoch creates (the replay of gtool.plan.costmodel.memory): the profile's
-            page-fault cost of a fresh block of its size (large blocks come fresh from the operating
-            system every epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the
-            trainer's phase timer sees them, the others in dense
-    comm    every collective of gtool.geometry.collectives: latency + ring wire bytes * per-byte cost,
-            from the profile's inter-node rows when the groups along its axis span nodes (the grid's
-            placement, gtool.plan.costmodel.placement), else its intra-node rows
-
-Then what real epochs showed at calibration for k ranks side by side on one machine
-(gtool.plan.calibration.epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
-collective takes lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks
-share the machine's cores, caches and memory bandwidth, and the collectives' copies and sums and the
-transport's threads run on the same cores; k = 1 carries what the microbenchmarks' warm, isolated
-operations miss, and Python, autograd and the optimizer's time outside any operation.
-
-Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
-computation, plus the communication and the overhead:
-
-    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense + p_k alloc)
-            + sum over collectives (latency + wire bytes * per-byte cost + lambda_k) + L omega_k
+Per layer, each rank's SpMM, dense products and fresh tensors' page faults (scaled by the profile's
+factors for k ranks side by side), the slowest rank's sum counting, plus every collective's latency and
+ring wire bytes (inter-node rows where the grid's placement spreads a group over nodes) and a fixed cost
+per layer. The formulas, and what each term stands for: docs/plan.md, The model, Time.
 """
 
 from __future__ import annotations
@@ -82,7 +56,7 @@ def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last
     )
     if needs_input:
         seconds += gemm.seconds(multiplied, cols_out, cols_in, item)
-    if shape.layer == 0 and m.dropout > 0:
+    if shape.layer == 0 and m.dropout_rate > 0:
         input_elements = shape.inputs * cols_in
         seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
     if not last:

@@ -66,7 +66,7 @@ def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> No
         input_block = s.inputs * s.in_cols * item
         if m.learnable_features and ga > 1:
             t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item, 0)
-        if m.dropout > 0:
+        if m.dropout_rate > 0:
             t.alloc("dropped input 0", input_block, 0)
             t.free("input 0")
             t.live["input 0"] = t.live.pop("dropped input 0")
@@ -137,7 +137,7 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
             t.free(f"dH {layer}")
     if not needs_input:
         return
-    if layer > 0 or m.dropout > 0:
+    if layer > 0 or m.dropout_rate > 0:
         t.alloc(f"grad Q {layer - 1}", input_block, layer - 1)
         t.free(f"dF {layer}", f"flag {layer - 1}")
     if layer == 0 and ga > 1:

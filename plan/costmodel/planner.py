@@ -35,6 +35,9 @@ from gtool.store.reader import Store
 from gtool.store.scan import Progress
 from gtool.units import human_bytes
 
+MAX_RANKS = 16_384
+"""The most ranks a plan prices (a few seconds and a few hundred MB at this size)."""
+
 
 @dataclass(frozen=True)
 class PlanRequest:
@@ -53,6 +56,11 @@ class PlanRequest:
     """Only layouts of this many replicas (`--data-parallel D` given with `--grid auto`); None: any D."""
 
     def __post_init__(self) -> None:
+        if self.ranks > MAX_RANKS:
+            raise GtoolError(
+                f"--ranks {self.ranks:,}: gtool plan prices grids of up to {MAX_RANKS:,} ranks (it prices "
+                "every rank of every grid, so its time and memory grow with the ranks)"
+            )
         object.__setattr__(self, "model", self.model.for_mode(self.batch_size is not None))
 
     @property
