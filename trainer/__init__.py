@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from gtool.trainer.launch.environment import RankEnv, environment_rank
     from gtool.trainer.launch.failures import RankFailed
     from gtool.trainer.launch.hugepages import enable_huge_pages
-    from gtool.trainer.launch.lineage import end_now
     from gtool.trainer.launch.local import launch_local, refuse_beyond_memory, run_local
     from gtool.trainer.launch.world import join_world, rank_device
     from gtool.trainer.nn.dropout import MaskSpec, cuda_notice, relu_dropout
