@@ -17,7 +17,14 @@ from gtool.faces import face
 
 if TYPE_CHECKING:
     from gtool.loader.csr import csr_tensor
-    from gtool.loader.load import load_rank, read_node_ids, read_positions
+    from gtool.loader.load import (
+        load_feature_block,
+        load_label_rows,
+        load_layer_shard,
+        load_rank,
+        read_node_ids,
+        read_positions,
+    )
     from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
 
 __getattr__, __dir__ = face(__name__)
