@@ -1,0 +1,92 @@
+"""docs/python.md's user-defined stack (`stack.py`) trains like its serial twin: per-epoch losses equal
+(float64, dropout 0) on grids 2x2x2 and 3x2x1 (one spawned world of 8 ranks; N = 2000, which 3 bands do
+not divide), and the script runs as written (1x1x1 in this process), twice in a row."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import runpy
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from gtool.geometry.grid import ProcessGrid
+from gtool.store.reader import as_store
+from gtool.trainer.comm.groups import GroupCache, build_grid_comm
+from gtool.trainer.comm.timing import PhaseTimer
+from gtool.trainer.launch.environment import RankEnv
+from gtool.trainer.launch.local import launch_local
+from gtool.trainer.models.grid import Grid
+from tests.docs.test_python_examples import PAGE
+from tests.support.stores import StoreFactory
+from tests.trainer.cases import CPU, joined_world
+
+GRIDS = [(2, 2, 2), (3, 2, 1)]
+RELATIVE = 1e-5
+
+
+def write_script(folder: Path) -> Path:
+    """The page's `stack.py` block, written to `folder`."""
+    (block,) = re.findall(r"^```python title=stack.py\n(.*?)^```$", PAGE.read_text(), flags=re.S | re.M)
+    path = folder / "stack.py"
+    path.write_text(block)
+    return path
+
+
+def load_script(path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gtool_docs_stack", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rank(env: RankEnv, script: str, store: str, out: str) -> None:
+    """Every grid of GRIDS on the first ranks of the world: the page's `train`, losses saved by rank 0."""
+    module = load_script(script)
+    made: GroupCache = {}
+    with joined_world(env):
+        for shape in GRIDS:
+            comm = build_grid_comm(ProcessGrid(*shape), 120, PhaseTimer(CPU), CPU, made)
+            if comm is not None:
+                losses, _ = module.train(Grid(comm, as_store(store), torch.float64, CPU, 0))
+                if comm.rank == 0:
+                    torch.save(losses, Path(out) / ("x".join(map(str, shape)) + ".pt"))
+
+
+def assert_equal(losses: list[float], serial: list[float]) -> None:
+    assert len(losses) == len(serial) >= 3
+    for got, want in zip(losses, serial, strict=True):
+        assert abs(got - want) <= RELATIVE * abs(want), (losses, serial)
+
+
+@pytest.fixture
+def graph(stores: StoreFactory) -> str:
+    return stores("sbm:2000:4", tiles=4)  # the page's store
+
+
+def test_the_stack_equals_its_serial_twin_on_2x2x2_and_3x2x1(graph: str, tmp_path: Path) -> None:
+    script = write_script(tmp_path)
+    launch_local(8, _rank, str(script), graph, str(tmp_path))
+    serial = load_script(str(script)).serial_losses(graph)
+    assert serial[-1] < serial[0]  # it learns
+    for shape in GRIDS:
+        assert_equal(torch.load(tmp_path / ("x".join(map(str, shape)) + ".pt")), serial)
+
+
+def test_the_script_runs_as_written_twice(
+    graph: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write_script(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(script), graph, "1x1x1"])
+    for _ in range(2):
+        runpy.run_path(str(script), run_name="__main__")
+        printed = capsys.readouterr().out
+        rows = re.findall(r"^epoch \d+ loss (\S+) serial (\S+)$", printed, flags=re.M)
+        assert len(rows) >= 3, printed
+        assert_equal([float(got) for got, _ in rows], [float(want) for _, want in rows])
+        assert re.search(r"^test accuracy 0\.\d{4}$", printed, flags=re.M), printed
