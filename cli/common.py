@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
+from gtool.trainer import end_now
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,10 +60,31 @@ def ignore_signals_at_exit() -> None:
 
 
 def run(app: Callable[[], object]) -> None:
-    """Run the `gtool` program's command line `app`, ignoring signals after a command that asked so."""
+    """Run the `gtool` program's command line `app` and end the process as soon as it returns: ignoring
+    signals from then on after a command that asked so, and without the interpreter's teardown (seconds,
+    and at times a traceback of zarr's IO thread) unless a child process of the command still runs."""
     try:
         app()
+    except SystemExit as done:
+        status = done.code
+        if isinstance(status, str):
+            console.print(status, highlight=False, markup=False)
+            status = 1
+        if not _children():
+            end_now(status or 0)
+        raise
     finally:
         if _final:
             for number in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(number, signal.SIG_IGN)
+
+
+def _children() -> list[int]:
+    """The pids of this process's running children, but multiprocessing's resource tracker (which ends
+    by itself with this process)."""
+    from multiprocessing import resource_tracker
+
+    import psutil
+
+    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
+    return [child.pid for child in psutil.Process().children() if child.pid != tracker]

@@ -30,7 +30,7 @@ PROGRESS_MIN_NNZ = 50_000_000
 def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) -> GridPlan | None:
     """The --grid, --placement, --layers and --hidden options as a GridPlan (None without --grid)."""
     try:
-        config = ModelConfig(**model)
+        config = ModelConfig(**model).for_mode(minibatch=False)
         if not grid:
             if placement:
                 raise ValueError("--placement goes with --grid (it numbers the grid's ranks)")

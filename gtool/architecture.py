@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gtool.geometry.layers import (
     AGGREGATE_FIRST,
@@ -23,6 +23,9 @@ LAYER_ORDER_POLICIES = ("auto", AGGREGATE_FIRST, TRANSFORM_FIRST)
 """auto: A (F W) in the layers whose output is narrower than their input, (A F) W in the others; or one
 order in every layer."""
 MODELS = ("gcn", "scalegnn")
+DEFAULT_DROPOUT = {"full-graph": 0.5, "mini-batch": 0.1}
+"""Measured on sbm:20000:4 (docs/train.md, "Models"): a mini-batch step's sampled subgraph already drops
+about 90% of each node's neighbours, and 0.5 more on top trains 5 points below full-graph in 20 epochs."""
 NORMS = ("rms", "none")
 
 
@@ -57,7 +60,13 @@ class ModelConfig(Options):
     )
     layers: int = option(3, "GCN layers (in either model).", minimum=1, short="-l")
     hidden: int = option(128, "Width of the hidden layers.", minimum=1)
-    dropout: float = option(0.5, "Dropout rate on every layer's input.", minimum=0.0, below=1.0)
+    dropout: float | None = option(
+        None,
+        "Dropout rate on every layer's input (default: 0.5 full-graph, 0.1 mini-batch, whose sampled "
+        "subgraphs already regularize).",
+        minimum=0.0,
+        below=1.0,
+    )
     learnable_features: bool = option(False, "Train the input features as embeddings (sharded).")
     normalize_features: str = option(
         "none", "none, or row: divide each row by its L1 norm.", choices=FEATURE_NORMALIZATIONS
@@ -101,6 +110,12 @@ class ModelConfig(Options):
     def wire_itemsize(self) -> int | None:
         """Bytes of one value in the all-reduces of H, Q, dH and dF when they are cast (bf16), else None."""
         return COMM_DTYPE_BYTES[self.comm_dtype]
+
+    def for_mode(self, minibatch: bool) -> ModelConfig:
+        """This model with its dropout rate decided when not given: DEFAULT_DROPOUT of the mode."""
+        if self.dropout is not None:
+            return self
+        return replace(self, dropout=DEFAULT_DROPOUT["mini-batch" if minibatch else "full-graph"])
 
     @property
     def components(self) -> Components:

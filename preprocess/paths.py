@@ -14,18 +14,12 @@ from dataclasses import replace
 
 from gtool.errors import GtoolError
 from gtool.preprocess.options import ShardOptions
-from gtool.store.writing.staging import is_url, local_path
+from gtool.store.writing.staging import absolute_location as absolute
+from gtool.store.writing.staging import is_url
 
 FOLDERS_ON_DISK = ("--spill-dir", "--cache-dir")
 """Folders whose files are memory-mapped, appended to and truncated in place: they must be on a file
 system (local or shared), which an object store (an fsspec URL) is not."""
-
-
-def absolute(location: str) -> str:
-    """A URL as it is; a path (or file:// URL) absolute, with `~` expanded."""
-    if is_url(location):
-        return location
-    return os.path.abspath(os.path.expanduser(local_path(location)))
 
 
 def folder_on_disk(flag: str, location: str | None) -> str | None:

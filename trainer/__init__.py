@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from gtool.trainer.fit.train import train
     from gtool.trainer.fit.trainer import Trainer, load_model_rank
     from gtool.trainer.launch.environment import RankEnv, environment_rank
+    from gtool.trainer.launch.failures import RankFailed
     from gtool.trainer.launch.hugepages import enable_huge_pages
-    from gtool.trainer.launch.local import RankFailed, launch_local, refuse_beyond_memory, run_local
+    from gtool.trainer.launch.lineage import end_now
+    from gtool.trainer.launch.local import launch_local, refuse_beyond_memory, run_local
     from gtool.trainer.launch.world import join_world, rank_device
     from gtool.trainer.models.blocks import Bias, CrossEntropy, GCNConv, Linear, NormReluDropout, Skip
     from gtool.trainer.models.grid import Grid, Layout

@@ -103,6 +103,10 @@ class TrainConfig(Options):
     topology: Topology = field(default_factory=Topology)
     minibatch: MiniBatchConfig = field(default_factory=MiniBatchConfig)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", self.model.for_mode(self.minibatch.batch_size is not None))
+        super().__post_init__()
+
     @classmethod
     def of(cls, store: str, grid: tuple[int, int, int] = (1, 1, 1), **options: Any) -> TrainConfig:
         """A run from options by name (`hidden=64, lr=0.05, epochs=10`, as the flags are named)."""

@@ -52,6 +52,9 @@ class PlanRequest:
     replicas: int | None = None
     """Only layouts of this many replicas (`--data-parallel D` given with `--grid auto`); None: any D."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", self.model.for_mode(self.batch_size is not None))
+
     @property
     def node_ranks(self) -> int:
         return min(self.ranks, self.ranks_per_node or self.ranks)

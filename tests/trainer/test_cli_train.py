@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from gtool.trainer.launch.world import free_port
+from tests.support.ranks import local_ranks
 from tests.support.storefiles import array_chunks
 from tests.support.stores import StoreFactory
 
@@ -105,10 +106,10 @@ def test_a_killed_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
         store, "--grid", "2x1x1", *MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)
     )
     wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
-    children = psutil.Process(run.pid).children()
-    ranks = [p for p in children if "spawn_main" in " ".join(p.cmdline())]
+    children = psutil.Process(run.pid).children(recursive=True)
+    ranks = local_ranks(run.pid)
     assert len(ranks) == 2
-    victim = max(ranks, key=lambda p: p.pid)
+    victim = ranks[1]
     victim.kill()
     stderr = run.communicate(timeout=60)[1]
     assert run.returncode == 2
@@ -122,8 +123,8 @@ def test_a_stopped_rank_is_named_when_the_others_give_up(store: str, tmp_path: P
     flags = ["--epochs", "100000", "--checkpoint", str(checkpoints), "--timeout", "3"]
     run = start_gtool_train(store, "--grid", "2x1x1", *MODEL, *flags)
     wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
-    children = psutil.Process(run.pid).children()
-    ranks = sorted((p for p in children if "spawn_main" in " ".join(p.cmdline())), key=lambda p: p.pid)
+    children = psutil.Process(run.pid).children(recursive=True)
+    ranks = local_ranks(run.pid)
     assert len(ranks) == 2
     ranks[1].suspend()  # SIGSTOP
     stderr = run.communicate(timeout=60)[1]

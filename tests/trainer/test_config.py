@@ -19,3 +19,12 @@ def test_config_rejects_bad_values() -> None:
         TrainConfig.of("s", overwrite=True)
     with pytest.raises(ValueError, match="--overwrite replaces the checkpoint that --resume continues"):
         TrainConfig.of("s", checkpoint="ck", overwrite=True, resume=True)
+
+
+def test_dropout_defaults_to_the_modes_rate_and_keeps_a_given_one() -> None:
+    """0.5 for full-graph epochs, 0.1 for mini-batch steps (their sampling already regularizes); a rate
+    given is kept in either mode."""
+    assert TrainConfig.of("s").model.dropout == 0.5
+    assert TrainConfig.of("s", batch_size=100).model.dropout == 0.1
+    assert TrainConfig.of("s", batch_size=100, dropout=0.3).model.dropout == 0.3
+    assert TrainConfig.of("s", dropout=0.0).model.dropout == 0.0

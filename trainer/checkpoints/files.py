@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import pickle
 import shutil
@@ -26,13 +25,14 @@ from typing import Any
 
 import torch
 
-from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
-from gtool.geometry.grid import DEFAULT_PLACEMENT, PLACEMENTS
+from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.metadata import node_order_options, same_node_order
 from gtool.store.writing.staging import STORAGE_FAILURES
 from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects, ranks_text
+from gtool.trainer.checkpoints.validity import RANK_FILE, missing_rank_files, shape_problem
 from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.units import human_bytes
 
 LATEST = "latest.json"
@@ -141,7 +141,7 @@ def _best_dir(epoch: int) -> str:
 
 def rank_file(folder: str | Path, rank: int) -> Path:
     """Rank `rank`'s part of the checkpoint in `folder` (a manifest's "path")."""
-    return Path(folder) / f"rank-{rank:05d}.pt"
+    return Path(folder) / RANK_FILE.format(rank)
 
 
 def read_rank_file(folder: str | Path, rank: int, device: torch.device | str, mmap: bool = False) -> Any:
@@ -203,61 +203,6 @@ def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
             shutil.rmtree(folder)
 
 
-def _count(value: Any, least: int = 1) -> bool:
-    """Whether `value` is an int (not a bool) of at least `least`."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _counts(value: Any, length: int | None = None) -> bool:
-    """Whether `value` is a list of positive ints (of `length` of them, when given)."""
-    return isinstance(value, list) and all(map(_count, value)) and length in (None, len(value))
-
-
-def _shape_problem(manifest: dict[str, Any], required: tuple[str, ...]) -> str | None:
-    """What is wrong with a manifest's values (the `required` shape keys missing, one of another kind or
-    out of range, model options that are not gtool's), or None."""
-    shape = manifest["shape"]
-    missing = [key for key in ("grid", *required) if key not in shape]
-    if missing:
-        return f"no {', '.join(missing)} in its shape"
-    checks = {
-        "grid": lambda v: _counts(v, 3),
-        "dims": lambda v: _counts(v) and len(v) >= 2,
-        "num_nodes": _count,
-        "placement": lambda v: v in PLACEMENTS,
-        "batch_size": lambda v: v is None or _count(v),
-        "data_parallel": _count,
-        "transform_first": lambda v: isinstance(v, list) and all(isinstance(t, bool) for t in v),
-    }
-    for key, valid in checks.items():
-        if key in shape and not valid(shape[key]):
-            return f"shape {key} {json.dumps(shape[key])[:60]} is not a valid value"
-    if "dims" in shape and len(shape.get("transform_first", shape["dims"][1:])) != len(shape["dims"]) - 1:
-        return "shape transform_first does not give one order per layer of dims"
-    if not _count(manifest.get("epoch"), 0):
-        return f"epoch {json.dumps(manifest.get('epoch'))[:60]} is not a valid value"
-    model = manifest.get("model")
-    if model is not None:
-        try:
-            ModelConfig(**model)
-        except (TypeError, ValueError) as exc:
-            return f"model options: {exc}"
-    return None
-
-
-def _missing_rank_files(manifest: dict[str, Any]) -> str | None:
-    """Which of the grid's rank files the checkpoint's folder lacks, or None; told from the files that are
-    there (a listing), so that a grid of any size costs what the folder holds."""
-    ranks = math.prod(manifest["shape"]["grid"])
-    present = {p.name for p in Path(manifest["path"]).glob("rank-*.pt")}
-    if ranks > len(present) + 5:  # too many to name
-        return f"its grid of {ranks:,} ranks needs {ranks:,} rank files, the folder holds {len(present):,}"
-    missing = [name for name in (rank_file("", rank).name for rank in range(ranks)) if name not in present]
-    if missing:
-        return f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} missing"
-    return None
-
-
 def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """The manifest of the checkpoint in folder `where` (its folder as "path"), checked before any rank
     uses it: values of the right kinds and ranges (`required` shape keys present), and a rank file for every
@@ -266,7 +211,7 @@ def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, A
         raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)")
     manifest = _read_record(where / MANIFEST, "shape", dict)
     manifest["path"] = str(where)
-    problem = _shape_problem(manifest, required) or _missing_rank_files(manifest)
+    problem = shape_problem(manifest, required) or missing_rank_files(manifest)
     if problem:
         raise CheckpointError(f"{where / MANIFEST}: {problem}; the checkpoint is damaged or incomplete")
     return manifest
@@ -337,6 +282,7 @@ class Checkpoints:
             self.best_epoch = best[0]
         if everyone.index != 0:
             return
+        refuse_orphaned(f"the checkpoint of epoch {epoch} in {self.directory}")
         for pointer in (BEST, LATEST):  # the best copy first: a checkpoint's history names its epoch
             if pointer in parts:
                 number, name, _ = parts[pointer]
@@ -351,7 +297,7 @@ class Checkpoints:
     def _missing(self, names: Iterable[str]) -> str | None:
         """'FOLDER: what is missing' of the first of the checkpoint folders `names` that lacks a rank file."""
         for name in names:
-            if problem := _missing_rank_files({"shape": self.shape, "path": str(self.directory / name)}):
+            if problem := missing_rank_files({"shape": self.shape, "path": str(self.directory / name)}):
                 return f"{self.directory / name}: {problem}"
         return None
 

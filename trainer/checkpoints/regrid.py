@@ -47,7 +47,7 @@ class TrainedParameters:
         gx, gy, gz = shape["grid"]
         self.grid = ProcessGrid(gx, gy, gz, shape["placement"])
         self.dims: list[int] = shape["dims"]
-        self.model = ModelConfig(**manifest.get("model", {"layers": len(self.dims) - 1}))
+        self.model = ModelConfig(**manifest.get("model", self._recorded_gcn()))
         self.num_features = self.dims[0] if num_features is None else num_features
         self.num_classes = self.dims[-1] if num_classes is None else num_classes
         self.num_nodes = shape["num_nodes"]
@@ -66,6 +66,10 @@ class TrainedParameters:
             for rank in range(self.grid.size)
         ]
         self.states: dict[int, dict[str, torch.Tensor]] = {}
+
+    def _recorded_gcn(self) -> dict[str, int]:
+        """The options of a GCN of the recorded widths (a manifest without its model's options)."""
+        return {"layers": len(self.dims) - 1} | ({"hidden": self.dims[1]} if len(self.dims) > 2 else {})
 
     def _parts(self, rank: int) -> dict[str, torch.Tensor]:
         """Rank `rank`'s parameter parts, memory-mapped (read when used)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from gtool.errors import GtoolError
 
@@ -12,6 +13,9 @@ DEFAULT_PORT = 29500
 
 
 LOOPBACK = "127.0.0.1"
+
+READY_PREFIX = "ready-"
+"""The files by which the ranks of a local launch say that they joined the run."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,13 @@ class RankEnv:
     master_addr: str
     master_port: int
     launcher: str
+    run_dir: str | None = None
+    """A local launch's folder of the ranks' notes to their launcher."""
+
+    def announce_ready(self) -> None:
+        """Tell a local launch that this rank has joined the run (its launcher shows how many have)."""
+        if self.run_dir is not None:
+            (Path(self.run_dir) / f"{READY_PREFIX}{self.rank}").touch()
 
 
 def _first_slurm_host(nodelist: str) -> str:

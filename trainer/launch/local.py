@@ -1,115 +1,43 @@
-"""Ranks started as local processes and watched: when one fails, the others are stopped at once and the
-error of the rank that failed first is raised as `RankFailed`.
+"""Ranks started as local processes: the launcher's side. It spawns one supervisor (`supervisor`), which
+forks and watches the ranks (`ranks`); it shows them getting ready, and raises the failure of the rank
+that failed first as `RankFailed`.
 """
 
 from __future__ import annotations
 
-import json
-import logging
+import multiprocessing as mp
 import os
+import sys
 import tempfile
-import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psutil
-import torch.multiprocessing as mp
-from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
-from gtool.trainer.launch.environment import LOOPBACK, RankEnv
+from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv
+from gtool.trainer.launch.failures import FAILURE, read_failure
+from gtool.trainer.launch.lineage import Parent
+from gtool.trainer.launch.supervisor import supervise
 from gtool.trainer.launch.world import free_port
 
-WATCH_S = 0.5
-"""How often a local launch looks for stopped ranks while it waits for them."""
+READY_WATCH_S = 0.1
+"""How often a local launch counts the ranks that are ready, while they start."""
 
 
 RANK_BASE_BYTES = 300 << 20
 """Memory of a spawned rank before it loads anything (Python, torch, zarr: about 380 MB RSS measured)."""
 
 
-class RankFailed(GtoolError):
-    """A rank of a local launch failed; the others were stopped."""
-
-    def __init__(self, rank: int, error: str, details: str = ""):
-        self.rank = rank
-        self.error = error
-        self.details = details
-        super().__init__(f"rank {rank} failed: {error}")
-
-
-def rank_failure(rank: int, error: BaseException) -> RankFailed:
-    """`error`, raised in rank `rank`, as a RankFailed (with its traceback unless it is a user error)."""
-    details = "" if isinstance(error, GtoolError) else traceback.format_exc()
-    return RankFailed(rank, f"{type(error).__name__}: {error}", details)
-
-
-def _exit_with_parent() -> None:
-    """Exit this process soon after the process that spawned it is gone (killed launcher)."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="gtool-parent-watch", daemon=True).start()
-
-
-def _local_rank(
-    rank: int, world_size: int, port: int, error_dir: str, main: Callable[..., Any], args: tuple
-) -> None:
-    """Entry point of a spawned rank: run main(env, *args), leaving the error in a file when it fails."""
-    _exit_with_parent()
-    env = RankEnv(rank, world_size, rank, LOOPBACK, port, "local")
-    try:
-        main(env, *args)
-    except BaseException as error:
-        failure = rank_failure(rank, error)
-        report = {"rank": rank, "error": failure.error, "details": failure.details}
-        (Path(error_dir) / f"rank-{rank}.json").write_text(json.dumps(report))
-        raise
-
-
-def _first_failure(
-    error: ProcessRaisedException | ProcessExitedException, error_dir: Path, stopped: list[int]
-) -> RankFailed:
-    """The rank that failed first: one killed by a signal, else a stopped one (the others gave up waiting
-    for it: their errors are only the consequence), else the earliest error written."""
-    if isinstance(error, ProcessExitedException) and error.signal_name:
-        return RankFailed(error.error_index, f"killed by signal {error.signal_name}")
-    written = sorted(error_dir.glob("rank-*.json"), key=lambda p: p.stat().st_mtime_ns)
-    first = json.loads(written[0].read_text()) if written else None
-    if stopped:
-        seen = f"rank {first['rank']} gave up waiting: {first['error']}" if first else str(error).strip()
-        return RankFailed(stopped[0], f"stopped (SIGSTOP, Ctrl-Z or a debugger) and not responding; {seen}")
-    if first is None:
-        return RankFailed(error.error_index, str(error).strip())
-    return RankFailed(first["rank"], first["error"], first["details"].strip())
-
-
-def stopped_ranks(processes: list[Any]) -> list[int]:
-    """The ranks whose process is stopped (by SIGSTOP or SIGTSTP, or held by a debugger)."""
-    stopped = []
-    for rank, process in enumerate(processes):
-        try:
-            if psutil.Process(process.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
-                stopped.append(rank)
-        except psutil.Error:
-            continue
-    return stopped
-
-
 @contextmanager
 def numba_share(world_size: int) -> Iterator[None]:
-    """While ranks are spawned: numba's thread pool (NUMBA_NUM_THREADS, read when a rank imports numba)
-    sized to one rank's share of this machine's cores, unless the environment sets it, so that ranks do
-    not keep threads busy on the cores the other ranks compute on."""
+    """While the supervisor is spawned: numba's thread pool (NUMBA_NUM_THREADS, read when the supervisor
+    imports numba, for every rank it forks) sized to one rank's share of this machine's cores, unless the
+    environment sets it, so that ranks do not keep threads busy on the cores the other ranks compute on."""
     if "NUMBA_NUM_THREADS" in os.environ:
         yield
         return
@@ -126,7 +54,7 @@ TRACKER_WARNING = "ignore:resource_tracker:UserWarning"
 
 @contextmanager
 def quiet_resource_tracker() -> Iterator[None]:
-    """While ranks are spawned (which starts multiprocessing's resource tracker, unless running): the
+    """While the supervisor is spawned (which starts multiprocessing's resource tracker, unless running): the
     tracker does not warn of the semaphores a killed or terminated rank left registered (numcodecs' lock,
     which it unlinks anyway), so that a run's last line stays its own."""
     before = os.environ.get("PYTHONWARNINGS")
@@ -151,35 +79,55 @@ def refuse_beyond_memory(world_size: int) -> None:
         )
 
 
-def launch_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:
-    """Run main(RankEnv, *args) in `world_size` spawned processes; raise RankFailed if one fails."""
+def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> None:
+    """Until every rank of the launch has joined the run (or the supervisor ended): "ranks ready k/N" on
+    stderr, updated in place on a terminal, once at the end otherwise."""
+    started = time.perf_counter()
+    terminal = sys.stderr.isatty()
+    shown = -1
+    ready = 0
+    while supervisor.is_alive() and ready < world_size:
+        ready = len(list(run_dir.glob(f"{READY_PREFIX}*")))
+        if terminal and ready != shown:
+            print(f"\r{label}: ranks ready {ready}/{world_size}", end="", file=sys.stderr, flush=True)
+            shown = ready
+        supervisor.join(timeout=READY_WATCH_S)
+    if ready == world_size:
+        line = f"{label}: ranks ready {ready}/{world_size} in {time.perf_counter() - started:.1f}s"
+        print(f"\r{line}" if terminal else line, file=sys.stderr, flush=True)
+    elif terminal and shown >= 0:
+        print(file=sys.stderr, flush=True)
+
+
+def launch_local(world_size: int, main: Callable[..., Any], *args: Any, label: str | None = None) -> None:
+    """Run main(RankEnv, *args) in `world_size` local processes; raise RankFailed if one fails.
+
+    One supervisor process is spawned, imports torch and gtool once and forks the ranks from that warm
+    state (instead of N interpreters importing everything in turn). Nothing of this process's state
+    reaches them but what `main` and `args` carry. `label` (the command) shows ranks getting ready."""
     refuse_beyond_memory(world_size)
-    logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)  # RankFailed says who failed
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as error_dir:
+    with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as run_dir:
         with numba_share(world_size), quiet_resource_tracker():
-            context = mp.start_processes(
-                _local_rank,
-                args=(world_size, port, error_dir, main, args),
-                nprocs=world_size,
-                join=False,
-                start_method="spawn",
+            supervisor = mp.get_context("spawn").Process(
+                target=supervise,
+                args=(Parent(os.getpid()), world_size, port, run_dir, main, args),
+                name="gtool-ranks",
             )
-        stopped: list[int] = []
+            supervisor.start()
         try:
-            while not context.join(timeout=WATCH_S, grace_period=1.0):
-                stopped = stopped_ranks(context.processes)  # seen before a failure stops every rank
-        except (ProcessRaisedException, ProcessExitedException) as error:
-            raise _first_failure(error, Path(error_dir), stopped) from None
+            if label is not None:
+                _show_ready(Path(run_dir), world_size, supervisor, label)
+            supervisor.join()
         finally:
-            stopped = stopped_ranks(context.processes)
-            for rank, process in enumerate(context.processes):
-                if rank in stopped:
-                    process.kill()  # a stopped process would handle SIGTERM only once continued
-                elif process.is_alive():
-                    process.terminate()
-            for process in context.processes:
-                process.join(timeout=10)
+            if supervisor.is_alive():  # the launcher was interrupted: its ranks die with the supervisor
+                supervisor.kill()
+                supervisor.join()
+        failure = Path(run_dir) / FAILURE
+        if failure.exists():
+            raise read_failure(failure)
+        if supervisor.exitcode != 0:
+            raise GtoolError(f"the supervisor of the local ranks ended with status {supervisor.exitcode}")
 
 
 def run_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:

@@ -15,7 +15,8 @@ from gtool.trainer.comm.groups import GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank
-from gtool.trainer.launch.local import launch_local, rank_failure
+from gtool.trainer.launch.failures import rank_failure
+from gtool.trainer.launch.local import launch_local
 from gtool.trainer.launch.world import free_port, join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -59,7 +60,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
             file=sys.stderr,
             flush=True,
         )
-        launch_local(config.world_size, main, *args)
+        launch_local(config.world_size, main, *args, label=f"gtool {command}")
         return
     if env.world_size != config.world_size:
         raise GtoolError(

@@ -25,6 +25,7 @@ def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
         if interface is not None:
             os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
     dist.init_process_group(backend, rank=env.rank, world_size=env.world_size, timeout=timeout, **where)
+    env.announce_ready()
 
 
 def loopback_interface() -> str | None:

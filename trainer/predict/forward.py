@@ -34,6 +34,7 @@ from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
 from gtool.trainer.launch.environment import RankEnv, environment_rank
+from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.trainer.launch.start import join_grid, start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
 from gtool.trainer.models.places import stack_geometry
@@ -140,6 +141,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
                 **summary,
                 "complete": True,
             }
+            refuse_orphaned(f"the prediction {job.output}")
             staged.publish()
     except BaseException:
         if staged is not None:

@@ -51,7 +51,12 @@ def test_another_runs_checkpoint_is_refused_unless_resumed_or_overwritten(store:
     replaced = gtool_train(store, *other, "--overwrite")
     assert replaced.returncode == 0, replaced.stderr
     latest = json.loads((ck / "latest.json").read_text())
-    assert latest["epoch"] == 1 and sorted(p.name for p in ck.iterdir()) == ["epoch-000001", "latest.json"]
+    assert latest["epoch"] == 1 and sorted(p.name for p in ck.iterdir()) == [
+        "best-000001",
+        "best.json",
+        "epoch-000001",
+        "latest.json",
+    ]
     assert json.loads((ck / latest["path"] / "manifest.json").read_text())["model"]["layers"] == 3
 
 

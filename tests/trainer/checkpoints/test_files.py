@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 
 import pytest
 import torch
 
 from gtool.errors import GtoolError
+from gtool.trainer.checkpoints import files
 from gtool.trainer.checkpoints.files import (
     BEST,
     CheckpointError,
@@ -161,3 +163,20 @@ def test_checkpoints_without_a_best_copy_predict_from_the_latest(tmp_path) -> No
     assert not (tmp_path / BEST).exists()
     manifest = model_manifest(str(tmp_path))
     assert manifest["epoch"] == 4 and manifest["use"] == "latest"
+
+
+def test_a_checkpoint_whose_rank_files_rank_0_cannot_see_is_refused_when_written(
+    tmp_path, monkeypatch
+) -> None:
+    """A checkpoint folder on each node took every rank's file and rank 0 moved latest.json: the split
+    checkpoint was found only when resuming (node 1 restarted from epoch 1)."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    checkpoints.save(3, {"model": {}}, {})
+    monkeypatch.setattr(
+        files, "_write_atomically", lambda path, write: None
+    )  # written where rank 0 cannot see
+    with pytest.raises(
+        CheckpointError, match=r"epoch-000006: rank-00000.pt missing as rank 0 sees the folder"
+    ):
+        checkpoints.save(6, {"model": {}}, {})
+    assert json.loads((tmp_path / "latest.json").read_text())["epoch"] == 3

@@ -102,7 +102,7 @@ def test_a_crafted_manifest_is_refused_in_one_line_at_once(
     ck = crafted(trained, tmp_path / "ck", change)
     before = snapshot(tmp_path)
     for args in (
-        ["predict", store, "--checkpoint", str(ck), "-o", str(tmp_path / "p")],
+        ["predict", store, "--checkpoint", str(ck), "-o", str(tmp_path / "p"), "--use", "latest"],
         ["train", store, "--grid", "2x1x1", *MODEL, "--checkpoint", str(ck), "--resume"],
     ):
         status, output = gtool(*args)

@@ -27,6 +27,7 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         train_epoch=lambda epoch: EpochRecord(epoch, losses[epoch], 0.0, 0.0, 0.0, 0.0),
         evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
         state=lambda: {"model": {}},
+        model=SimpleNamespace(state=dict),  # the best model's parts (none here)
     )
     monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
     with pytest.raises(GtoolError, match="the loss is nan at epoch 2: training diverged"):

@@ -1,0 +1,23 @@
+"""The supervisor of a local launch: one spawned process that imports what the ranks run, once, and forks
+them from that warm state. This module imports nothing heavy: the supervisor follows its launcher's life
+(`Parent`, its first argument) before it imports torch and the ranks' code."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from gtool.trainer.launch.lineage import Parent, end_now
+
+
+def supervise(
+    launcher: Parent, world_size: int, port: int, run_dir: str, main: Callable[..., Any], args: tuple
+) -> None:
+    """Fork and watch the ranks (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher,
+    which decides; the supervisor dies with it (its ranks with the supervisor)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from gtool.trainer.launch.ranks import fork_ranks
+
+    fork_ranks(world_size, port, run_dir, main, args)
+    end_now(0)
