@@ -1,6 +1,7 @@
 """docs/python.md's user-defined stack (`stack.py`) trains like its serial twin: per-epoch losses equal
 (float64, dropout 0) on grids 2x2x2 and 3x2x1 (one spawned world of 8 ranks; N = 2000, which 3 bands do
-not divide), and the script runs as written (1x1x1 in this process), twice in a row."""
+not divide); with dropout 0.5 every grid equals 1x1x1; and the script runs as written (1x1x1 in this
+process), twice in a row."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.support.stores import StoreFactory
 from tests.trainer.cases import CPU, joined_world
 
 GRIDS = [(2, 2, 2), (3, 2, 1)]
+DROPPED = [(1, 1, 1), *GRIDS]
 RELATIVE = 1e-5
 
 
@@ -45,17 +47,24 @@ def load_script(path: str) -> ModuleType:
     return module
 
 
+def _name(shape: tuple[int, int, int], dropout: float) -> str:
+    return "x".join(map(str, shape)) + f"-{dropout}.pt"
+
+
 def _rank(env: RankEnv, script: str, store: str, out: str) -> None:
-    """Every grid of GRIDS on the first ranks of the world: the page's `train`, losses saved by rank 0."""
+    """The page's `train` on every grid of GRIDS without dropout and of DROPPED with dropout 0.5, on the
+    first ranks of the world; rank 0 of each saves the losses."""
     module = load_script(script)
     made: GroupCache = {}
     with joined_world(env):
-        for shape in GRIDS:
-            comm = build_grid_comm(ProcessGrid(*shape), 120, PhaseTimer(CPU), CPU, made)
-            if comm is not None:
-                losses, _ = module.train(Grid(comm, as_store(store), torch.float64, CPU, 0))
-                if comm.rank == 0:
-                    torch.save(losses, Path(out) / ("x".join(map(str, shape)) + ".pt"))
+        for dropout, shapes in ((0.0, GRIDS), (0.5, DROPPED)):
+            module.DROPOUT = dropout
+            for shape in shapes:
+                comm = build_grid_comm(ProcessGrid(*shape), 120, PhaseTimer(CPU), CPU, made)
+                if comm is not None:
+                    losses, _ = module.train(Grid(comm, as_store(store), torch.float64, CPU, 0))
+                    if comm.rank == 0:
+                        torch.save(losses, Path(out) / _name(shape, dropout))
 
 
 def assert_equal(losses: list[float], serial: list[float]) -> None:
@@ -69,13 +78,17 @@ def graph(stores: StoreFactory) -> str:
     return stores("sbm:2000:4", tiles=4)  # the page's store
 
 
-def test_the_stack_equals_its_serial_twin_on_2x2x2_and_3x2x1(graph: str, tmp_path: Path) -> None:
+def test_the_stack_equals_its_serial_twin_and_its_dropout_every_grid(graph: str, tmp_path: Path) -> None:
     script = write_script(tmp_path)
     launch_local(8, _rank, str(script), graph, str(tmp_path))
     serial = load_script(str(script)).serial_losses(graph)
     assert serial[-1] < serial[0]  # it learns
     for shape in GRIDS:
-        assert_equal(torch.load(tmp_path / ("x".join(map(str, shape)) + ".pt")), serial)
+        assert_equal(torch.load(tmp_path / _name(shape, 0.0)), serial)
+    alone = torch.load(tmp_path / _name((1, 1, 1), 0.5))
+    assert abs(alone[1] - serial[1]) > 1e-3  # the masks drop
+    for shape in GRIDS:
+        assert_equal(torch.load(tmp_path / _name(shape, 0.5)), alone)
 
 
 def test_the_script_runs_as_written_twice(
