@@ -21,10 +21,11 @@ from gtool.trainer.comm.groups import GroupCache, build_grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.local import launch_local
+from gtool.trainer.models.blocks import CrossEntropy, GCNConv, Linear, Skip
 from gtool.trainer.models.grid import Grid
 from tests.docs.test_python_examples import PAGE
 from tests.support.stores import StoreFactory
-from tests.trainer.cases import CPU, joined_world
+from tests.trainer.cases import CPU, joined_world, single_rank_comm
 
 GRIDS = [(2, 2, 2), (3, 2, 1)]
 DROPPED = [(1, 1, 1), *GRIDS]
@@ -103,3 +104,18 @@ def test_the_script_runs_as_written_twice(
         assert len(rows) >= 3, printed
         assert_equal([float(got) for got, _ in rows], [float(want) for _, want in rows])
         assert re.search(r"^test accuracy 0\.\d{4}$", printed, flags=re.M), printed
+
+
+def test_blocks_refuse_blocks_of_another_layout(graph: str) -> None:
+    grid = Grid(single_rank_comm(), as_store(graph), torch.float64, CPU, 0)
+    conv = GCNConv(grid, grid.input, 8)
+    with pytest.raises(
+        ValueError, match=r"GCNConv: an input block of shape \(2000, 8\), its layout needs \(2000, 32\)"
+    ):
+        conv(torch.zeros(2000, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="Skip: a block of width 32 cannot join one of width 8"):
+        Skip(grid, grid.input, conv.output)
+    with pytest.raises(ValueError, match="logits need 4 columns"):
+        CrossEntropy(grid, conv.output)
+    with pytest.raises(ValueError, match="an initial weight of shape"):
+        Linear(grid, conv.output, 4, weight=torch.zeros(4, 8))

@@ -36,9 +36,6 @@ class Layout:
     order: str
     width: int
 
-    def widened(self, width: int) -> Layout:
-        return Layout(self.roles, self.order, width)
-
 
 class Grid:
     """One rank's part of a grid of ranks training on a store: made by `Grid.join` on every rank."""
