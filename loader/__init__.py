@@ -7,6 +7,7 @@
     data.labels, data.split   # the last layer's row band, in its order (pr if L is odd, else pc)
 
 Which tiles and rows a rank needs is gtool.geometry.layers.rank_geometry (shared with `gtool stats`).
+`load_layer_shard`, `load_feature_block` and `load_label_rows` read one piece each (the Python API's blocks).
 """
 
 from __future__ import annotations
