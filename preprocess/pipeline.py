@@ -65,6 +65,7 @@ from gtool.preprocess.engine.shared import (
     Place,
     bounded,
     check_shared,
+    credentials_error,
     input_files,
     read_places,
     written_places,
@@ -156,6 +157,10 @@ def shard(
     except OSError as exc:
         error = storage_error(exc, output, run_places(output, options)) or vanished(exc, output)
         if error is not None:
+            raise error from None
+        raise
+    except Exception as exc:
+        if (error := credentials_error(exc, output)) is not None:
             raise error from None
         raise
 

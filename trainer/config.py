@@ -54,6 +54,12 @@ class RuntimeConfig(Options):
         False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
     )
     log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+    target_accuracy: float | None = option(
+        None,
+        "Stop once the validation accuracy (ROC-AUC on a multi-label store) reaches A at an evaluation; "
+        "the summary gives the training seconds to reach it.",
+        positive=True,
+    )
 
     def combined_problems(self) -> list[str]:
         problems = []
@@ -61,6 +67,8 @@ class RuntimeConfig(Options):
             problems.append("--backend nccl needs --device cuda (NCCL only moves GPU tensors)")
         if self.resume and not self.checkpoint:
             problems.append("--resume needs --checkpoint DIR")
+        if self.target_accuracy is not None and self.target_accuracy > 1:
+            problems.append(f"--target-accuracy must be at most 1 (a fraction), got {self.target_accuracy}")
         if self.overwrite and not self.checkpoint:
             problems.append("--overwrite needs --checkpoint DIR")
         if self.overwrite and self.resume:

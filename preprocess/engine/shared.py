@@ -180,13 +180,29 @@ def check_shared(client: Any, places: list[Place], timeout: float) -> None:
         )
 
 
+CREDENTIAL_ERRORS = frozenset({"NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError"})
+"""The class names of the errors of object stores' clients (botocore's, google-auth's) for missing
+credentials: matched by name, since none of them need be installed."""
+CREDENTIALS = "credentials such as AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile in its environment"
+
+
+def credentials_error(exc: BaseException, output: str) -> GtoolError | None:
+    """The one-line error of this process's missing credentials for a URL output, else None."""
+    if type(exc).__name__ not in CREDENTIAL_ERRORS:
+        return None
+    return GtoolError(
+        f"-o {output}: cannot reach it ({type(exc).__name__}: {exc}): give this process {CREDENTIALS} "
+        "(and every Dask worker, with --scheduler)"
+    )
+
+
 def refusal(place: Place, workers: list[str], found: str) -> str:
     """What one place not seen by some workers says."""
     who = f"Dask worker{'s' if len(workers) > 1 else ''} {', '.join(workers)}"
     if is_url(place.location):
         return (
             f"{place.location} ({place.what}): {who} cannot reach it ({found}): give every worker access "
-            "(credentials such as AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile in its environment)"
+            f"({CREDENTIALS})"
         )
     if place.written:
         return (

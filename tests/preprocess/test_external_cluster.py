@@ -175,3 +175,19 @@ def test_a_stopped_worker_is_named_within_the_bound_and_its_work_done_elsewhere(
     assert f"{busy[0]} sent no heartbeat for 5 s" in stderr, stderr
     assert elapsed < 120
     assert differences(reference, tmp_path / "out.zarr") == []
+
+
+def test_a_worker_stopped_before_the_work_is_named_and_nothing_is_published(tmp_path):
+    workers = ExternalCluster(tmp_path / "cluster").start(2)
+    try:
+        (stopped, (pid, _)), *_ = workers.workers().items()
+        os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        arguments = ["rmat:10:4", "-o", "out.zarr", "--scheduler", workers.address, "--worker-timeout", "5"]
+        line = one_error_line(shard(tmp_path / "run", *arguments))
+        elapsed = time.monotonic() - started
+    finally:
+        workers.stop()
+    assert line.startswith(f"error: Dask worker {stopped} did not answer within 5 s"), line
+    assert elapsed < 60
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == []

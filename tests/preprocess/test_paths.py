@@ -3,6 +3,7 @@ expanded, file:// URLs as paths, other URLs kept; spill and cache folders are ne
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from gtool.errors import GtoolError
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.paths import resolved
+from gtool.preprocess.pipeline import check_cluster_spill, spill_root
 
 
 def test_relative_paths_and_home_become_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,3 +56,15 @@ def test_file_urls_are_paths_and_other_urls_stay(tmp_path: Path) -> None:
 def test_object_store_folders_are_refused_with_the_reason(flag: str) -> None:
     with pytest.raises(GtoolError, match="must be a folder on a file system, not a URL: the run memory-maps"):
         resolved("rmat:4", "o.zarr", ShardOptions(**{flag: "memory://somewhere"}))
+
+
+def test_a_url_output_spills_into_the_temporary_folder_not_the_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    root, where = spill_root("memory://g.zarr", ShardOptions())
+    assert root == str(tmp_path / "tmp") and "temporary folder" in where
+    assert spill_root(str(tmp_path / "g.zarr"), ShardOptions()) == (None, "the output's folder")
+    with pytest.raises(GtoolError, match=r"-o memory://g\.zarr with --scheduler needs --spill-dir"):
+        check_cluster_spill("memory://g.zarr", ShardOptions(scheduler="tcp://head:8786"))

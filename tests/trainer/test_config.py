@@ -21,6 +21,14 @@ def test_config_rejects_bad_values() -> None:
         TrainConfig.of("s", checkpoint="ck", overwrite=True, resume=True)
 
 
+def test_target_accuracy_is_a_fraction() -> None:
+    with pytest.raises(ValueError, match="--target-accuracy must be at most 1"):
+        TrainConfig.of("s", target_accuracy=81.5)
+    with pytest.raises(ValueError, match="--target-accuracy must be > 0"):
+        TrainConfig.of("s", target_accuracy=0.0)
+    assert TrainConfig.of("s", target_accuracy=1.0).runtime.target_accuracy == 1.0
+
+
 def test_dropout_defaults_to_the_modes_rate_and_keeps_a_given_one() -> None:
     """0.5 for full-graph epochs, 0.1 for mini-batch steps (their sampling already regularizes); a rate
     given is kept in either mode."""

@@ -8,13 +8,14 @@ import time
 from dataclasses import asdict
 
 import torch
+import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
 from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.report import History, Reporter, Summary
+from gtool.trainer.fit.report import METRIC_NAMES, History, Reporter, Summary
 from gtool.trainer.fit.trainer import Trainer
 
 
@@ -85,8 +86,10 @@ def written(checkpoints: Checkpoints, epoch: int) -> str:
 
 
 def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
-    """Train to the last epoch (--epochs), resuming from and writing checkpoints when asked; report each."""
+    """Train to the last epoch (--epochs), or until the validation metric reaches --target-accuracy,
+    resuming from and writing checkpoints when asked; report each."""
     config = trainer.config
+    target = config.runtime.target_accuracy
     history, first_epoch = History(), 1
     checkpoints = None
     if config.runtime.checkpoint:
@@ -95,13 +98,19 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         )
         if config.runtime.resume:
             history, first_epoch = resume(trainer, checkpoints, reporter, device)
-    summary = Summary(history)
+    history.aim(target)
+    if history.target_epoch is not None:
+        reporter.message(
+            f"the target {target:g} was reached at epoch {history.target_epoch}: nothing left to train"
+        )
+        first_epoch = config.runtime.epochs + 1
+    summary = Summary(history, metric=trainer.metric)
     best = None
     for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)
         if epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs:
             start = time.perf_counter()
-            record.accuracy = trainer.evaluate()
+            record.set_scores(trainer.metric, trainer.evaluate())
             record.eval_seconds = time.perf_counter() - start
         history.update(record)
         if checkpoints is not None and history.best_epoch == epoch:
@@ -113,11 +122,28 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
                 f"the loss is {record.loss} at epoch {epoch}: training diverged (try a lower --lr); "
                 "no checkpoint of this or later epochs was written"
             )
+        reached = (
+            record.scores is not None and target is not None and agree_on_target(trainer, history, epoch)
+        )
         if checkpoints is not None and (
-            epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs
+            epoch % config.runtime.checkpoint_every == 0 or epoch == config.runtime.epochs or reached
         ):
             checkpoints.save(epoch, trainer.state(), asdict(history), best)
             summary.checkpoint = written(checkpoints, epoch)
+        if reached:
+            name = METRIC_NAMES[summary.metric]
+            reporter.message(f"validation {name} reached the target {target:g} at epoch {epoch}: stopping")
+            break
     summary.peak_memory_mb = peak_memory(trainer.comm, device)
     reporter.summary(summary)
     return summary
+
+
+def agree_on_target(trainer: Trainer, history: History, epoch: int) -> bool:
+    """Whether the target was reached at `epoch` on any rank; every rank's `history` then records it (a
+    rank's ROC-AUC may differ from another's in the last bit, and all must stop at the same epoch)."""
+    flag = torch.tensor([float(history.target_epoch == epoch)], device=trainer.comm.everyone.device)
+    reached = bool(trainer.comm.everyone.all_reduce(flag, op=dist.ReduceOp.MAX).item())
+    if reached and history.target_epoch is None:
+        history.target_epoch, history.target_seconds = epoch, history.train_seconds
+    return reached

@@ -45,9 +45,10 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
     first = [str(layer) for layer, transform_first in enumerate(data.orders) if transform_first]
     orders = f"; A (F W) in layer {', '.join(first)}" if first else ""
+    targets = "binary tasks (multi-label)" if meta.labels.multi_label else "classes"
     reporter.message(
-        f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} "
-        f"classes; grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
+        f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} {targets}; "
+        f"grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
         f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
     )
     trainer = Trainer(data, comm, config, device)

@@ -18,7 +18,8 @@ from gtool.trainer.minibatch.batch import RankSampler, StepBatch
 from gtool.trainer.minibatch.prefetch import Prefetcher, StepKey
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.models.gcn import ParallelGCN
-from gtool.trainer.nn.loss import Targets, accuracies, cross_entropy, sampled_epoch_loss
+from gtool.trainer.nn.loss import Targets, sampled_epoch_loss
+from gtool.trainer.nn.multilabel import MultiLabelTargets
 
 
 def load_model_rank(
@@ -32,8 +33,9 @@ def load_model_rank(
 
 def logit_targets(
     data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
-) -> Targets:
-    """Labels and splits of the logits block, or of its `rows` (a mini-batch's members)."""
+) -> Targets | MultiLabelTargets:
+    """Labels and splits of the logits block, or of its `rows` (a mini-batch's members): class ids and
+    softmax cross-entropy, or on a multi-label store K binary tasks (MultiLabelTargets)."""
     geometry, num_classes = model.geometry, data.meta.num_classes
     rows_band = geometry.output_rows
     if data.label_rows != rows_band or data.labels.shape[0] != rows_band.size:
@@ -46,7 +48,8 @@ def logit_targets(
         labels, split = labels[rows], split[rows]
     row_axis, col_axis = geometry.output_axes
     groups = (comm.axes[row_axis], comm.axes[col_axis])
-    return Targets(labels, split, classes, real_classes, *groups, require_train=rows is None)
+    kind = MultiLabelTargets if data.meta.labels.multi_label else Targets
+    return kind(labels, split, classes, real_classes, *groups, require_train=rows is None)
 
 
 class Trainer:
@@ -79,7 +82,7 @@ class Trainer:
         timer = self.comm.timer
         self.optimizer.zero_grad()
         logits = self.model.forward(epoch, training=True)
-        loss = cross_entropy(logits, self.targets, timer)
+        loss = self.targets.loss(logits, timer)
         del logits
         loss.backward()
         with timer.phase("dense"):
@@ -99,7 +102,7 @@ class Trainer:
         if batch is not None:
             logits = self.model.forward(epoch, training=True, batch=batch)
             targets = logit_targets(self.data, self.model, self.comm, self.device, batch.target_rows)
-            loss = cross_entropy(logits, targets, timer)
+            loss = targets.loss(logits, timer)
             del logits
             loss.backward()
             stepped = (loss.detach(), targets.counts["train"])
@@ -195,9 +198,14 @@ class Trainer:
         with torch.no_grad():
             return self.model.forward(0, training=False)
 
+    @property
+    def metric(self) -> str:
+        """What `evaluate` measures: accuracy, or rocauc (multi-label)."""
+        return self.targets.metric
+
     def evaluate(self) -> dict[str, float]:
-        """Accuracy on train, valid and test without dropout."""
-        return accuracies(self.logits(), self.targets)
+        """The metric on train, valid and test without dropout."""
+        return self.targets.scores(self.logits())
 
     def state(self) -> dict:
         """What a checkpoint keeps of this rank: parameter parts and optimizer state."""

@@ -25,6 +25,8 @@ class Targets:
     no training node (`require_train` False): its loss is 0.
     """
 
+    metric = "accuracy"
+
     def __init__(
         self,
         labels: torch.Tensor,
@@ -53,6 +55,14 @@ class Targets:
         self.local_target = torch.where((local >= 0) & (local < real_classes), local, -1)
         self.target_rows = torch.nonzero(self.local_target >= 0).squeeze(1)
         self.target_columns = self.local_target[self.target_rows]
+
+    def loss(self, logits: torch.Tensor, timer: PhaseTimer) -> torch.Tensor:
+        """Mean softmax cross-entropy over the labelled training nodes (the same value on every rank)."""
+        return cross_entropy(logits, self, timer)
+
+    def scores(self, logits: torch.Tensor) -> dict[str, float]:
+        """Accuracy per split (the same on every rank)."""
+        return accuracies(logits, self)
 
     def masked_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """Logits with padding class columns at -inf."""

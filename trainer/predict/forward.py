@@ -2,7 +2,8 @@
 
 Each rank computes its logits block (with --embeddings, the last layer's input block too) as training
 evaluates; `writer` writes the blocks into a staging folder that rank 0 publishes once complete: OUT/logits
-(N x classes, row i: original node i), OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
+(N x classes, row i: original node i), OUT/probabilities (multi-label stores: each task's sigmoid),
+OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
 """
 
 from __future__ import annotations
@@ -31,23 +32,26 @@ from gtool.store.writing.staging import (
 from gtool.trainer.checkpoints.regrid import TrainedParameters
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.comm.groups import GridComm
-from gtool.trainer.fit.report import Reporter
+from gtool.trainer.fit.report import METRIC_NAMES, Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
 from gtool.trainer.launch.environment import RankEnv, environment_rank
 from gtool.trainer.launch.lineage import refuse_orphaned
 from gtool.trainer.launch.start import join_grid, start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
 from gtool.trainer.models.places import stack_geometry
-from gtool.trainer.nn.loss import accuracies
 from gtool.trainer.predict.job import PredictJob
 from gtool.trainer.predict.writer import HeldBlock, write_node_rows
+
+LOGITS = ("logits", "probabilities")
+"""The outputs of the logits' layout: the logits, and on a multi-label store each task's probability."""
 
 
 def _held(
     model: ParallelGCN, comm: GridComm, which: str, values: torch.Tensor
 ) -> tuple[HeldBlock, list[Band], int]:
-    """This rank's block of `which` (logits; embeddings: the input of the output head, or of the last GCN
-    layer without one), the column band of every rank's block of it and the array's width."""
+    """This rank's block of `which` (logits, or probabilities, their sigmoid; embeddings: the input of the
+    output head, or of the last GCN layer without one), the column band of every rank's block of it and
+    the array's width."""
     mine = model.geometry
     orders = tuple(g.transform_first for g in mine.layers)
     meta = (model.num_nodes, mine.num_features, mine.num_classes)
@@ -56,7 +60,7 @@ def _held(
     ]
     last = len(mine.layers) - 1
     geometry = mine.layers[last]
-    if which == "logits":
+    if which in LOGITS:
         width, order, rows = mine.num_classes, order_of_layer_output(last), mine.output_rows
         replica = mine.head.roles[2] if mine.head is not None else geometry.replica_axis
         columns = [g.output_cols() for g in everyone]
@@ -114,10 +118,13 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     model = ParallelGCN(data, comm, config, device)
     TrainedParameters(job.manifest, data.meta.num_features, data.meta.num_classes).load_into(model)
     outputs = _outputs(model, job.embeddings)
+    metric = "rocauc" if data.meta.labels.multi_label else "accuracy"
+    if metric == "rocauc":
+        outputs["probabilities"] = torch.sigmoid(outputs["logits"])
     try:
-        accuracy, unscored = accuracies(outputs["logits"], logit_targets(data, model, comm, device)), None
+        scores, unscored = logit_targets(data, model, comm, device).scores(outputs["logits"]), None
     except GtoolError as error:  # no labels, or none to train on: the logits are written all the same
-        accuracy, unscored = None, str(error)
+        scores, unscored = None, str(error)
     del data
     computed = time.perf_counter() - started
     staged = StagedOutput(job.output, job.overwrite, PREDICT_OUTPUT) if comm.rank == 0 else None
@@ -132,7 +139,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
             "use": job.manifest["use"],
             "grid": "x".join(map(str, comm.grid.dims)),
             "rows": _write(comm, job, outputs, model),
-            "accuracy": accuracy,
+            metric: scores,
             "unscored": unscored,
             "seconds": {"forward": computed, "total": time.perf_counter() - started},
         }
@@ -150,7 +157,9 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     geometry = model.geometry
     embedding = model.dims[-1] if geometry.head is not None else model.dims[-2]
     reporter.message(
-        _summary_text(job.output, summary, {"logits": geometry.num_classes, "embeddings": embedding})
+        _summary_text(
+            job.output, summary, {**dict.fromkeys(LOGITS, geometry.num_classes), "embeddings": embedding}
+        )
     )
     return summary
 
@@ -165,17 +174,18 @@ MODELS = {"best": "the best validation model", "latest": "the latest checkpoint"
 
 
 def _summary_text(output: str, summary: dict[str, Any], widths: dict[str, int]) -> str:
-    """The closing lines: what was written from what, and the accuracy of the logits' argmax per split."""
+    """The closing lines: what was written from what, and per split the accuracy of the logits' argmax
+    (multi-label: the ROC-AUC averaged over tasks)."""
     shapes = ", ".join(f"{name} {rows} x {widths[name]}" for name, rows in summary["rows"].items())
-    accuracy = summary["accuracy"]
-    if accuracy is None:
+    metric = "rocauc" if "rocauc" in summary else "accuracy"
+    if summary[metric] is None:
         scores = f"n/a ({summary['unscored']})"
     else:
-        scores = "  ".join(f"{split} {value:.4f}" for split, value in accuracy.items())
+        scores = "  ".join(f"{split} {value:.4f}" for split, value in summary[metric].items())
     return (
         f"gtool predict: wrote {output} ({shapes}; rows in the original node order) from "
         f"{summary['checkpoint']} (epoch {summary['epoch']}, {MODELS[summary['use']]}) on grid "
-        f"{summary['grid']} in {summary['seconds']['total']:.1f}s\naccuracy: {scores}"
+        f"{summary['grid']} in {summary['seconds']['total']:.1f}s\n{METRIC_NAMES[metric]}: {scores}"
     )
 
 
