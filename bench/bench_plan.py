@@ -201,6 +201,48 @@ def ranks(grid: str) -> int:
     return math.prod(parse_dims(grid, 3, "grid"))
 
 
+def grid_runs(store: str, ranks_: int, hidden: int, epochs: int, rounds: int) -> list[dict]:
+    """Every grid of `ranks_` ranks on `store`, taking turns over `rounds` rounds (as run_case)."""
+    from gtool.geometry.shapes import factorizations
+
+    grids = ["x".join(map(str, g.dims)) for g in factorizations(ranks_)]
+    runs: dict[str, list[dict]] = {grid: [] for grid in grids}
+    for turn in range(rounds):
+        for grid in grids[turn % len(grids) :] + grids[: turn % len(grids)]:
+            run = train_epochs(store, grid, hidden, epochs)
+            runs[grid].append(run)
+            steady = np.median([e["seconds"] for e in run["epochs"][WARMUP:]])
+            print(f"{Path(store).name} round {turn} {grid}: {steady:.3f} s", flush=True)
+    return [{"store": store, "hidden": hidden, "grid": grid, "runs": runs[grid]} for grid in grids]
+
+
+def plan_epochs(store: str, ranks_: int, hidden: int, profile: str | None) -> dict[str, float]:
+    """`gtool plan STORE --ranks P --json`'s predicted epoch seconds per grid (profile None: the machine's
+    own, calibrated on first use)."""
+    command = [sys.executable, "-m", "gtool.cli", "plan", store, "--ranks", str(ranks_)]
+    command += ["--hidden", str(hidden), "--json", *(["--profile", profile] if profile else [])]
+    done = subprocess.run(command, check=True, cwd=REPO, capture_output=True, text=True)
+    return {g["grid"]: g["epoch_seconds"] for g in json.loads(done.stdout)["grids"]}
+
+
+def grid_report(saved: Path, profiles: dict[str, str | None]) -> None:
+    """Measured against predicted epoch time of every grid of one saved --grids-of run, per profile, and
+    how much slower than the fastest measured grid each profile's pick (what --grid auto takes) runs."""
+    rows = json.loads(saved.read_text())["rows"]
+    store, hidden = rows[0]["store"], rows[0]["hidden"]
+    measured = {r["grid"]: steady_seconds(r) for r in rows}
+    predicted = {name: plan_epochs(store, ranks(rows[0]["grid"]), hidden, p) for name, p in profiles.items()}
+    print(f"{Path(store).name}: {len(rows)} grids of {ranks(rows[0]['grid'])} ranks, hidden {hidden}")
+    print(f"{'grid':>6s} {'measured s':>10s}" + "".join(f" {name + ' s':>14s}" for name in predicted))
+    for grid in sorted(measured, key=measured.__getitem__):
+        print(f"{grid:>6s} {measured[grid]:10.3f}" + "".join(f" {p[grid]:14.3f}" for p in predicted.values()))
+    fastest = min(measured.values())
+    for name, p in predicted.items():
+        pick = min(p, key=p.__getitem__)
+        over = 100 * (measured[pick] / fastest - 1)
+        print(f"{name}: picks {pick}, {over:.1f}% slower than the fastest measured")
+
+
 def main() -> None:
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
@@ -218,8 +260,18 @@ def main() -> None:
     )
     parser.add_argument("--append", action="store_true", help="add the rounds to a case's saved ones")
     parser.add_argument("--report", action="store_true", help="print the table and fit of every saved case")
+    parser.add_argument("--grids-of", type=int, help="measure every grid of P ranks on --store instead")
+    parser.add_argument("--store", help="with --grids-of: the store")
+    parser.add_argument("--hidden", type=int, default=128, help="with --grids-of: the hidden width")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.grids_of:
+        saved = RESULTS / f"grids-{Path(args.store).stem}-{args.grids_of}.json"
+        if not args.report:
+            rows = grid_runs(args.store, args.grids_of, args.hidden, args.epochs or 8, args.rounds)
+            saved.write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+        grid_report(saved, {"shipped": "shipped", "this machine": None})
+        return
     if args.report:
         report(sorted(RESULTS.glob("bench_plan-rmat*-h*.json")), args.profile)
         return

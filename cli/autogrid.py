@@ -13,13 +13,24 @@ from gtool.store.reader import Store
 from .common import console
 
 if TYPE_CHECKING:
-    from gtool.plan import PlanRequest
+    from gtool.plan import DeviceProfile, PlanRequest
 
+GRID = typer.Option(
+    "1x1x1",
+    metavar="GXxGYxGZ",
+    help="Process grid (train: times --data-parallel, the ranks), or auto: the grid gtool plan finds "
+    "fastest for training the model on --ranks ranks (train with --batch-size: the replicas too, unless "
+    "--data-parallel is given).",
+)
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
 )
-PLAN_PROFILE = typer.Option(None, help="With --grid auto: device profile (gtool plan --calibrate).")
-"""The options that go with --grid auto."""
+PLAN_PROFILE = typer.Option(
+    None,
+    metavar="FILE",
+    help="With --grid auto: device profile (gtool plan --calibrate), or shipped; default: this machine's.",
+)
+"""--grid of `gtool train` and `gtool predict`, and the options that go with --grid auto."""
 
 
 def auto_grid(
@@ -40,10 +51,29 @@ def auto_grid(
         raise GtoolError("--grid auto needs --ranks P when not started by torchrun or srun")
     if env is None or env.world_size == 1:
         refuse_beyond_memory(ranks)  # local ranks: before planning for them (minutes for 10^5)
-    replicas, grid, why = choose_layout(store, request(ranks), profile)
+    planned = request(ranks)
+    alone = env is None or env.world_size == 1  # ranks of torchrun/srun must all plan with one profile
+    cost_profile, note = machine_profile(profile, False, may_calibrate=alone)
+    replicas, grid, why = choose_layout(store, planned, cost_profile, note)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
     return replicas, "x".join(map(str, grid.dims)), grid.placement
+
+
+def machine_profile(
+    profile: str | None, recalibrate: bool, may_calibrate: bool = True
+) -> tuple[DeviceProfile, str]:
+    """gtool.plan.plan_profile, its calibration (when it runs) shown on stderr: a line, then its steps."""
+    from gtool.plan import plan_profile
+
+    with console.status("") as status:
+
+        def report(what: str) -> None:
+            if what.startswith("calibrating"):
+                console.print(what, highlight=False, soft_wrap=True)
+            status.update(what)
+
+        return plan_profile(profile, recalibrate, report, may_calibrate)
 
 
 def refuse_ranks(ranks: int | None) -> None:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.preprocess import cache_folder, list_entries, other_files, remove_entries, remove_orphan_notes
+from gtool.preprocess import (
+    CacheFolder,
+    cache_folder,
+    list_entries,
+    other_files,
+    remove_entries,
+    remove_orphan_notes,
+)
 from gtool.units import human_bytes
 
-from .common import console, reports_errors
+from .common import console, out, reports_errors
+from .help import App
 
-app = typer.Typer(
+app = App(
     help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "
     "input member (a deflated .npz member, a .gz text file, an OGB CSV file), named by a fingerprint of "
     "the input (a hash of its size, modification time and first and last MiB), in --cache-dir (default: "
@@ -23,23 +30,31 @@ app = typer.Typer(
 )
 
 CACHE_DIR = typer.Option(
-    None, "--cache-dir", help="The cache folder (default: $GTOOL_CACHE, else ROOT/gtool-cache)."
+    None,
+    "--cache-dir",
+    metavar="DIR",
+    help="The cache folder.",
+    show_default="$GTOOL_CACHE, else ROOT/gtool-cache",
 )
-ROOT = typer.Option(None, "--root", help="ROOT of named datasets (default: $GTOOL_DATA, else ./data).")
+ROOT = typer.Option(
+    None, "--root", metavar="DIR", help="ROOT of named datasets.", show_default="$GTOOL_DATA, else ./data"
+)
 
 
-def folder_of(cache_dir: str | None, root: str | None) -> Path:
-    """The cache folder (--cache-dir, else the default); one that is not a folder is an error, one that is
-    not there is said to be empty (both naming where the folder came from)."""
-    where = cache_folder(cache_dir, root or os.environ.get("GTOOL_DATA"))
-    folder = where.path
-    if folder.exists() and not folder.is_dir():
+def folder_of(cache_dir: str | None, root: str | None) -> CacheFolder:
+    """The cache folder (--cache-dir, else the default); one that is not a folder is an error."""
+    where = cache_folder(cache_dir, root)
+    if where.path.exists() and not where.path.is_dir():
         raise GtoolError(
-            f"{folder} ({where.origin}): not a folder (expected the cache of copies of compressed inputs)"
+            f"{where.path} ({where.origin}): not a folder (expected the cache of copies of compressed inputs)"
         )
-    if not folder.exists():
-        console.print(f"{folder} ({where.origin}): no such folder: nothing is cached there")
-    return folder
+    return where
+
+
+def nothing_cached(where: CacheFolder) -> str:
+    """The one line of an empty cache, saying where it is looked for (a mistyped --cache-dir shows)."""
+    missing = "" if where.path.is_dir() else ", which does not exist"
+    return f"nothing cached in {where.path} ({where.origin}{missing})"
 
 
 @app.command("list")
@@ -47,16 +62,21 @@ def folder_of(cache_dir: str | None, root: str | None) -> Path:
 def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
     """List the cached copies: size, state (current; stale: its input changed or is gone; damaged: the copy
     changed since it was written) and input."""
-    folder = folder_of(cache_dir, root)
-    entries = list_entries(folder)
-    table = Table(title=f"gtool cache: {folder}", title_justify="left")
-    for column in ("copy", "size", "state", "made from"):
-        table.add_column(column, justify="right" if column == "size" else "left", overflow="fold")
-    for entry in entries:
-        table.add_row(entry.path.name, human_bytes(entry.size), entry.state, entry.source or "")
-    console.print(table)
-    console.print(f"{len(entries)} copies, {human_bytes(sum(e.size for e in entries))} in all")
-    note_other_files(folder)
+    where = folder_of(cache_dir, root)
+    folder = where.path
+    entries = list_entries(folder) if folder.is_dir() else []
+    if not entries:
+        out.print(nothing_cached(where), soft_wrap=True)
+    else:
+        table = Table(title=f"gtool cache: {folder}", title_justify="left")
+        for column in ("copy", "size", "state", "made from"):
+            table.add_column(column, justify="right" if column == "size" else "left", overflow="fold")
+        for entry in entries:
+            table.add_row(entry.path.name, human_bytes(entry.size), entry.state, entry.source or "")
+        out.print(table)
+        out.print(f"{len(entries)} copies, {human_bytes(sum(e.size for e in entries))} in all")
+    if folder.is_dir():
+        note_other_files(folder)
 
 
 def note_other_files(folder: Path) -> None:
@@ -78,12 +98,16 @@ def clear_cache(
     ),
 ) -> None:
     """Remove cached copies (all of them, or with --stale the outdated ones); a later shard extracts again."""
-    folder = folder_of(cache_dir, root)
+    where = folder_of(cache_dir, root)
+    folder = where.path
+    if not folder.is_dir():
+        out.print(nothing_cached(where), soft_wrap=True)
+        return
     keep = ("current", "writing") if stale else ("writing",)
     doomed = [e for e in list_entries(folder) if e.state not in keep]
     freed, in_use = remove_entries(doomed)
     remove_orphan_notes(folder)
-    console.print(f"removed {len(doomed) - len(in_use)} copies ({human_bytes(freed)}) from {folder}")
+    out.print(f"removed {len(doomed) - len(in_use)} copies ({human_bytes(freed)}) from {folder}")
     if in_use:
         console.print(f"{len(in_use)} copies in use by a running gtool shard: left")
     note_other_files(folder)

@@ -8,15 +8,21 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
+from gtool.terminal import labelled, plain_console
 from gtool.trainer import end_now
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
+"""Diagnostics: progress, notices, errors (stderr)."""
+out = plain_console()
+"""Results: what the command was asked for (stdout, so that `gtool info STORE > f` writes it to f)."""
+
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress: only the result and any error.")
+"""-q of every command that shows progress."""
 
 
 def reports_errors(command: F) -> F:
@@ -29,24 +35,27 @@ def reports_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except GtoolError as exc:
-            console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            print_error(str(exc))
             raise typer.Exit(2) from None
         except InterruptedWhenDone as exc:
-            console.print(
-                f"[bold]notice:[/] {escape(str(exc))}; exit status 0", highlight=False, soft_wrap=True
-            )
+            console.print(labelled("notice:", "bold", f"{exc}; exit status 0"), soft_wrap=True)
             ignore_signals_at_exit()  # a second Ctrl-C while the interpreter exits cannot undo the 0
             raise typer.Exit(0) from None
         except Terminated:
-            console.print(f"[bold red]{ENDED_BY[signal.SIGTERM]}[/]")
+            console.print(Text(ENDED_BY[signal.SIGTERM], style="bold red"))
             raise typer.Exit(128 + signal.SIGTERM) from None
         except KeyboardInterrupt:
-            console.print(f"[bold red]{ENDED_BY[signal.SIGINT]}[/]")
+            console.print(Text(ENDED_BY[signal.SIGINT], style="bold red"))
             raise typer.Exit(128 + signal.SIGINT) from None
         except EOFError as exc:  # typer would print only "Aborted." (it takes it for a prompt's end of input)
             raise RuntimeError(f"unexpected end of data: {exc}") from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def print_error(message: str) -> None:
+    """The one `error:` line of a refusal, its message printed as given."""
+    console.print(labelled("error:", "bold red", message), soft_wrap=True)
 
 
 _final = False

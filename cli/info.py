@@ -9,7 +9,7 @@ from rich.table import Table
 
 from gtool.store.reader import open_store
 
-from .common import console, reports_errors
+from .common import out, reports_errors
 
 
 @reports_errors
@@ -35,4 +35,4 @@ def info(
                 )
         else:
             table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
-    console.print(table)
+    out.print(table)

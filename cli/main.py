@@ -6,6 +6,7 @@ import typer
 
 from gtool.cli.cache import app as cache_app
 from gtool.cli.common import run
+from gtool.cli.help import App
 from gtool.cli.info import info
 from gtool.cli.plan import plan
 from gtool.cli.predict import predict
@@ -16,12 +17,10 @@ from gtool.cli.verify import verify
 from gtool.trainer import enable_huge_pages
 from gtool.version import __version__
 
-app = typer.Typer(
+app = App(
     name="gtool",
     help="Turn large graphs into 2D-tiled Zarr stores and train 3D-parallel GCNs on them.",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
 )
 
 

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
+from rich.status import Status
 
-from gtool.architecture import ModelConfig
+from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
 from gtool.store.reader import open_store
+from gtool.terminal import plain_console
 from gtool.topology import Topology
 
-from .common import console, reports_errors
+from .autogrid import machine_profile
+from .common import QUIET, console, reports_errors
 from .options import with_options
 from .plan_tables import plan_tables
 
@@ -27,7 +30,7 @@ WIDTH = 150
 """Columns of the tables when the output is not a terminal (a file or a pipe)."""
 
 
-def _calibrate(output: str | None, device: str, threads: int, max_group: int) -> None:
+def _calibrate(output: str | None, device: str, threads: int, max_group: int, quiet: bool) -> None:
     from gtool.plan import calibrate, save_profile
     from gtool.trainer import cuda_notice
 
@@ -38,7 +41,8 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int) ->
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)
     started = time.perf_counter()
-    with console.status("calibrating") as status:
+    status = Status("calibrating", console=console)
+    with contextlib.nullcontext() if quiet else status:
         try:
             profile, measurements = calibrate(device, threads, max_group, lambda what: status.update(what))
         except ValueError as exc:
@@ -67,6 +71,7 @@ PLANNED = (
     "learnable_features",
     "agg_blocks",
     "layer_order",
+    *COMPONENT_OPTIONS,
 )
 """The model options a plan depends on (gtool train's flags of the same names)."""
 
@@ -77,10 +82,16 @@ def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
     profile: str = typer.Option(
-        None, help="Device profile JSON (gtool plan --calibrate); default: gtool's own."
+        None,
+        metavar="FILE",
+        help="Device profile JSON (gtool plan --calibrate), or shipped for gtool's own; default: this "
+        "machine's, calibrated on first use.",
+    ),
+    recalibrate: bool = typer.Option(
+        False, "--recalibrate", help="Calibrate this machine again (a few seconds) before planning."
     ),
     memory_per_rank: str = typer.Option(
-        None, help="Memory one rank may use, e.g. 80GB: marks grids over it."
+        None, metavar="SIZE", help="Memory one rank may use, e.g. 80GB: marks grids over it."
     ),
     exact_nnz: bool = typer.Option(
         False, "--exact-nnz", help="Count shard nonzeros in tiles that band edges cross (reads those tiles)."
@@ -91,27 +102,35 @@ def plan(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
     calibrate: bool = typer.Option(False, "--calibrate", help="Measure this machine and write a profile."),
-    device: str = typer.Option("cpu", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."),
+    quiet: bool = QUIET,
+    device: str = typer.Option(
+        "cpu", metavar="[cpu|cuda]", help="With --calibrate: cpu (gloo) or cuda (NCCL over the GPUs seen)."
+    ),
     threads: int = typer.Option(1, help="With --calibrate: torch threads per rank."),
     max_group: int = typer.Option(8, help="With --calibrate: largest all-reduce group (local processes)."),
-    output: str = typer.Option(None, "--output", "-o", help="With --calibrate: the profile file to write."),
+    output: str = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="With --calibrate: the profile file to write."
+    ),
     **model: Any,
 ) -> None:
     """Predict epoch time, communication and peak memory of every GXxGYxGZ grid of P ranks; pick one.
 
-    Costs come from a device profile measured by `gtool plan --calibrate` (formulas: docs/plan.md). Each
-    grid's axes are placed over nodes of --gpus-per-node ranks the way that communicates fastest.
+    Costs come from this machine's profile, measured in a few seconds on first use (or one made by
+    `gtool plan --calibrate`; formulas: docs/plan.md). Each grid's axes are placed over nodes of
+    --gpus-per-node ranks the way that communicates fastest.
     """
     if calibrate:
-        _calibrate(output, device, threads, max_group)
+        _calibrate(output, device, threads, max_group, quiet)
         return
-    from gtool.plan import load_profile, make_plan
+    from gtool.plan import make_plan
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
     gpus_per_node = model.pop("gpus_per_node")
     request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
-    cost_profile, note = load_profile(profile)
+    if recalibrate and profile:
+        raise GtoolError("--recalibrate measures this machine: it does not go with --profile")
+    cost_profile, note = machine_profile(profile, recalibrate)
     opened = open_store(store)
     if batch_size is not None and (problem := batch_problem(batch_size, opened.num_nodes)):
         raise GtoolError(f"{problem} of {store}")
@@ -120,8 +139,8 @@ def plan(
         typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))
         return
     console.print(note, highlight=False)
-    out = Console() if sys.stdout.isatty() else Console(width=WIDTH)
-    for table in plan_tables(store, opened.num_nodes, result, top):
+    out = plain_console() if sys.stdout.isatty() else plain_console(width=WIDTH)
+    for table in plan_tables(store, opened.num_nodes, result, top, out.width):
         out.print(table)
 
 

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from gtool.units import human_bytes
 
+from .tables import unbroken_figures
+
 if TYPE_CHECKING:
     from gtool.plan import GridEstimate, Plan
 
@@ -16,8 +18,8 @@ if TYPE_CHECKING:
 def grid_table(title: str, plan: Plan, top: int) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("#", justify="right")
-    table.add_column("grid", style="bold", no_wrap=True)
-    table.add_column("placed (in node)", no_wrap=True)
+    table.add_column("grid", style="bold", overflow="fold")
+    table.add_column("placed (in node)", overflow="fold")
     for name in (
         "epoch s",
         "SpMM s",
@@ -27,7 +29,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         "peak/rank",
         "nnz max/mean",
     ):
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(name, justify="right", overflow="fold")
     table.add_column("fits")
     shown = plan.grids[:top] if top > 0 else plan.grids
     for place, g in enumerate(shown, start=1):
@@ -67,7 +69,8 @@ def memory_table(best: GridEstimate) -> Table:
     return table
 
 
-def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]:
+def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) -> list[Table]:
+    """The ranked grids, the pick and its memory, for a terminal `width` columns wide."""
     r = plan.request
     widths = " -> ".join(map(str, plan.widths))
     title = (
@@ -82,7 +85,7 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int) -> list[Table]
         "best", f"{plan.best.layout}, placed {plan.best.grid.placement}" if plan.best else "none fits"
     )
     summary.add_row("why", plan.reason)
-    tables = [grid_table(title, plan, top), summary]
+    tables = [unbroken_figures(grid_table(title, plan, top), width), summary]
     if plan.best is not None:
         tables.append(memory_table(plan.best))
     return tables

@@ -11,11 +11,11 @@ from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
 from gtool.trainer import RuntimeConfig
 
-from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
-RUNTIME = ("backend", "device", "threads", "timeout")
+RUNTIME = ("backend", "device", "threads", "timeout", "quiet")
 """The options of `gtool train` that say where and how the ranks run (the model comes from the checkpoint)."""
 
 
@@ -25,13 +25,13 @@ def predict(
     store: str = typer.Argument(
         ..., help="The store to predict on (the one trained on, or one of its shape)."
     ),
-    checkpoint: str = typer.Option(..., help="The --checkpoint DIR of a `gtool train` run (see --use)."),
-    output: str = typer.Option(..., "--output", "-o", help="The Zarr group to write (logits, embeddings)."),
-    grid: str = typer.Option(
-        "1x1x1",
-        help="Process grid GXxGYxGZ of the forward pass (any, whatever trained), or auto: the grid gtool "
-        "plan finds fastest for training the model on the ranks (whose forward this is).",
+    checkpoint: str = typer.Option(
+        ..., metavar="DIR", help="The --checkpoint DIR of a `gtool train` run (see --use)."
     ),
+    output: str = typer.Option(
+        ..., "--output", "-o", metavar="OUT", help="The Zarr group to write (logits, embeddings)."
+    ),
+    grid: str = GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
     embeddings: bool = typer.Option(
@@ -43,6 +43,7 @@ def predict(
     use: str = typer.Option(
         "best",
         "--use",
+        metavar="[best|latest]",
         help="best: the model of the best validation accuracy that the checkpoint folder keeps (its latest "
         "checkpoint when it has none); latest: the latest checkpoint's.",
     ),

@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-from gtool.architecture import ModelConfig
+from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
 from gtool.stats import GridPlan, StartScan, collect_stats
 from gtool.store.reader import Store, open_store
+from gtool.terminal import description_column
 from gtool.topology import Topology
 
-from .common import console, reports_errors
+from .common import QUIET, console, out, reports_errors
 from .options import with_options
 from .stats_tables import report_tables
 
@@ -42,10 +42,10 @@ def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) ->
 
 
 @contextmanager
-def scan_progress() -> Iterator[StartScan]:
+def scan_progress(quiet: bool) -> Iterator[StartScan]:
     """A transient progress bar (on stderr) for each tile scan long enough to need one."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
 
         def start(what: str, total: int) -> Callable[[int], None] | None:
             if total < PROGRESS_MIN_NNZ:
@@ -68,17 +68,26 @@ def write_plot(store: Store, location: str, scheme: str, path: str) -> None:
 
 
 @reports_errors
-@with_options((ModelConfig, ("layers", "hidden", "layer_order")), (Topology, ("placement",)))
+@with_options(
+    (ModelConfig, ("layers", "hidden", "layer_order", *COMPONENT_OPTIONS)), (Topology, ("placement",))
+)
 def stats(
     store: str = typer.Argument(..., help="Store path or fsspec URL."),
     grid: str = typer.Option(
-        None, "--grid", "-g", help="Process grid GXxGYxGZ: per-rank shard balance, reads and all-reduces."
+        None,
+        "--grid",
+        "-g",
+        metavar="GXxGYxGZ",
+        help="Process grid: per-rank shard balance, reads and all-reduces.",
     ),
     compare: bool = typer.Option(
         False, "--compare", help="Tile figures under every permutation scheme, side by side."
     ),
-    plot: str = typer.Option(None, "--plot", help="Write a heatmap of tile nonzeros to this PNG."),
+    plot: str = typer.Option(
+        None, "--plot", metavar="FILE.png", help="Write a heatmap of tile nonzeros to this PNG."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print everything as JSON."),
+    quiet: bool = QUIET,
     **model: Any,
 ) -> None:
     """How evenly a store spreads its nonzeros over tiles and over the ranks of a grid.
@@ -86,15 +95,17 @@ def stats(
     --layers and --hidden (as gtool train's) size the model for --grid; --placement numbers its ranks as
     gtool train's does."""
     plan = grid_plan(grid, model.pop("placement"), model)
+    if plot is not None and Path(plot).suffix.lower() != ".png":
+        raise GtoolError(f"--plot {plot}: expected a .png file name (the heatmap is written as a PNG)")
     opened = open_store(store)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
-    with scan_progress() as start_scan:
+    with scan_progress(quiet) as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)
     if plot:
         write_plot(opened, store, report["permutation"]["scheme"], plot)
+        console.print(f"wrote the heatmap of tile nonzeros to {plot}", soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(report, indent=1))
         return
-    out = Console()
-    for table in report_tables(report):
+    for table in report_tables(report, out.width):
         out.print(table)

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from gtool.units import human_bytes
 
+from .tables import unbroken_figures
+
 
 def ratio(x: float) -> str:
     return f"{x:.3f}"
@@ -19,11 +21,12 @@ def count(x: float) -> str:
 
 
 def new_table(title: str, *columns: str) -> Table:
-    """A compact left-titled table: first column text, the others right-aligned figures, no wrapping."""
+    """A compact left-titled table: first column text, the others right-aligned figures. On a narrow
+    terminal headers and cells wrap between words (and fold within one too long), never cut to '…'."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(columns[0], style="bold", no_wrap=True)
+    table.add_column(columns[0], style="bold", overflow="fold")
     for name in columns[1:]:
-        table.add_column(name, justify="right", no_wrap=True)
+        table.add_column(name, justify="right", overflow="fold")
     return table
 
 
@@ -134,7 +137,8 @@ def collectives_table(grid: dict[str, Any]) -> Table:
     totals = grid["collectives"]["wire_bytes_by_group"]
     table.add_section()
     for axis, sent in totals.items():
-        table.add_row("epoch", "", "", "", f"{axis}-groups", "", human_bytes(sent))
+        groups = "whole-grid groups" if axis == "all" else f"{axis}-groups"
+        table.add_row("epoch", "", "", "", groups, "", human_bytes(sent))
     table.add_row("epoch", "", "", "", "all", "", human_bytes(sum(totals.values())))
     return table
 
@@ -161,12 +165,14 @@ def compare_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def report_tables(report: dict[str, Any]) -> list[Table]:
-    """Every table of a report, in reading order."""
-    tables = [store_table(report), tile_table(report), band_table(report)]
+def report_tables(report: dict[str, Any], width: int) -> list[Table]:
+    """Every table of a report, in reading order, for a terminal `width` columns wide."""
+    tables = [tile_table(report), band_table(report)]
     if "grid" in report:
         grid = report["grid"]
         tables += [layer_table(grid), rank_table(grid), collectives_table(grid)]
     if "compare" in report:
         tables.append(compare_table(report))
-    return tables
+    store = store_table(report)
+    store.min_width = min(len(str(store.title)), width)  # the title (the store's path) on one line
+    return [store, *(unbroken_figures(table, width) for table in tables)]

@@ -6,18 +6,18 @@ import signal
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from gtool.architecture import ModelConfig
 from gtool.errors import ENDED_BY, GtoolError, Terminated
 from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
 from gtool.store.reader import open_store
+from gtool.terminal import labelled
 from gtool.topology import Topology
 from gtool.trainer import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
-from .autogrid import PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
-from .common import console, reports_errors
+from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .common import console, print_error, reports_errors
 from .options import given_on_command_line, with_options
 
 
@@ -26,11 +26,7 @@ from .options import given_on_command_line, with_options
 def train(
     context: typer.Context,
     store: str = typer.Argument(..., help="The store to train on (made by `gtool shard`)."),
-    grid: str = typer.Option(
-        "1x1x1",
-        help="Process grid GXxGYxGZ (times --data-parallel: the ranks), or auto: gtool plan's best "
-        "(with --batch-size, the replicas too, unless --data-parallel is given).",
-    ),
+    grid: str = GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
     **options: Any,
@@ -84,11 +80,12 @@ def train(
     except RankFailed as error:
         if error.details:
             console.print(error.details, highlight=False, markup=False)
-        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        print_error(str(error))
         raise typer.Exit(2) from None
     except KeyboardInterrupt as interrupt:
         signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-        console.print(
-            f"[bold red]{ENDED_BY[signum]}[/]: the latest complete checkpoint (if any) can be resumed"
+        ended = labelled(
+            f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
         )
+        console.print(ended)
         raise typer.Exit(128 + signum) from None

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
 from gtool.store.reader import open_store
 from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
+from gtool.terminal import description_column, labelled
 
-from .common import console, reports_errors
+from .common import QUIET, console, out, reports_errors
 
 
 def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
@@ -69,26 +69,26 @@ def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
 
 def checked(clean: bool) -> str:
     """What a summary row adds when a problem was found in what it describes."""
-    return "" if clean else " [bold red](not so: see the problems below)[/]"
+    return "" if clean else " (not so: see the problems below)"
 
 
 @reports_errors
-def verify(store: str = typer.Argument(..., help="Store path or fsspec URL.")) -> None:
+def verify(store: str = typer.Argument(..., help="Store path or fsspec URL."), quiet: bool = QUIET) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
     from gtool.interrupts import Interrupts
 
     opened = open_store(store)
     arrays = store_arrays(opened)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
         with Interrupts():  # SIGTERM says 'terminated' as Ctrl-C says 'interrupted'
             report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))
-    console.print(summary_table(report, opened.meta.every_chunk))
+    out.print(summary_table(report, opened.meta.every_chunk))
     if report.ok:
-        console.print("[bold green]ok[/]: no problems found")
+        out.print(labelled("ok:", "bold green", "no problems found"))
         return
     for problem in report.problems:
-        console.print(f"[bold red]problem:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    console.print(f"[bold red]{len(report.problems)} problem(s)[/] in {escape(store)}")
+        out.print(labelled("problem:", "bold red", problem), soft_wrap=True)
+    out.print(labelled(f"{len(report.problems)} problem(s)", "bold red", f"in {store}"))
     raise typer.Exit(1)

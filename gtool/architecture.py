@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import (
     AGGREGATE_FIRST,
     TRANSFORM_FIRST,
     XYZ,
     LayerOrders,
     Roles,
+    linear_geometry,
     narrowing_layers,
+    roles_after,
     roles_after_linear,
 )
+from gtool.geometry.shapes import LayerShape, StackParts, layer_shapes
 from gtool.options import Options, option
 
 DTYPE_BYTES = {"float32": 4, "float64": 8}
@@ -45,6 +49,8 @@ MODEL_COMPONENTS = {
     "scalegnn": Components(input_projection=True, norm=True, residual=True, bias=True, output_head=True),
 }
 """What each model has unless a switch says otherwise."""
+COMPONENT_OPTIONS = ("model", "input_projection", "norm", "residual", "bias", "output_head")
+"""ModelConfig's options that choose the model and its components (what gtool plan and stats take)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,11 @@ class ModelConfig(Options):
         return replace(self, dropout=DEFAULT_DROPOUT["mini-batch" if minibatch else "full-graph"])
 
     @property
+    def dropout_rate(self) -> float:
+        """The dropout rate (before `for_mode` decides a default one: full-graph's)."""
+        return DEFAULT_DROPOUT["full-graph"] if self.dropout is None else self.dropout
+
+    @property
     def components(self) -> Components:
         """The model's components, as its switches leave them."""
         defaults = MODEL_COMPONENTS[self.model]
@@ -148,3 +159,21 @@ class ModelConfig(Options):
         if self.layer_order == "auto":
             return narrowing_layers(self.widths(num_features, num_classes))
         return (self.layer_order == TRANSFORM_FIRST,) * self.layers
+
+    def shapes(
+        self, grid: ProcessGrid, num_nodes: int, num_features: int, num_classes: int, rank: int = 0
+    ) -> tuple[list[LayerShape], StackParts]:
+        """The GCN layers' shapes on `grid` and the parts around them, as rank `rank` holds them (what the
+        plan, stats and the tests price; the trainer's trainer.models.places holds the same geometry)."""
+        orders = self.orders(num_features, num_classes)
+        widths = self.widths(num_features, num_classes)
+        shapes = layer_shapes(grid, num_nodes, widths, orders, self.start, rank)
+        parts = self.components
+        projection = linear_geometry(grid, rank, XYZ, num_nodes) if parts.input_projection else None
+        last = shapes[-1]
+        after = roles_after(last.roles, last.transform_first)
+        head = linear_geometry(grid, rank, after, num_nodes) if parts.output_head else None
+        stack = StackParts(
+            projection, head, num_features, self.hidden, num_classes, parts.bias, parts.norm, parts.residual
+        )
+        return shapes, stack

@@ -1,22 +1,10 @@
 """SIGTERM (timeout, SLURM, docker stop) and SIGINT (Ctrl-C) end a run the way an error does: cleaned up.
 
-The first signal raises Terminated (SIGTERM) or KeyboardInterrupt (SIGINT) in the main thread, so the run
-unwinds through its own cleanup. Python drops an exception raised where it ignores errors (a callback
-during an import, a finalizer), and a run can then go on or hang; so the first signal also starts a
-watchdog that, if the process still runs GRACE_SECONDS later, runs the registered cleanups itself and
-exits (a second signal does that at once); and before it publishes, the run checks that no signal came
-(`check`), so that a dropped exception cannot let a signalled run end as a success. Python's report of
-such a dropped exception (a traceback on stderr) is left out.
-
-Once the work is complete (`completing`: the store is published), what remains (stopping the cluster,
-removing the scratch, the summary) is short and must not be cut in the middle: a signal that comes then
-is held, and raised as InterruptedWhenDone, whose message says that the work is done and what it made,
-when the outermost block ends; the watchdog and a second signal still end the run, with status 0. (An
-exception raised inside Dask's cluster shutdown left the cluster half closed, and Dask's own exit hook
-then waited on it.) A signal that comes during the completing step itself waits for its end, so the run
-always knows which side of it the signal fell on. Blocks nest: the completed work of an inner block (the
-pipeline's), and a signal held there, are the enclosing block's (the command line's, which then prints
-the summary) from the moment the inner block hands the handlers back.
+The first signal raises Terminated or KeyboardInterrupt in the main thread so the run unwinds through its
+own cleanup, and starts a watchdog that runs the registered cleanups and exits if the process still runs
+GRACE_SECONDS later (Python drops exceptions raised in some places; a second signal exits at once); a run
+`check`s for a signal before it publishes. Once the work is complete (`completing`), a signal is held and
+raised as InterruptedWhenDone when the outermost block ends, so that shutting down is never cut short.
 """
 
 from __future__ import annotations
@@ -44,8 +32,9 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 class Interrupts:
     """Inside the block, SIGTERM and SIGINT end the run as described above; cleanups given to
-    `on_abandon` are what the watchdog (or a second signal) runs before exiting. Outside the main thread,
-    where Python cannot set handlers, nothing changes."""
+    `on_abandon` are what the watchdog (or a second signal) runs before exiting. Blocks nest: an inner
+    block's completed work, and a signal held there, become the enclosing block's when the inner one ends.
+    Outside the main thread, where Python cannot set handlers, nothing changes."""
 
     def __init__(self) -> None:
         self.cleanups: list[Callable[[], None]] = []

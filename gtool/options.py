@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,15 @@ class Option:
     choices: tuple[str, ...] | None = None
     positive: bool = False
     """The value must be greater than 0."""
+    nonblank: bool = False
+    """A text value must not be empty or blank (an unset variable, most likely)."""
+    parse: Callable[[str, str], Any] | None = None
+    """How the flag's text becomes the value, given (text, flag) (e.g. '16x16' -> 16); ValueError if it
+    cannot. Without it the flag takes the field's type."""
+    metavar: str | None = None
+    """The value's name in the help (e.g. SIZE); default: from the field's type."""
+    shown_default: str | None = None
+    """The default as the help shows it, when not the field's default (e.g. 'half of this machine')."""
 
     def flag_of(self, name: str) -> str:
         return self.flag or "--" + name.replace("_", "-")
@@ -48,6 +58,8 @@ class Option:
         if value is None or isinstance(value, bool):
             return None
         flag = self.flag_of(name)
+        if self.nonblank and isinstance(value, str) and not value.strip():
+            return f"{flag} is empty: give a value, or leave the option out for the default"
         if self.choices is not None and value not in self.choices:
             return f"{flag} must be one of {', '.join(self.choices)}, got {value!r}"
         if isinstance(value, float) and not math.isfinite(value):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNITS = {
@@ -30,10 +31,13 @@ def parse_bytes(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
-def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'."""
+def human_bytes(n: float, up: bool = False) -> str:
+    """1536 -> '1.5 KiB': the unit that fits the size, so that no size reads as 0 (rounded `up` for an
+    amount to ask for, so that it is never less than what is needed)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+            if unit == "B":
+                return f"{math.ceil(n) if up else int(n)} B"
+            return f"{math.ceil(n * 10) / 10 if up else n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} TiB"
+    raise AssertionError("unreachable: TiB takes any size")

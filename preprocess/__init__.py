@@ -1,8 +1,8 @@
-"""Out-of-core preprocessing: raw graph -> 2D-tiled Zarr store.
+"""Out-of-core preprocessing: raw graph -> 2D-tiled Zarr store (`gtool shard`).
 
 pipeline drives the stages: sources/ read the input, edges/ map and reduce the edges into tiles, nodes/
-write the node arrays, all as tasks of engine/, into the store of output/; compiled/ holds the kernels of
-the hot loops, spill the intermediate files between stages."""
+write the node arrays, all as tasks of engine/, into a store staged by gtool.store.writing; compiled/
+holds the kernels of the hot loops, spill the intermediate files between stages."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, make_permutations
     from gtool.preprocess.pipeline import shard
     from gtool.preprocess.sources.cache.entries import (
+        CacheFolder,
         cache_folder,
         list_entries,
         other_files,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     )
     from gtool.preprocess.sources.cache.record import Preparation
     from gtool.preprocess.sources.generators import rmat_block
+    from gtool.preprocess.sources.kinds import SOURCE_KINDS
     from gtool.preprocess.summary import ShardSummary
 
 __getattr__, __dir__ = face(__name__)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import psutil
 
 from gtool.errors import GtoolError, InputError
+from gtool.units import human_bytes
 
 MB = 1 << 20
 BASELINE_BYTES = 256 * MB
@@ -67,14 +68,14 @@ class Budget:
             fewer = f" (the graph has only {self.num_nodes:,} nodes)" if few_nodes else ""
             raise GtoolError(
                 f"--tiles {self.tiles}x{self.tiles} makes {self.tiles**2:,} tiles whose bookkeeping alone "
-                f"takes about {tile_bytes // MB:,} MB, more than half of --memory-limit "
-                f"{self.limit // MB:,} MB: give fewer tiles{fewer}"
+                f"takes about {human_bytes(tile_bytes)}, more than half of --memory-limit "
+                f"{human_bytes(self.limit)}: give fewer tiles{fewer}"
             )
         total = psutil.virtual_memory().total
         if self.this_process > total:
             raise GtoolError(
-                f"{self.num_nodes:,} nodes need about {self.this_process // MB:,} MB in this process (its "
-                f"per-node arrays), more than this machine's {total // MB:,} MB of memory, whatever "
+                f"{self.num_nodes:,} nodes need about {human_bytes(self.this_process)} in this process (its "
+                f"per-node arrays), more than this machine's {human_bytes(total)} of memory, whatever "
                 "--memory-limit says"
             )
         self.per_task  # noqa: B018 - a limit too small for this graph fails here, before any work
@@ -91,19 +92,19 @@ class Budget:
         if row_bytes > self.per_task:
             raise InputError(
                 where,
-                f"{num_features:,} features per node: writing one row takes about {row_bytes // MB:,} MB, "
-                f"more than the {self.per_task // MB:,} MB a task may use under --memory-limit "
-                f"{self.limit // MB:,} MB",
+                f"{num_features:,} features per node: writing one row takes about {human_bytes(row_bytes)}, "
+                f"more than the {human_bytes(self.per_task)} a task may use under --memory-limit "
+                f"{human_bytes(self.limit)}",
             )
 
     @property
     def per_task(self) -> int:
         spare = self.limit - self.fixed
         if spare < 64 * MB * self.concurrency:
-            need = (self.fixed + 64 * MB * self.concurrency) // MB + 1
+            need = self.fixed + 64 * MB * self.concurrency
             raise GtoolError(
-                f"--memory-limit {self.limit // MB} MB is too small for {self.num_nodes:,} nodes with "
-                f"{self.concurrency} workers: give at least {need} MB or fewer --workers"
+                f"--memory-limit {human_bytes(self.limit)} is too small for {self.num_nodes:,} nodes with "
+                f"{self.concurrency} workers: give at least {human_bytes(need, up=True)} or fewer --workers"
             )
         return spare // self.concurrency
 

@@ -45,8 +45,6 @@ def source_path(spec: str) -> str:
 
 def resolved(source: str, output: str, options: ShardOptions) -> tuple[str, str, ShardOptions]:
     """SOURCE, the output and the options with every path resolved (see the module's docstring)."""
-    given = {"features": options.features, "labels": options.labels, "split": options.split}
-    files = {name: absolute(value) if value else value for name, value in given.items()}
     return (
         source_path(source),
         absolute(output),
@@ -55,6 +53,8 @@ def resolved(source: str, output: str, options: ShardOptions) -> tuple[str, str,
             spill_dir=folder_on_disk(FOLDERS_ON_DISK[0], options.spill_dir),
             cache_dir=folder_on_disk(FOLDERS_ON_DISK[1], options.cache_dir),
             root=absolute(options.root) if options.root else options.root,
-            **files,
+            features=absolute(options.features) if options.features else options.features,
+            labels=absolute(options.labels) if options.labels else options.labels,
+            split=absolute(options.split) if options.split else options.split,
         ),
     )

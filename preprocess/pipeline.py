@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,6 +58,7 @@ from gtool.preprocess.edges.reducer import (
 )
 from gtool.preprocess.edges.tile_arrays import create_matrix_groups
 from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
+from gtool.preprocess.engine.iostats import StageIO
 from gtool.preprocess.engine.monitor import HighWater
 from gtool.preprocess.engine.preload import preload, run_modules
 from gtool.preprocess.engine.shared import (
@@ -82,7 +83,7 @@ from gtool.preprocess.nodes.node_writer import (
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.partitions import PartitionPlan
 from gtool.preprocess.paths import resolved
-from gtool.preprocess.permutation import DEGREE_SCHEMES, SCHEMES, inverse, make_permutations
+from gtool.preprocess.permutation import DEGREE_SCHEMES, inverse, make_permutations
 from gtool.preprocess.resolve import resolve_source
 from gtool.preprocess.sources.base import EdgeChunk, FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.cache.entries import CacheFolder, cache_folder
@@ -110,39 +111,13 @@ from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error
 from gtool.version import __version__
 
-NORMALIZATIONS = ("sym", "none")
 T = TypeVar("T")
-
-
-def check_options(options: ShardOptions) -> None:
-    """Reject option values that cannot work before any reading starts."""
-    if options.tiles < 1:
-        raise GtoolError(f"--tiles must be at least 1x1, got {options.tiles}")
-    if options.norm not in NORMALIZATIONS:
-        raise GtoolError(f"--norm must be one of {', '.join(NORMALIZATIONS)}, got {options.norm!r}")
-    if options.perm not in SCHEMES:
-        raise GtoolError(f"--perm must be one of {', '.join(SCHEMES)}, got {options.perm!r}")
-    if options.num_features < 1 or (options.num_classes is not None and options.num_classes < 1):
-        raise GtoolError(
-            f"--num-features and --num-classes must be positive, got {options.num_features} and "
-            f"{options.num_classes}"
-        )
-    if not options.worker_timeout > 0:
-        raise GtoolError(
-            f"--worker-timeout must be a positive number of seconds, got {options.worker_timeout}"
-        )
-    if options.seed < 0:
-        raise GtoolError(f"--seed must be >= 0, got {options.seed}")
-    for flag, value in (("--cache-dir", options.cache_dir), ("--spill-dir", options.spill_dir)):
-        if value is not None and not value.strip():
-            raise GtoolError(f"{flag} is empty: give a folder, or leave the option out for the default")
 
 
 def shard(
     source_spec: str, output: str, options: ShardOptions, console: Console | None = None
 ) -> ShardSummary:
     """Read `source_spec`, build the normalized, permuted, tiled matrices and write the store at `output`."""
-    check_options(options)
     given = output
     source_spec, output, options = resolved(source_spec, output, options)
     check_outside_output(output, options)
@@ -151,9 +126,7 @@ def shard(
         with Interrupts() as interrupts, output_lock(output) as lock:
             if lock is not None:
                 interrupts.on_abandon(lock.release)
-            summary = shard_locked(source_spec, output, options, console, interrupts)
-            summary.store = given
-            return summary
+            return shard_locked(source_spec, output, options, console, interrupts, given)
     except OSError as exc:
         error = storage_error(exc, output, run_places(output, options)) or vanished(exc, output)
         if error is not None:
@@ -216,9 +189,15 @@ def run_places(output: str, options: ShardOptions) -> dict[str, str]:
 
 
 def shard_locked(
-    source_spec: str, output: str, options: ShardOptions, console: Console | None, interrupts: Interrupts
+    source_spec: str,
+    output: str,
+    options: ShardOptions,
+    console: Console | None,
+    interrupts: Interrupts,
+    given: str,
 ) -> ShardSummary:
-    """`shard` once the output is this run's: a failure or an interrupt removes what it wrote."""
+    """`shard` once the output is this run's: a failure or an interrupt removes what it wrote. The summary
+    names the output as `given`."""
     staged = StagedOutput(output, options.overwrite)
     interrupts.on_abandon(staged.discard)
     source = resolve_source(source_spec, options)
@@ -248,7 +227,7 @@ def shard_locked(
                     places = shared_places(output, options, scratch, source, feature_file)
                     check_shared(engine.client, places, options.worker_timeout)
                 stages.on_every_worker(compiled.warm)
-                summary = ShardRun(
+                measured = ShardRun(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
                 scratch.start_cleanup()
@@ -267,14 +246,24 @@ def shard_locked(
         scratch.cleanup()
         if prepared is not None:
             prepared.close()
-    summary.store = output
-    summary.prepared = prepared
-    summary.stage_seconds = {"prepare": prepared.seconds, "cluster": cluster_seconds, **summary.stage_seconds}
-    summary.seconds += prepared.seconds + cluster_seconds
-    summary.bytes_written = sizing.result()
-    summary.peak_rss_mb = high_water.peak_rss_mb
-    summary.spill_peak_bytes = high_water.peak_spill
-    return summary
+    assert prepared is not None  # made before any stage could succeed
+    return ShardSummary(
+        store=given,
+        source=measured.source,
+        num_nodes=measured.num_nodes,
+        input_edges=measured.input_edges,
+        nnz=measured.nnz,
+        tiles=options.tiles,
+        stats=measured.stats,
+        seconds=measured.seconds + (prepared.seconds + cluster_seconds),
+        bytes_written=sizing.result(),
+        peak_rss_mb=high_water.peak_rss_mb,
+        spill_peak_bytes=high_water.peak_spill,
+        stage_seconds={"prepare": prepared.seconds, "cluster": cluster_seconds, **measured.stage_seconds},
+        prepared=prepared,
+        stage_io=measured.stage_io,
+        concurrency=measured.concurrency,
+    )
 
 
 def ready_workers(
@@ -353,6 +342,21 @@ def check_features(features: FeatureSource, n: int | None) -> None:
         raise InputError(features.where, f"{features.num_rows} feature rows, expected one per node ({n})")
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the stages of a run measured (the summary adds the preparation, the cluster and the totals)."""
+
+    source: str
+    num_nodes: int
+    input_edges: int
+    nnz: dict[int, int]
+    stats: dict[int, MatrixStats]
+    seconds: float
+    stage_seconds: dict[str, float]
+    stage_io: dict[str, StageIO]
+    concurrency: int
+
+
 class ShardRun:
     """One run of the pipeline: holds the O(N) arrays and drives the stages."""
 
@@ -388,7 +392,7 @@ class ShardRun:
         yield
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
 
-    def execute(self) -> ShardSummary:
+    def execute(self) -> Measured:
         opts = self.options
         zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = incomplete_marker()
         n = opts.num_nodes or self.source.num_nodes()
@@ -431,17 +435,13 @@ class ShardRun:
             self.scratch.release_later(self.feature_spills)
         stats = {m: MatrixStats.of(counts) for m, counts in tile_nnz.items()}
         self.write_metadata(n, plan, features, num_classes, stats, input_edges, node_meta)
-        return ShardSummary(
-            store=self.store,
+        return Measured(
             source=self.source.name,
             num_nodes=n,
             input_edges=input_edges,
             nnz={m: int(c.sum()) for m, c in tile_nnz.items()},
-            tiles=opts.tiles,
             stats=stats,
             seconds=time.perf_counter() - self.started,
-            bytes_written=0,
-            peak_rss_mb=0.0,
             stage_seconds=self.timings,
             stage_io=self.stages.stage_io(),
             concurrency=self.concurrency,

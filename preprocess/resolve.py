@@ -15,12 +15,9 @@ from gtool.errors import GtoolError, InputError
 from gtool.preprocess.options import ShardOptions
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.generators import parse_generator
+from gtool.preprocess.sources.kinds import SOURCE_KINDS
 
-WHAT_SOURCE_IS = (
-    "SOURCE is an edge file (.txt/.csv/.mtx/.npy/.npz/.parquet, optionally .gz), an OGB or Planetoid "
-    "directory, a dataset name (cora, citeseer, pubmed, arxiv, products, proteins, papers100m) or a "
-    "generator (rmat:SCALE[:EDGEFACTOR], grid:RxC, sbm:NODES:CLASSES, sbm-multi:NODES:COMMUNITIES:TASKS)"
-)
+WHAT_SOURCE_IS = f"SOURCE is {SOURCE_KINDS}"
 
 
 def is_planetoid_dir(path: Path) -> bool:

@@ -9,9 +9,9 @@ from gtool.preprocess.sources.cache.record import Preparation
 from gtool.store.metadata import MatrixStats
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShardSummary:
-    """Figures of a finished run."""
+    """Figures of a finished run, made once it is published."""
 
     store: str
     source: str

@@ -14,7 +14,7 @@ import numpy as np
 
 from gtool.geometry.bandnnz import band_edges
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerOrders, rank_geometry, rank_layers
+from gtool.geometry.layers import XYZ, LayerOrders, Roles, rank_geometry, rank_layers
 from gtool.store import layout
 from gtool.store.cells import CellCounts
 from gtool.store.metadata import spread
@@ -46,13 +46,13 @@ class LayerBalance:
 
 
 def layer_balance(
-    grid: ProcessGrid, layers: LayerOrders, store: Store, cells: CellCounts
+    grid: ProcessGrid, layers: LayerOrders, store: Store, cells: CellCounts, start: Roles = XYZ
 ) -> list[LayerBalance]:
-    """Per layer (`layers`: their orders), each rank's shard nonzeros (from the grid's cells, `grid_cells`,
-    after their scan)."""
-    shards = cells.table().rank_shards(grid, layers)
+    """Per layer (`layers`: their orders, layer 0 playing `start`), each rank's shard nonzeros (from the
+    grid's cells, `grid_cells`, after their scan)."""
+    shards = cells.table().rank_shards(grid, layers, start)
     balance = []
-    for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices)):
+    for layer, first in enumerate(rank_layers(grid, 0, layers, store.num_nodes, store.two_matrices, start)):
         bands = (grid.dims[first.row_axis], grid.dims[first.roles[1]])
         rank_nnz = shards.nnz[:, layer]
         balance.append(LayerBalance(layer, first.matrix, bands, rank_nnz))
@@ -92,15 +92,15 @@ def row_bytes(store: Store, path: str) -> int:
     return array.dtype.itemsize * int(np.prod(array.shape[1:], dtype=np.int64))
 
 
-def rank_reads(grid: ProcessGrid, layers: LayerOrders, store: Store) -> list[RankRead]:
-    """Per rank (`layers`: the layers' orders), the tiles it reads (every tile its shards overlap, whole)
-    and the bytes of its reads."""
+def rank_reads(grid: ProcessGrid, layers: LayerOrders, store: Store, start: Roles = XYZ) -> list[RankRead]:
+    """Per rank (`layers`: the layers' orders, layer 0 playing `start`), the tiles it reads (every tile
+    its shards overlap, whole) and the bytes of its reads."""
     n, t = store.num_nodes, store.tiles
     tile_nnz = {m: store.tile_nnz(m) for m in store.matrices}
     feature_value = store.array(layout.FEATURES).dtype.itemsize
     reads = []
     for rank in range(grid.size):
-        geometry = rank_geometry(grid, rank, layers, n, store.num_features, store.two_matrices)
+        geometry = rank_geometry(grid, rank, layers, n, store.num_features, store.two_matrices, start)
         tiles = geometry.tiles(n, t)
         order = geometry.label_order
         label_row = row_bytes(store, layout.LABELS[order]) + row_bytes(store, layout.SPLIT[order])

@@ -13,7 +13,6 @@ from typing import Any
 from gtool.architecture import ModelConfig
 from gtool.geometry.collectives import bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.shapes import layer_shapes
 from gtool.stats.compare import COMPARED, RowDegrees, needs_degrees, scheme_counter, stored_scheme
 from gtool.stats.grid import grid_cells, layer_balance, rank_reads
 from gtool.stats.tiles import TouchedLines, matrix_tile_stats
@@ -78,10 +77,11 @@ def run_scan(store: Store, visitors: list[TileVisitor], what: str, start_scan: S
 def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, Any]:
     """Per-layer rank balance, per-rank reads and the epoch's collectives (exactly as gtool.trainer issues
     them, gtool.geometry.collectives) for a grid."""
-    widths = plan.model.widths(store.num_features, store.num_classes)
-    orders = plan.model.orders(store.num_features, store.num_classes)
-    shapes = layer_shapes(plan.grid, store.num_nodes, widths, orders)
-    collectives = epoch_collectives(shapes, learnable_features=False)
+    model = plan.model
+    widths = model.widths(store.num_features, store.num_classes)
+    orders = model.orders(store.num_features, store.num_classes)
+    shapes, parts = model.shapes(plan.grid, store.num_nodes, store.num_features, store.num_classes)
+    collectives = epoch_collectives(shapes, model.learnable_features, model.wire_itemsize, parts)
     return {
         "dims": list(plan.grid.dims),
         "placement": plan.grid.placement,
@@ -89,8 +89,8 @@ def grid_report(store: Store, plan: GridPlan, cells: CellCounts) -> dict[str, An
         "hidden": plan.model.hidden,
         "widths": widths,
         "orders": [shape.geometry.order for shape in shapes],
-        "layer_balance": [b.summary() for b in layer_balance(plan.grid, orders, store, cells)],
-        "ranks": [r.summary() for r in rank_reads(plan.grid, orders, store)],
+        "layer_balance": [b.summary() for b in layer_balance(plan.grid, orders, store, cells, model.start)],
+        "ranks": [r.summary() for r in rank_reads(plan.grid, orders, store, model.start)],
         "collectives": {
             "list": [c.summary(VALUE_BYTES) for c in collectives],
             "wire_bytes_by_group": wire_bytes_by_group(collectives, VALUE_BYTES),

@@ -47,18 +47,22 @@ class RuntimeConfig(Options):
     )
     threads: int = option(1, "Torch threads per rank.", minimum=1)
     timeout: float = option(60.0, "Seconds a rank waits in a collective before giving up.", positive=True)
-    checkpoint: str | None = option(None, "Directory of sharded checkpoints.")
+    checkpoint: str | None = option(None, "Directory of sharded checkpoints.", metavar="DIR")
     checkpoint_every: int = option(10, "Write a checkpoint every N epochs (and at the end).", minimum=1)
     resume: bool = option(False, "Continue from the latest checkpoint in --checkpoint, if there is one.")
     overwrite: bool = option(
         False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
     )
-    log: str | None = option(None, "JSON lines: one per epoch, then a summary (appended on --resume).")
+    log: str | None = option(
+        None, "JSON lines: one per epoch, then a summary (appended on --resume).", metavar="FILE"
+    )
+    quiet: bool = option(False, "No progress: only the result (the summary) and any error.", short="-q")
     target_accuracy: float | None = option(
         None,
         "Stop once the validation accuracy (ROC-AUC on a multi-label store) reaches A at an evaluation; "
         "the summary gives the training seconds to reach it.",
         positive=True,
+        metavar="A",
     )
 
     def combined_problems(self) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from gtool.geometry.bands import band_size
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import layer_matrix, layer_orders, layer_roles, row_axis
+from gtool.geometry.layers import XYZ, Roles, layer_matrix, layer_orders, layer_roles, row_axis
 from gtool.geometry.tiles import tile_range, tile_size
 
 
@@ -75,14 +75,17 @@ class ShardNnzTable:
         p = self.prefix[matrix]
         return np.rint(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0]).astype(np.int64)
 
-    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool]) -> GridShards:
+    def rank_shards(self, grid: ProcessGrid, layers: int | Sequence[bool], start: Roles = XYZ) -> GridShards:
         """Every rank's adjacency shard of every layer on `grid`, with its nonzeros; `layers` the layers'
-        orders or their number. A layer's shard is A_m[row band, input band] (gtool.geometry.layers), so
-        its nonzeros are a table over the two band indices, looked up at every rank's coordinates."""
+        orders or their number, layer 0 playing `start`. A layer's shard is A_m[row band, input band]
+        (gtool.geometry.layers), so its nonzeros are a table over the two band indices, looked up at
+        every rank's coordinates."""
         orders = layer_orders(layers)
         coords = grid.coords_of(np.arange(grid.size))
         nnz, rows, cols, keys = [], [], [], []
-        for layer, (roles, transform_first) in enumerate(zip(layer_roles(orders), orders, strict=True)):
+        for layer, (roles, transform_first) in enumerate(
+            zip(layer_roles(orders, start), orders, strict=True)
+        ):
             row, col = row_axis(roles, transform_first), roles[1]
             matrix = layer_matrix(layer) if self.two_matrices else 0
             row_starts, row_stops, row_size = band_ranges(self.num_nodes, grid.dims[row])
@@ -98,6 +101,45 @@ class ShardNnzTable:
             for earlier in keys[:later]:
                 first[:, later] &= ~(earlier == key).all(axis=1)
         return GridShards(np.stack(nnz, axis=1), np.stack(rows, axis=1), np.stack(cols, axis=1), first)
+
+
+class AreaShardTable(ShardNnzTable):
+    """The shard table of tile counts split by area (double permutation spreads a tile's entries evenly):
+    a band rectangle holds each tile's nonzeros in proportion to the part of the tile it covers. Memory
+    O(T^2), whatever the band counts; `edges` say which tiles a band edge crosses (`estimated`)."""
+
+    def __init__(
+        self,
+        num_nodes: int,
+        two_matrices: bool,
+        tiles: int,
+        tile_nnz: dict[int, np.ndarray],
+        edges: np.ndarray,
+    ):
+        self.num_nodes = num_nodes
+        self.two_matrices = two_matrices
+        self.tiles = tiles
+        self.tile_nnz = tile_nnz
+        self.edges = edges
+        size = tile_size(num_nodes, tiles)
+        ranges = np.array([tile_range(k, size, num_nodes) for k in range(tiles)]).reshape(tiles, 2)
+        inside = np.searchsorted(edges, ranges[:, 1], "left") - np.searchsorted(edges, ranges[:, 0], "right")
+        crossed = np.logical_or.outer(inside > 0, inside > 0)
+        self.estimated = any(bool(nnz[crossed].any()) for nnz in tile_nnz.values())
+
+    def _fractions(self, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        """[tile, range]: the fraction of tile k's index range inside [starts[i], stops[i])."""
+        size = tile_size(self.num_nodes, self.tiles)
+        lo = np.minimum(np.arange(self.tiles) * size, self.num_nodes)[:, None]
+        hi = np.minimum(lo + size, self.num_nodes)
+        inside = np.clip(np.minimum(stops[None, :], hi) - np.maximum(starts[None, :], lo), 0, None)
+        return inside / np.maximum(hi - lo, 1)
+
+    def band_nnz(
+        self, matrix: int, rows: tuple[np.ndarray, np.ndarray], cols: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
+        left, right = self._fractions(*rows), self._fractions(*cols)
+        return np.rint(left.T @ self.tile_nnz[matrix] @ right).astype(np.int64)
 
 
 def band_ranges(num_nodes: int, bands: int) -> tuple[np.ndarray, np.ndarray, int]:

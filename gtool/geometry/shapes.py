@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import LayerGeometry, rank_layers
+from gtool.geometry.layers import XYZ, LayerGeometry, LinearGeometry, Roles, rank_layers
 
 
 def factorizations(ranks: int) -> list[ProcessGrid]:
@@ -65,6 +65,11 @@ class LayerShape:
         return self.geometry.inputs.size
 
     @property
+    def real_rows(self) -> int:
+        """Real (unpadded) rows of the output block: those a residual's reshard fills."""
+        return self.geometry.rows.real
+
+    @property
     def in_cols(self) -> int:
         return self.geometry.in_cols(self.in_dim).size
 
@@ -79,11 +84,54 @@ class LayerShape:
 
 
 def layer_shapes(
-    grid: ProcessGrid, num_nodes: int, widths: list[int], orders: Sequence[bool]
+    grid: ProcessGrid,
+    num_nodes: int,
+    widths: list[int],
+    orders: Sequence[bool],
+    start: Roles = XYZ,
+    rank: int = 0,
 ) -> list[LayerShape]:
     """The shape of every layer of a GCN with layer widths `widths` (D_0 .. D_L) and orders `orders` (True:
-    transform-first, gtool.architecture.ModelConfig.orders) on `grid`.
+    transform-first, gtool.architecture.ModelConfig.orders) on `grid`, layer 0 playing `start`.
 
-    Shapes do not depend on which stored matrix a layer multiplies by (rank 0's geometry, one matrix)."""
-    geometry = rank_layers(grid, 0, orders, num_nodes, False)
+    Padded shapes do not depend on the rank nor on which stored matrix a layer multiplies by (rank 0's
+    geometry, one matrix); only real sizes (a residual's) do."""
+    geometry = rank_layers(grid, rank, orders, num_nodes, False, start)
     return [LayerShape(g, widths[g.layer], widths[g.layer + 1]) for g in geometry]
+
+
+@dataclass(frozen=True)
+class StackParts:
+    """What a model has around its GCN layers, as one rank holds it (gtool.architecture.ModelConfig.parts):
+    the input projection and output head (None: absent), and whether its layers have a bias, its blocks an
+    RMSNorm and a residual add. Their rows are the layers': the projection's those of layer 0's input
+    block, the head's those of the last layer's output block (a step's members in a mini-batch)."""
+
+    projection: LinearGeometry | None
+    head: LinearGeometry | None
+    num_features: int
+    hidden: int
+    num_classes: int
+    bias: bool = False
+    norm: bool = False
+    residual: bool = False
+
+    def blocks(self, layers: int) -> range:
+        """The GCN layers followed by a block (norm, ReLU, dropout, residual): all but the last, and the
+        last too before an output head."""
+        return range(layers if self.head is not None else layers - 1)
+
+    def has_residual(self, shape: LayerShape, layers: int) -> bool:
+        """Whether GCN layer `shape` adds its input to its output (in a block, equal widths)."""
+        return self.residual and shape.layer in self.blocks(layers) and shape.in_dim == shape.out_dim
+
+    def output_axes(self, last: LayerShape) -> tuple[int, int]:
+        """The axes whose bands the logits' rows and classes are (the head's b and a, or the last layer's
+        output axes)."""
+        if self.head is not None:
+            return self.head.roles[1], self.head.roles[0]
+        return last.geometry.row_axis, last.geometry.out_col_axis
+
+
+GCN_PARTS = StackParts(None, None, 0, 0, 0)
+"""A plain GCN: nothing around its layers."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gtool.geometry.bandnnz import ShardNnzTable, band_edges, overlap_fractions
+from gtool.geometry.bandnnz import AreaShardTable, ShardNnzTable, band_edges, overlap_fractions
 from gtool.geometry.tiles import tile_size
 from gtool.store.reader import Store, TileData
 from gtool.store.scan import Progress
@@ -74,9 +74,13 @@ class CellCounts:
 def shard_table(
     store: Store, band_counts: Iterable[int], exact: bool = False, progress: Progress | None = None
 ) -> ShardNnzTable:
-    """The shard table of `store` for these band counts: tiles a band edge crosses split by area, or read
-    and counted when `exact`."""
-    cells = CellCounts(store, band_edges(store.num_nodes, band_counts))
-    if exact:
-        cells.count_crossed(progress)
+    """The shard table of `store` for these band counts: tiles a band edge crosses split by area (from the
+    tile counts alone, whatever the band counts), or read and counted when `exact` (memory O(cells^2),
+    cells cut by the band edges of every count)."""
+    edges = band_edges(store.num_nodes, band_counts)
+    if not exact:
+        tile_nnz = {m: store.tile_nnz(m) for m in store.matrices}
+        return AreaShardTable(store.num_nodes, store.two_matrices, store.tiles, tile_nnz, edges)
+    cells = CellCounts(store, edges)
+    cells.count_crossed(progress)
     return cells.table()

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from gtool.store.reader import Store, StoreLike
 
 PYG_MISSING = (
-    "gtool.to_pyg() needs torch_geometric, which is not installed (pip install torch_geometric); "
+    "gtool.to_pyg() needs torch_geometric, which is not installed (pip install torch_geometric, or "
+    "pip install -e '.[pyg]' in gtool's checkout); "
     "gtool.to_scipy(), features(), labels() and split() work without it"
 )
 

@@ -1,30 +1,10 @@
-"""Short real training epochs that calibrate what the microbenchmarks cannot see.
+"""Short real training epochs that calibrate what the microbenchmarks cannot see (`gtool plan --calibrate`).
 
-The microbenchmarks (gtool.plan.calibration.microbench) time each operation alone, warm, on an idle machine.
-In a real epoch the operations run cold, between others, in the trainer's own order; ranks that share a
-machine share its cores, caches and memory bandwidth with each other and with the collectives' transport
-threads; ranks wait for each other at every collective; and Python, autograd and the allocator take time
-outside any timed operation. So `gtool plan --calibrate` also trains a few epochs of gtool's GCN (3 layers,
-hidden 32 and 128, dropout 0.5) on small R-MAT stores it builds in a scratch folder, on one rank and on
-every k x 1 x 1, 1 x k x 1 and 1 x 1 x k grid of k local ranks (k = 2, 4, ... up to --max-group), and
-compares every rank's phase times (the trainer's own PhaseTimer) with the model's prediction from the
-microbenchmarks alone. Per k (gtool.plan.costmodel.profile.EpochFactors), over its runs:
-
-    spmm, dense        the slope f of  measured phase seconds ~ f * modelled ones + c * layers,
-                       fitted over the runs (non-negative, relative errors), per phase (SpMM, dense);
-                       allocation: the same over both phases together
-    overhead_per_layer mean of (measured epoch - measured comm - spmm * modelled SpMM
-                                - dense * modelled dense) / layers
-    collective_latency sum of (measured comm - modelled comm) / number of collectives
-
-The slope is what grows with the work; the fixed cost c per layer (Python, dispatch, and with k ranks the
-wake-ups around every collective) stays in the overhead, so that a small calibration store does not
-inflate the factor that large graphs are priced with. k ranks computing side by side on one machine
-are measured as they run in training: they share the cores, caches and memory bandwidth with each other
-and with the collectives' transport threads, which makes each of them several times slower per unit of
-work on a 2-core CPU (1 on GPUs, each rank with its own).
-
-The first WARMUP epochs of every run are left out, as a steady training run would leave them.
+The microbenchmarks time each operation alone and warm; a real epoch runs them cold, in the trainer's
+order, with ranks sharing the machine and waiting for each other, and with Python and autograd around
+them. So gtool trains a few epochs on small R-MAT stores on 1 and on k ranks (every k x 1 x 1, 1 x k x 1
+and 1 x 1 x k grid) and fits, per k, the factors of gtool.plan.costmodel.profile.EpochFactors to the
+trainer's own phase times (the fits: docs/plan.md, Profiles). The first WARMUP epochs are left out.
 """
 
 from __future__ import annotations
@@ -104,7 +84,7 @@ def _modelled(config: TrainConfig, profile: DeviceProfile) -> tuple[float, float
     request = PlanRequest(grid.size, config.model)
     widths = config.model.widths(store.num_features, store.num_classes)
     table = shard_table(store, set(grid.dims))
-    estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes)
+    estimate = estimate_grid(grid, table, widths, request, profile, store.num_classes, 1, store.num_features)
     spmm, dense = estimate.time.spmm.sum(axis=1).mean(), estimate.time.dense.sum(axis=1).mean()
     return float(spmm), float(dense), estimate.time.comm, len(estimate.collectives)
 

@@ -106,11 +106,15 @@ def _spmm_seconds(matrix: torch.Tensor, width: int, device: torch.device) -> flo
     return best_seconds(lambda: torch.mm(matrix, dense, out=out), device)
 
 
-def calibrate_spmm(device: torch.device, report: Report) -> tuple[SpmmCost, list[dict]]:
+def calibrate_spmm(
+    device: torch.device, report: Report, scales: tuple[int, ...] | None = None
+) -> tuple[SpmmCost, list[dict]]:
     """SpMM cost: per-call and per-row costs fitted over every point (with one per-nonzero cost per size),
-    then per (width, size) the per-nonzero cost left once those are taken off, averaged over degrees."""
+    then per (width, size) the per-nonzero cost left once those are taken off, averaged over degrees;
+    on matrices of 2^scale rows for each of `scales` (default SPMM_SCALES)."""
+    scales = scales or SPMM_SCALES
     points = []
-    for scale in SPMM_SCALES:
+    for scale in scales:
         report(f"SpMM 2^{scale} rows")
         matrices = {d: rmat_matrix(scale, d, device) for d in SPMM_DEGREES}
         for width in SPMM_WIDTHS:
@@ -120,15 +124,15 @@ def calibrate_spmm(device: torch.device, report: Report) -> tuple[SpmmCost, list
                 points.append(
                     {"rows": 1 << scale, "nnz": nnz, "width": width, "degree": degree, "seconds": seconds}
                 )
-    rows = [[1.0, p["rows"] * p["width"]] + _scale_columns(p) for p in points]
+    rows = [[1.0, p["rows"] * p["width"]] + _scale_columns(p, scales) for p in points]
     fitted = fit_relative(rows, [p["seconds"] for p in points])
     call, row_cost = float(fitted[0]), float(fitted[1])
-    table = np.zeros((len(SPMM_WIDTHS), len(SPMM_SCALES)))
+    table = np.zeros((len(SPMM_WIDTHS), len(scales)))
     for p in points:
-        w, s = SPMM_WIDTHS.index(p["width"]), SPMM_SCALES.index(int(np.log2(p["rows"])))
+        w, s = SPMM_WIDTHS.index(p["width"]), scales.index(int(np.log2(p["rows"])))
         left = max(p["seconds"] - call - p["rows"] * p["width"] * row_cost, 0.0) / (p["nnz"] * p["width"])
         table[w, s] += left / len(SPMM_DEGREES)
-    dense_bytes = [float((1 << s) * 4) for s in SPMM_SCALES]
+    dense_bytes = [float((1 << s) * 4) for s in scales]
     cost = SpmmCost(
         widths=list(SPMM_WIDTHS),
         dense_bytes=dense_bytes,
@@ -139,10 +143,10 @@ def calibrate_spmm(device: torch.device, report: Report) -> tuple[SpmmCost, list
     return _per_width_dense_bytes(cost), points
 
 
-def _scale_columns(point: dict) -> list[float]:
+def _scale_columns(point: dict, scales: tuple[int, ...]) -> list[float]:
     """nnz * width in the column of the point's size (per-nonzero cost shared by widths and degrees)."""
-    columns = [0.0] * len(SPMM_SCALES)
-    columns[SPMM_SCALES.index(int(np.log2(point["rows"])))] = point["nnz"] * point["width"]
+    columns = [0.0] * len(scales)
+    columns[scales.index(int(np.log2(point["rows"])))] = point["nnz"] * point["width"]
     return columns
 
 
@@ -161,9 +165,11 @@ def _per_width_dense_bytes(cost: SpmmCost) -> SpmmCost:
     )
 
 
-def calibrate_gemm(device: torch.device) -> tuple[GemmCost, list[dict]]:
+def calibrate_gemm(
+    device: torch.device, shapes: tuple[tuple[int, int, int], ...] | None = None
+) -> tuple[GemmCost, list[dict]]:
     points = []
-    for m, k, n in GEMM_SHAPES:
+    for m, k, n in shapes or GEMM_SHAPES:
         for left, right in (((m, k), (k, n)), ((k, m), (m, n))):
             a, b = torch.rand(*left, device=device), torch.rand(*right, device=device)
             seconds = best_seconds(functools.partial(torch.matmul, a, b), device)
@@ -203,12 +209,14 @@ def calibrate_dropout(device: torch.device) -> tuple[DropoutCost, list[dict]]:
     return DropoutCost(float(fitted[0]), float(fitted[1])), points
 
 
-def calibrate_allocation(device: torch.device) -> tuple[AllocationCost, list[dict]]:
+def calibrate_allocation(
+    device: torch.device, sizes: tuple[int, ...] | None = None
+) -> tuple[AllocationCost, list[dict]]:
     """Per size, the seconds per byte that creating, filling and freeing a tensor takes beyond filling
     one that exists (the page faults of memory fresh from the operating system), in steady state: the
     allocator has seen the size before, as in every epoch after the first."""
     points = []
-    for nbytes in ALLOCATION_BYTES:
+    for nbytes in sizes or ALLOCATION_BYTES:
         existing = torch.empty(nbytes // 4, device=device)
         fill = best_seconds(functools.partial(existing.fill_, 1.0), device)
         del existing

@@ -5,15 +5,16 @@ from __future__ import annotations
 from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.plan.costmodel.planner import PlanRequest, make_plan
-from gtool.plan.costmodel.profile import load_profile
+from gtool.plan.costmodel.profile import DeviceProfile
 from gtool.store.reader import Store
 
 
-def choose_layout(store: Store, request: PlanRequest, profile: str | None) -> tuple[int, ProcessGrid, str]:
+def choose_layout(
+    store: Store, request: PlanRequest, profile: DeviceProfile, note: str
+) -> tuple[int, ProcessGrid, str]:
     """The best (replicas, grid) for `request` (replicas 1 unless it is a mini-batch run), the grid's axes
-    placed over the nodes, and a line saying why (and which profile said so)."""
-    cost_profile, note = load_profile(profile)
-    plan = make_plan(store, request, cost_profile)
+    placed over the nodes, and a line saying why (and which profile said so: `note`)."""
+    plan = make_plan(store, request, profile)
     if plan.best is None:
         raise GtoolError(f"--grid auto: {plan.reason}")
     best = plan.best

@@ -1,35 +1,9 @@
 """Predicted seconds of one training epoch on every rank of a grid, from shapes, nonzeros and a profile.
 
-Per layer l (shapes of gtool.geometry.shapes, nnz[r, l] the rank's shard nonzeros):
-
-    SpMM    forward  A[B_r x B_b] @ F[B_b x C_in];  backward A^T @ dH (when l > 0 or features are learned);
-            transform-first at width C_out: A @ Z[B_b x C_out], backward A^T @ dY (always)
-    dense   forward  H @ W (B_r x C_in x C_out), the ReLU fused with the next layer's dropout (one
-                     mask pass over B_r x C_out; layer 0's dropout one over B_b x C_in); backward
-                     dH = dQ W^T (when the input is differentiated), dW = H^T dQ, the ReLU/dropout
-                     gradient (an element-wise pass); the loss (about 12 passes over the logits block)
-                     and Adam (about 12 passes over the parameter parts); transform-first the products
-                     are F W, dZ W^T and F^T dZ, with B_b rows
-    alloc   every tensor the epoch creates (the replay of gtool.plan.costmodel.memory): the profile's
-            page-fault cost of a fresh block of its size (large blocks come fresh from the operating
-            system every epoch), in their layer; the SpMM outputs' (H, dF; Y, dZ) in SpMM, as the
-            trainer's phase timer sees them, the others in dense
-    comm    every collective of gtool.geometry.collectives: latency + ring wire bytes * per-byte cost,
-            from the profile's inter-node rows when the groups along its axis span nodes (the grid's
-            placement, gtool.plan.costmodel.placement), else its intra-node rows
-
-Then what real epochs showed at calibration for k ranks side by side on one machine
-(gtool.plan.calibration.epochs): SpMM runs s_k, dense work d_k and page faults p_k times slower, every
-collective takes lambda_k seconds longer, and every layer adds omega_k seconds. On the CPU the k ranks
-share the machine's cores, caches and memory bandwidth, and the collectives' copies and sums and the
-transport's threads run on the same cores; k = 1 carries what the microbenchmarks' warm, isolated
-operations miss, and Python, autograd and the optimizer's time outside any operation.
-
-Ranks wait for each other at every layer's collectives, so the epoch takes, per layer, the slowest rank's
-computation, plus the communication and the overhead:
-
-    epoch = sum over layers of max over ranks (s_k SpMM + d_k dense + p_k alloc)
-            + sum over collectives (latency + wire bytes * per-byte cost + lambda_k) + L omega_k
+Per layer, each rank's SpMM, dense products and fresh tensors' page faults (scaled by the profile's
+factors for k ranks side by side), the slowest rank's sum counting, plus every collective's latency and
+ring wire bytes (inter-node rows where the grid's placement spreads a group over nodes) and a fixed cost
+per layer. The formulas, and what each term stands for: docs/plan.md, The model, Time.
 """
 
 from __future__ import annotations
@@ -40,7 +14,7 @@ import numpy as np
 
 from gtool.architecture import ModelConfig
 from gtool.geometry.collectives import Collective
-from gtool.geometry.shapes import LayerShape
+from gtool.geometry.shapes import GCN_PARTS, LayerShape, StackParts
 from gtool.plan.costmodel.memory import Allocation
 from gtool.plan.costmodel.profile import DeviceProfile
 
@@ -71,23 +45,52 @@ class EpochTime:
         return int(self.compute.sum(axis=1).argmax())
 
 
-def _layer_dense(shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last: bool) -> float:
+def _layer_dense(
+    shape: LayerShape, profile: DeviceProfile, m: ModelConfig, last: bool, projected: bool = False
+) -> float:
     item = m.itemsize
     gemm, passes, masks = profile.gemm, profile.elementwise, profile.dropout
     rows, cols_in, cols_out = shape.rows, shape.in_cols, shape.out_cols
     multiplied = shape.inputs if shape.transform_first else rows  # rows of F transform-first, else of H
-    needs_input = shape.layer > 0 or m.learnable_features
+    needs_input = shape.layer > 0 or m.learnable_features or projected
     seconds = gemm.seconds(multiplied, cols_in, cols_out, item) + gemm.seconds(
         cols_in, multiplied, cols_out, item
     )
     if needs_input:
         seconds += gemm.seconds(multiplied, cols_out, cols_in, item)
-    if shape.layer == 0 and m.dropout > 0:
+    if shape.layer == 0 and m.dropout_rate > 0:
         input_elements = shape.inputs * cols_in
         seconds += masks.seconds(input_elements, 1) * (2 if m.learnable_features else 1)
     if not last:
         output_elements = rows * cols_out
         seconds += masks.seconds(output_elements, 1) + passes.seconds(output_elements * (2 * item + 1))
+    return seconds
+
+
+def _stack_dense(
+    shapes: list[LayerShape], profile: DeviceProfile, m: ModelConfig, parts: StackParts
+) -> np.ndarray:
+    """Per layer, the dense seconds of the parts around the GCN layers: the input projection's X W and dW
+    (and dX when the features are learned) in layer 0, the head's Y = X W, dX and dW in the last; per
+    block, the RMSNorm's passes (row squares, the fused forward, two backward) and the residual's copies."""
+    item, gemm, passes = m.itemsize, profile.gemm, profile.elementwise
+    seconds = np.zeros(len(shapes))
+    first, last = shapes[0], shapes[-1]
+    if (p := parts.projection) is not None:
+        rows, k, n = first.inputs, p.in_cols(parts.num_features).size, first.in_cols
+        seconds[0] += gemm.seconds(rows, k, n, item) + gemm.seconds(k, rows, n, item)
+        if m.learnable_features:
+            seconds[0] += gemm.seconds(rows, n, k, item)
+    if (h := parts.head) is not None:
+        rows, k, n = last.rows, last.out_cols, h.out_cols(parts.num_classes).size
+        seconds[-1] += gemm.seconds(rows, k, n, item) + gemm.seconds(rows, n, k, item)
+        seconds[-1] += gemm.seconds(k, rows, n, item)
+    for s in shapes:
+        elements = s.rows * s.out_cols
+        if parts.norm and s.layer in parts.blocks(len(shapes)):
+            seconds[s.layer] += passes.seconds(4 * elements * item, 4)
+        if parts.has_residual(s, len(shapes)):
+            seconds[s.layer] += passes.seconds(2 * elements * item, 2)
     return seconds
 
 
@@ -110,7 +113,11 @@ def collective_seconds(
     along its axis span nodes (`spanning`, per axis)."""
     return float(
         sum(
-            profile.collective_seconds(c.wire_bytes(itemsize), c.group_size, spanning[c.axis])
+            profile.collective_seconds(
+                c.wire_bytes(itemsize),
+                c.group_size,
+                spanning[c.axis] if c.axis < len(spanning) else any(spanning[:3]),
+            )
             for c in collectives
         )
     )
@@ -126,11 +133,13 @@ def epoch_time(
     ranks_per_node: int,
     allocated: list[Allocation],
     spanning: tuple[bool, ...] = (False, False, False),
+    parts: StackParts = GCN_PARTS,
 ) -> EpochTime:
     """Seconds of one epoch on every rank of a grid whose shard nonzeros are nnz[rank, layer], with
     `ranks_per_node` ranks computing side by side on each machine (the profile's factors for that);
     `allocated` the tensors one epoch creates, as gtool.plan.costmodel.memory replays them; `spanning` which
-    axes' groups span nodes."""
+    axes' groups span nodes (a whole grid's group, a residual's, spans them when any does); `parts` what
+    the model has around its GCN layers."""
     item = m.itemsize
     spmm = np.zeros(nnz.shape)
     dense = np.zeros(nnz.shape)
@@ -139,11 +148,14 @@ def epoch_time(
         width = shape.out_cols if shape.transform_first else shape.in_cols
         forward = profile.spmm.seconds(nnz[:, layer], shape.rows, shape.inputs, width, item)
         spmm[:, layer] = forward
-        if shape.transform_first or layer > 0 or m.learnable_features:
+        if shape.transform_first or layer > 0 or m.learnable_features or parts.projection is not None:
             spmm[:, layer] += profile.spmm.seconds(nnz[:, layer], shape.inputs, shape.rows, width, item)
-        dense[:, layer] = _layer_dense(shape, profile, m, shape is shapes[-1])
+        ends = shape is shapes[-1] and parts.head is None  # the logits: no ReLU and dropout after it
+        dense[:, layer] = _layer_dense(shape, profile, m, ends, parts.projection is not None)
+    dense += _stack_dense(shapes, profile, m, parts)[None, :]
     last = shapes[-1]
-    dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * last.out_cols * item, LOSS_PASSES)
+    classes = last.out_cols if parts.head is None else parts.head.out_cols(parts.num_classes).size
+    dense[:, -1] += profile.elementwise.seconds(LOSS_PASSES * last.rows * classes * item, LOSS_PASSES)
     dense[:, -1] += profile.elementwise.seconds(ADAM_PASSES * parameters * item, ADAM_PASSES * len(shapes))
     f = profile.epoch_factors(ranks_per_node)
     spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)

@@ -17,7 +17,8 @@ import numpy as np
 
 from gtool.architecture import ModelConfig
 from gtool.geometry.bandnnz import GridShards
-from gtool.geometry.shapes import LayerShape
+from gtool.geometry.bands import ceil_div
+from gtool.geometry.shapes import GCN_PARTS, LayerShape, StackParts
 
 INDEX_BYTES = 8
 """int64 CSR row pointers and column indices."""
@@ -56,50 +57,145 @@ class Timeline:
             self.total -= self.live.pop(name, 0)
 
 
-def _forward_layer(t: Timeline, s: LayerShape, m: ModelConfig, last: bool) -> None:
+def _input_features(t: Timeline, rows: int, cols: int, ga: int, m: ModelConfig, name: str) -> None:
+    """The feature block as the first operation takes it: gathered when learned, dropped out (a copy)."""
+    if m.learnable_features and ga > 1:
+        t.alloc(name, ga * ceil_div(rows * cols, ga) * m.itemsize, 0)
+    if m.dropout_rate > 0:
+        t.alloc(f"dropped {name}", rows * cols * m.itemsize, 0)
+        t.free(name)
+        t.live[name] = t.live.pop(f"dropped {name}")
+
+
+def _biased(t: Timeline, name: str, nbytes: int, layer: int, parts: StackParts) -> None:
+    """`name` replaced by its sum with a bias (a new block; the old one is not kept for backward)."""
+    if parts.bias:
+        t.alloc(f"biased {name}", nbytes, layer)
+        t.free(name)
+        t.live[name] = t.live.pop(f"biased {name}")
+
+
+def _forward_layer(
+    t: Timeline, s: LayerShape, m: ModelConfig, last: bool, parts: StackParts, layers: int
+) -> None:
     """Layer `layer` forward. Aggregate-first: its input (already there) is aggregated and released, H
     stays for dW. Transform-first: its input stays for dW, Z = F W is released once aggregated. The ReLU
-    fused with the next layer's dropout keeps a one-byte flag per element of its output."""
+    fused with the next layer's dropout keeps a one-byte flag per element of its output; with RMSNorm the
+    fused pass keeps z and one inverse RMS per row instead. A residual's resharded input block lives
+    from the layer's start to the add."""
     item, layer = m.itemsize, s.layer
-    ga, gw = s.sizes[0], s.geometry.size(s.geometry.weight_axis)
-    if layer == 0:
-        input_block = s.inputs * s.in_cols * item
-        if m.learnable_features and ga > 1:
-            t.alloc("input 0", ga * -(-s.inputs * s.in_cols // ga) * item, 0)
-        if m.dropout > 0:
-            t.alloc("dropped input 0", input_block, 0)
-            t.free("input 0")
-            t.live["input 0"] = t.live.pop("dropped input 0")
+    gw = s.geometry.size(s.geometry.weight_axis)
+    output = s.rows * s.out_cols * item
+    if layer == 0 and parts.projection is None:
+        _input_features(t, s.inputs, s.in_cols, s.sizes[0], m, "input 0")
+    residual = parts.has_residual(s, layers)
+    if residual:
+        t.alloc(f"residual {layer}", output, layer)
     if s.transform_first:
         if gw > 1:
             t.alloc(f"gathered weight {layer}", gw * s.weight_part * item, layer)
         t.alloc(f"Z {layer}", s.inputs * s.out_cols * item, layer)
-        t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer, spmm=True)
+        t.alloc(f"Q {layer}", output, layer, spmm=True)
         t.free(f"Z {layer}")
     else:
         t.alloc(f"H {layer}", s.rows * s.in_cols * item, layer, spmm=True)
         t.free(f"input {layer}")
         if gw > 1:
             t.alloc(f"gathered weight {layer}", gw * s.weight_part * item, layer)
-        t.alloc(f"Q {layer}", s.rows * s.out_cols * item, layer)
+        t.alloc(f"Q {layer}", output, layer)
+    _biased(t, f"Q {layer}", output, layer, parts)
     if last:
         return
-    t.alloc(f"input {layer + 1}", s.rows * s.out_cols * item, layer + 1)
-    t.alloc(f"flag {layer}", s.rows * s.out_cols, layer)
-    t.free(f"Q {layer}")
+    t.alloc(f"input {layer + 1}", output, layer + 1)
+    if parts.norm:
+        t.alloc(f"inverse rms {layer}", s.rows * item, layer)
+    else:
+        t.alloc(f"flag {layer}", s.rows * s.out_cols, layer)
+        t.free(f"Q {layer}")
+        if residual:  # y + residual: a new block
+            t.alloc(f"sum {layer}", output, layer + 1)
+            t.free(f"input {layer + 1}")
+            t.live[f"input {layer + 1}"] = t.live.pop(f"sum {layer}")
+    t.free(f"residual {layer}")
 
 
-def _loss(t: Timeline, last: LayerShape, m: ModelConfig, classes: int) -> None:
+def _projection_forward(t: Timeline, first: LayerShape, m: ModelConfig, parts: StackParts) -> None:
+    """The input projection: the (dropped) features and the gathered weight stay for dW; its output,
+    biased, is layer 0's input."""
+    p = parts.projection
+    assert p is not None
+    item, gb = m.itemsize, p.sizes[1]
+    _input_features(t, first.inputs, p.in_cols(parts.num_features).size, p.sizes[0], m, "features")
+    if gb > 1:
+        t.alloc("gathered projection weight", gb * p.weight_part(parts.num_features, parts.hidden) * item, 0)
+    output = first.inputs * first.in_cols * item
+    t.alloc("input 0", output, 0)
+    _biased(t, "input 0", output, 0, parts)
+
+
+def _linear_weight_gradient(
+    t: Timeline, name: str, in_cols: int, out_cols: int, part: int, size: int, item: int, layer: int
+) -> None:
+    """A dense layer's dW, reduce-scattered onto its part over the `size` ranks that split it."""
+    t.alloc(f"{name} dW", in_cols * out_cols * item, layer)
+    t.free(f"gathered {name} weight")
+    if size > 1:
+        t.alloc(f"{name} padded dW", size * part * item, layer)
+        t.alloc(f"{name} dW part", part * item, layer)
+        t.free(f"{name} padded dW", f"{name} dW")
+
+
+def _projection_backward(t: Timeline, first: LayerShape, m: ModelConfig, parts: StackParts) -> None:
+    p = parts.projection
+    assert p is not None
+    dims = (parts.num_features, parts.hidden)
+    cols = p.in_cols(parts.num_features).size
+    part = p.weight_part(*dims)
+    _linear_weight_gradient(
+        t, "projection", cols, p.out_cols(parts.hidden).size, part, p.sizes[1], m.itemsize, 0
+    )
+    t.free("features", "grad Q -1")
+
+
+def _head_forward(t: Timeline, last: LayerShape, m: ModelConfig, parts: StackParts) -> None:
+    """The output head: its input (the last block's output) and the gathered weight stay for dW."""
+    h = parts.head
+    assert h is not None
+    item, layers = m.itemsize, last.layer + 1
+    gb = h.sizes[1]
+    if gb > 1:
+        t.alloc("gathered head weight", gb * h.weight_part(parts.hidden, parts.num_classes) * item, layers)
+    logits = last.rows * h.out_cols(parts.num_classes).size * item
+    t.alloc(f"Q {layers}", logits, layers)
+    _biased(t, f"Q {layers}", logits, layers, parts)
+
+
+def _head_backward(t: Timeline, last: LayerShape, m: ModelConfig, parts: StackParts) -> None:
+    """dX of the head, then its dW; then the gradient through the last block (its z and flag freed)."""
+    h = parts.head
+    assert h is not None
+    item, layers = m.itemsize, last.layer + 1
+    block = last.rows * last.out_cols * item
+    t.alloc("head dX", block, layers)
+    cols = h.out_cols(parts.num_classes).size
+    part = h.weight_part(parts.hidden, parts.num_classes)
+    _linear_weight_gradient(t, "head", last.out_cols, cols, part, h.sizes[1], item, layers)
+    t.free(f"input {layers}", f"grad Q {layers}")
+    t.alloc(f"grad Q {last.layer}", block, last.layer)
+    t.free("head dX", f"flag {last.layer}", f"Q {last.layer}", f"inverse rms {last.layer}")
+
+
+def _loss(t: Timeline, rows: int, cols: int, padded: bool, layer: int, m: ModelConfig) -> None:
     """Softmax cross-entropy: the softmax is kept for backward, the logits released once it is made."""
-    block = last.rows * last.out_cols * m.itemsize
-    if last.out_cols * last.geometry.size(last.geometry.out_col_axis) > classes:
-        t.alloc("masked logits", block, last.layer)
-    t.alloc("exp", block, last.layer)
-    t.alloc("softmax", block, last.layer)
-    t.free("exp", "masked logits", f"Q {last.layer}")
-    t.alloc("grad logits", block, last.layer)
+    block = rows * cols * m.itemsize
+    if padded:
+        t.alloc("masked logits", block, layer)
+    t.alloc("exp", block, layer)
+    t.alloc("softmax", block, layer)
+    t.free("exp", "masked logits", f"Q {layer}")
+    t.alloc("grad logits", block, layer)
     t.free("softmax")
-    t.live[f"grad Q {last.layer}"] = t.live.pop("grad logits")
+    t.live[f"grad Q {layer}"] = t.live.pop("grad logits")
 
 
 def _weight_gradient(t: Timeline, s: LayerShape, m: ModelConfig, released: tuple[str, ...]) -> None:
@@ -113,15 +209,19 @@ def _weight_gradient(t: Timeline, s: LayerShape, m: ModelConfig, released: tuple
         t.free(f"padded dW {layer}", f"dW {layer}")
 
 
-def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
+def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig, parts: StackParts, layers: int) -> None:
     """Layer `layer` backward from the gradient of its output. Aggregate-first: dH and dW, H and the
     gathered weight released, then dF = A^T dH. Transform-first: dZ = A^T dY, then dF = dZ W^T and dW,
-    the input, the gathered weight and dZ released. Then the gradient through the previous layer's ReLU
-    and dropout (from its flag)."""
+    the input, the gathered weight and dZ released. A residual adds its reshard's gradient (a block of
+    the input's shape). Then the gradient through the previous layer's ReLU and dropout (from its flag;
+    or its norm, freeing z and the inverse RMS)."""
     item, layer = m.itemsize, s.layer
     ga = s.sizes[0]
-    needs_input = layer > 0 or m.learnable_features
+    projected = parts.projection is not None
+    needs_input = layer > 0 or m.learnable_features or projected
     input_block = s.inputs * s.in_cols * item
+    if parts.has_residual(s, layers):
+        t.alloc(f"d residual {layer}", input_block, layer)
     if s.transform_first:
         t.alloc(f"dZ {layer}", s.inputs * s.out_cols * item, layer, spmm=True)
         t.free(f"grad Q {layer}")
@@ -137,36 +237,90 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig) -> None:
             t.free(f"dH {layer}")
     if not needs_input:
         return
-    if layer > 0 or m.dropout > 0:
+    if layer > 0 or m.dropout_rate > 0 or projected:
         t.alloc(f"grad Q {layer - 1}", input_block, layer - 1)
-        t.free(f"dF {layer}", f"flag {layer - 1}")
-    if layer == 0 and ga > 1:
+        t.free(f"dF {layer}", f"flag {layer - 1}", f"Q {layer - 1}", f"inverse rms {layer - 1}")
+    t.free(f"d residual {layer}")
+    if layer == 0 and ga > 1 and not projected:
         t.alloc("padded dF 0", ga * -(-s.inputs * s.in_cols // ga) * item, 0)
         t.free("padded dF 0", "grad Q -1", "dF 0")
 
 
-def epoch_timeline(shapes: list[LayerShape], m: ModelConfig, classes: int) -> Timeline:
+def epoch_timeline(
+    shapes: list[LayerShape], m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS
+) -> Timeline:
     """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
     t = Timeline()
+    layers, first, last = len(shapes), shapes[0], shapes[-1]
+    if parts.projection is not None:
+        _projection_forward(t, first, m, parts)
     for s in shapes:
-        _forward_layer(t, s, m, s is shapes[-1])
-    _loss(t, shapes[-1], m, classes)
+        _forward_layer(t, s, m, s is last and parts.head is None, parts, layers)
+    if parts.head is not None:
+        _head_forward(t, last, m, parts)
+        cols, size = parts.head.out_cols(classes).size, parts.head.sizes[0]
+        _loss(t, last.rows, cols, cols * size > classes, layers, m)
+        _head_backward(t, last, m, parts)
+    else:
+        size = last.geometry.size(last.geometry.out_col_axis)
+        _loss(t, last.rows, last.out_cols, last.out_cols * size > classes, last.layer, m)
     for s in reversed(shapes):
-        _backward_layer(t, s, m)
+        _backward_layer(t, s, m, parts, layers)
+    if parts.projection is not None:
+        _projection_backward(t, first, m, parts)
     return t
 
 
-def epoch_peak(shapes: list[LayerShape], m: ModelConfig, classes: int) -> int:
+def epoch_peak(shapes: list[LayerShape], m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS) -> int:
     """The largest total of the tensors an epoch creates beyond the static ones (bytes)."""
-    return epoch_timeline(shapes, m, classes).peak
+    return epoch_timeline(shapes, m, classes, parts).peak
 
 
-def parameter_elements(shapes: list[LayerShape], m: ModelConfig) -> int:
-    """Elements of this rank's parameter parts: weight parts and, when learned, its feature part."""
-    weights = sum(s.weight_part for s in shapes)
+def parameter_parts(shapes: list[LayerShape], parts: StackParts = GCN_PARTS) -> list[int]:
+    """Elements of each parameter part a rank owns: the GCN layers' weight parts, the projection's and
+    head's, and the parts of the biases and norm scales (split over their row axis)."""
+    owned = [s.weight_part for s in shapes]
+    p, h = parts.projection, parts.head
+    if p is not None:
+        owned.append(p.weight_part(parts.num_features, parts.hidden))
+        if parts.bias:
+            owned.append(ceil_div(p.out_cols(parts.hidden).size, p.sizes[1]))
+    if h is not None:
+        owned.append(h.weight_part(parts.hidden, parts.num_classes))
+        if parts.bias:
+            owned.append(ceil_div(h.out_cols(parts.num_classes).size, h.sizes[1]))
+    for s in shapes:
+        vectors = int(parts.bias) + int(parts.norm and s.layer in parts.blocks(len(shapes)))
+        owned += [ceil_div(s.out_cols, s.geometry.size(s.geometry.row_axis))] * vectors
+    return owned
+
+
+def parameter_elements(shapes: list[LayerShape], m: ModelConfig, parts: StackParts = GCN_PARTS) -> int:
+    """Elements of this rank's parameter parts: weight and vector parts (`parameter_parts`) and, when
+    learned, its feature part."""
     first = shapes[0]
-    features = -(-first.inputs * first.in_cols // first.sizes[0]) if m.learnable_features else 0
-    return weights + features
+    cols = first.in_cols if parts.projection is None else parts.projection.in_cols(parts.num_features).size
+    ga = first.sizes[0] if parts.projection is None else parts.projection.sizes[0]
+    features = ceil_div(first.inputs * cols, ga) if m.learnable_features else 0
+    return sum(parameter_parts(shapes, parts)) + features
+
+
+def reshard_index_bytes(shapes: list[LayerShape], parts: StackParts) -> int:
+    """Bytes of the residuals' reshard plans the trainer keeps from the first epoch on (trainer.nn.reshard
+    Moves): per residual, int64 flat indices of the elements sent and received forward and of those sent
+    and received backward. Forward both are about the output block's real elements (what the all-to-all
+    moves); backward, the received ones on a rank at coordinate 0 of the output's replica axis, and the
+    sent ones' share going to such ranks (1/G of that axis)."""
+    total = 0
+    for s in shapes:
+        if not parts.has_residual(s, len(shapes)):
+            continue
+        g = s.geometry
+        moved = s.real_rows * g.out_cols(s.out_dim).real
+        replica = g.replica_axis
+        back = moved if g.coords[replica] == 0 else 0
+        total += (2 * moved + back + ceil_div(moved, g.size(replica))) * INDEX_BYTES
+    return total
 
 
 def adjacency_bytes(shards: GridShards, m: ModelConfig) -> np.ndarray:
@@ -192,10 +346,18 @@ class MemoryEstimate:
     optimizer: int
     gradients: int
     activations: int
+    reshard_indices: int = 0
 
     @property
     def static(self) -> np.ndarray:
-        return self.adjacency + self.features + self.labels + self.parameters + self.optimizer
+        return (
+            self.adjacency
+            + self.features
+            + self.labels
+            + self.parameters
+            + self.optimizer
+            + self.reshard_indices
+        )
 
     @property
     def peak(self) -> np.ndarray:
@@ -211,21 +373,23 @@ class MemoryEstimate:
             "optimizer": self.optimizer,
             "gradients": self.gradients,
             "activations": self.activations,
+            "reshard_indices": self.reshard_indices,
             "peak": int(self.peak[rank]),
         }
 
 
 def estimate_memory(
-    shapes: list[LayerShape], shards: GridShards, m: ModelConfig, classes: int
+    shapes: list[LayerShape], shards: GridShards, m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS
 ) -> MemoryEstimate:
-    """Per-rank memory of a grid whose ranks hold `shards`."""
+    """Per-rank memory of a grid whose ranks hold `shards`, of a model with `parts` around its layers."""
     adjacency = adjacency_bytes(shards, m)
     first, last = shapes[0], shapes[-1]
-    features = first.inputs * first.in_cols * STORED_VALUE_BYTES
+    cols = first.in_cols if parts.projection is None else parts.projection.in_cols(parts.num_features).size
+    features = first.inputs * cols * STORED_VALUE_BYTES
     if m.itemsize != STORED_VALUE_BYTES:
-        features += first.inputs * first.in_cols * m.itemsize
+        features += first.inputs * cols * m.itemsize
     labels = last.rows * (8 + 1 + 3 + 8)
-    params = parameter_elements(shapes, m) * m.itemsize
+    params = parameter_elements(shapes, m, parts) * m.itemsize
     return MemoryEstimate(
         adjacency=adjacency,
         features=features,
@@ -233,5 +397,6 @@ def estimate_memory(
         parameters=params,
         optimizer=ADAM_STATES * params,
         gradients=params,
-        activations=epoch_peak(shapes, m, classes),
+        activations=epoch_peak(shapes, m, classes, parts),
+        reshard_indices=reshard_index_bytes(shapes, parts),
     )

@@ -12,7 +12,6 @@ To rank layouts the planner takes the expected member counts (B/N of a band's re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,10 +21,10 @@ from gtool.geometry.bands import ceil_div
 from gtool.geometry.collectives import DATA_AXIS, Collective, bytes_by_group, epoch_collectives
 from gtool.geometry.epochs import EpochSchedule, epoch_rounds, epoch_steps
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import order_of_layer_output, rank_layers
-from gtool.geometry.shapes import LayerShape, layer_shapes
+from gtool.geometry.layers import order_of_layer_output
+from gtool.geometry.shapes import GCN_PARTS, LayerShape, StackParts
 from gtool.plan.costmodel.cost import EpochTime, epoch_time
-from gtool.plan.costmodel.memory import epoch_timeline, parameter_elements
+from gtool.plan.costmodel.memory import epoch_timeline, parameter_elements, parameter_parts
 from gtool.plan.costmodel.profile import DeviceProfile
 from gtool.store.reader import Store
 
@@ -49,6 +48,10 @@ class SampledShape(LayerShape):
     def inputs(self) -> int:
         return self.sampled_inputs
 
+    @property
+    def real_rows(self) -> int:
+        return self.sampled_rows
+
 
 def sampled_shapes(shapes: list[LayerShape], rows: list[int], inputs: list[int]) -> list[LayerShape]:
     """`shapes` with each layer's member counts."""
@@ -65,25 +68,30 @@ def expected_shapes(shapes: list[LayerShape], num_nodes: int, batch_size: int) -
     return sampled_shapes(shapes, rows, inputs)
 
 
-def step_collectives(shapes: list[LayerShape], wire_itemsize: int | None = None) -> list[Collective]:
+def step_collectives(
+    shapes: list[LayerShape], wire_itemsize: int | None = None, parts: StackParts = GCN_PARTS
+) -> list[Collective]:
     """Every collective of one step on a rank whose member counts `shapes` hold (groups of 2 and more);
-    `wire_itemsize` as in epoch_collectives (--comm-dtype bf16)."""
+    `wire_itemsize` and `parts` as in epoch_collectives (--comm-dtype bf16, the model's components)."""
     last = shapes[-1]
-    rows = last.geometry.row_axis
+    rows = parts.output_axes(last)[0]
     counts = Collective(
         last.layer, "loss", "sample counts", "all_reduce", rows, last.geometry.size(rows), COUNTS, 8
     )
-    steps = epoch_collectives(shapes, False, wire_itemsize)
+    steps = epoch_collectives(shapes, False, wire_itemsize, parts)
     return steps + ([counts] if counts.group_size > 1 else [])
 
 
-def replica_collectives(shapes: list[LayerShape], replicas: int) -> list[Collective]:
-    """The all-reduce of every owned weight part's gradient over the replicas, once per round."""
+def replica_collectives(
+    shapes: list[LayerShape], replicas: int, parts: StackParts = GCN_PARTS
+) -> list[Collective]:
+    """The all-reduce of every owned parameter part's gradient over the replicas, once per round."""
     if replicas < 2:
         return []
+    layer = shapes[-1].layer
     return [
-        Collective(s.layer, "backward", "dW parts", "all_reduce", DATA_AXIS, replicas, s.weight_part)
-        for s in shapes
+        Collective(layer, "backward", "parameter parts", "all_reduce", DATA_AXIS, replicas, elements)
+        for elements in parameter_parts(shapes, parts)
     ]
 
 
@@ -116,6 +124,7 @@ class MiniBatchRun:
         ranks_per_node: int,
         classes: int,
         spanning: tuple[bool, ...] = (False, False, False, False),
+        parts: StackParts = GCN_PARTS,
     ) -> tuple[list[Collective], EpochTime]:
         """The collectives and seconds of an epoch of typical steps: rounds of steps of B nodes, the last
         one at its largest sample (the short last step, when alone in it, is priced at its size);
@@ -126,10 +135,10 @@ class MiniBatchRun:
             members) multiplied by blocks of the expected member counts."""
             step_shapes = expected_shapes(shapes, self.num_nodes, size)
             step_nnz = np.ceil(nnz * (size / self.num_nodes) ** 2).astype(np.int64)
-            collectives = step_collectives(step_shapes, model.wire_itemsize)
-            collectives += replica_collectives(shapes, self.replicas)
-            allocated = epoch_timeline(step_shapes, model, classes).allocated
-            parameters = parameter_elements(shapes, model)
+            collectives = step_collectives(step_shapes, model.wire_itemsize, parts)
+            collectives += replica_collectives(shapes, self.replicas, parts)
+            allocated = epoch_timeline(step_shapes, model, classes, parts).allocated
+            parameters = parameter_elements(shapes, model, parts)
             seconds = epoch_time(
                 step_shapes,
                 step_nnz,
@@ -140,6 +149,7 @@ class MiniBatchRun:
                 ranks_per_node,
                 allocated,
                 spanning,
+                parts,
             )
             return collectives, seconds
 
@@ -161,28 +171,24 @@ def _band_members(positions: np.ndarray, band_size: int, bands: int) -> np.ndarr
 
 def replay_comm_bytes(
     store: Store,
-    widths: list[int],
-    itemsize: int,
+    model: ModelConfig,
     grid: ProcessGrid,
     replicas: int,
     batch_size: int,
     samples: np.ndarray,
-    orders: Sequence[bool],
-    wire_itemsize: int | None = None,
 ) -> list[dict[str, dict[str, int]]]:
-    """Every world rank's collective bytes in a mini-batch epoch whose node order is `samples` (the
-    trainer's draw, gtool.trainer.minibatch.schedule), for layers of `orders` (True: transform-first), by
-    group and kind (what `gtool train --log` records), from the epoch's steps replayed."""
+    """Every world rank's collective bytes in a mini-batch epoch of `model` whose node order is `samples`
+    (the trainer's draw, gtool.trainer.minibatch.schedule), by group and kind (what `gtool train --log`
+    records), from the epoch's steps replayed with each rank's member counts (exact, residuals included)."""
     n = store.num_nodes
+    itemsize, wire_itemsize = model.itemsize, model.wire_itemsize
     inverse = {}
     for order in ("r", "c"):
         perm = store.perm(order if store.two_matrices else "r")
         inverse[order] = np.empty(n, dtype=np.int64)
         inverse[order][perm] = np.arange(n)
     schedule = EpochSchedule(n, batch_size, replicas)
-    shapes = layer_shapes(grid, n, widths, orders)
-    geometry = [rank_layers(grid, rank, orders, n, False) for rank in range(grid.size)]
-    data_round = replica_collectives(shapes, replicas)
+    stacks = [model.shapes(grid, n, store.num_features, store.num_classes, rank) for rank in range(grid.size)]
     result = []
     for replica in range(replicas):
         steps = [schedule.step_of(r, replica) for r in range(schedule.rounds)]
@@ -193,10 +199,11 @@ def replay_comm_bytes(
             sample = samples[step * batch_size : (step + 1) * batch_size]
             members.append({o: inverse[o][sample] for o in ("r", "c")})
         for rank in range(grid.size):
-            collectives = list(data_round) * len(steps)
+            shapes, parts = stacks[rank]
+            collectives = replica_collectives(shapes, replicas, parts) * len(steps)
             for positions in members:
                 rows, inputs = [], []
-                for g in geometry[rank]:
+                for g in (s.geometry for s in shapes):
                     row_order = order_of_layer_output(g.layer)
                     input_order = "c" if row_order == "r" else "r"
                     row_bands = g.size(g.row_axis)
@@ -204,6 +211,7 @@ def replay_comm_bytes(
                     inputs.append(
                         _band_members(positions[input_order], g.inputs.size, g.sizes[1])[g.inputs.index]
                     )
-                collectives += step_collectives(sampled_shapes(shapes, rows, inputs), wire_itemsize)
+                step = sampled_shapes(shapes, rows, inputs)
+                collectives += step_collectives(step, wire_itemsize, parts)
             result.append(bytes_by_group(collectives, itemsize))
     return result

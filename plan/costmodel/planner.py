@@ -19,7 +19,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.bandnnz import ShardNnzTable, grid_band_counts
 from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.shapes import LayerShape, factorizations, layer_shapes
+from gtool.geometry.shapes import LayerShape, factorizations
 from gtool.plan.costmodel.cost import EpochTime, epoch_time
 from gtool.plan.costmodel.memory import (
     MemoryEstimate,
@@ -34,6 +34,9 @@ from gtool.store.cells import shard_table
 from gtool.store.reader import Store
 from gtool.store.scan import Progress
 from gtool.units import human_bytes
+
+MAX_RANKS = 16_384
+"""The most ranks a plan prices (a few seconds and a few hundred MB at this size)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,11 @@ class PlanRequest:
     """Only layouts of this many replicas (`--data-parallel D` given with `--grid auto`); None: any D."""
 
     def __post_init__(self) -> None:
+        if self.ranks > MAX_RANKS:
+            raise GtoolError(
+                f"--ranks {self.ranks:,}: gtool plan prices grids of up to {MAX_RANKS:,} ranks (it prices "
+                "every rank of every grid, so its time and memory grow with the ranks)"
+            )
         object.__setattr__(self, "model", self.model.for_mode(self.batch_size is not None))
 
     @property
@@ -175,29 +183,32 @@ def estimate_grid(
     profile: DeviceProfile,
     classes: int,
     replicas: int = 1,
+    features: int | None = None,
 ) -> GridEstimate:
-    """The predictions for one grid (`replicas` of it in a mini-batch run). A mini-batch run's memory is
-    the full-graph one: evaluation runs the full-graph forward."""
+    """The predictions for one grid (`replicas` of it in a mini-batch run) of a store of `features`
+    feature columns (None: widths[0], as without an input projection). A mini-batch run's memory is the
+    full-graph one: evaluation runs the full-graph forward."""
     m = request.model
-    orders = m.orders(widths[0], widths[-1])
-    shapes = layer_shapes(grid, table.num_nodes, widths, orders)
-    shards = table.rank_shards(grid, orders)
+    features = widths[0] if features is None else features
+    orders = m.orders(features, classes)
+    shapes, parts = m.shapes(grid, table.num_nodes, features, classes)
+    shards = table.rank_shards(grid, orders, m.start)
     nnz = shards.nnz
-    collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize)
-    memory = estimate_memory(shapes, shards, m, classes)
+    collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize, parts)
+    memory = estimate_memory(shapes, shards, m, classes, parts)
     placements = price_placements(grid, collectives, profile, m.itemsize, request.node_ranks)
     spanning = placements[0].spanning
     if request.batch_size is None:
-        allocated = epoch_timeline(shapes, m, classes).allocated
-        parameters = parameter_elements(shapes, m)
+        allocated = epoch_timeline(shapes, m, classes, parts).allocated
+        parameters = parameter_elements(shapes, m, parts)
         time = epoch_time(
-            shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated, spanning
+            shapes, nnz, collectives, profile, m, parameters, request.node_ranks, allocated, spanning, parts
         )
     else:
         run = MiniBatchRun(table.num_nodes, request.batch_size, replicas)
         replicas_span = request.node_ranks < request.ranks
         collectives, time = run.epoch(
-            shapes, nnz, m, profile, request.node_ranks, classes, (*spanning, replicas_span)
+            shapes, nnz, m, profile, request.node_ranks, classes, (*spanning, replicas_span), parts
         )
     limit = request.memory_per_rank
     fits = limit is None or int(memory.peak.max()) <= limit
@@ -269,7 +280,8 @@ def make_plan(
     grids = [grid for _, grid in candidates]
     table = shard_table(store, grid_band_counts(grids), request.exact_nnz, progress)
     estimates = [
-        estimate_grid(g, table, widths, request, profile, store.num_classes, d) for d, g in candidates
+        estimate_grid(g, table, widths, request, profile, store.num_classes, d, store.num_features)
+        for d, g in candidates
     ]
     ranked = sorted(estimates, key=lambda g: (not g.fits, g.time.total))
     best = ranked[0] if ranked[0].fits else None

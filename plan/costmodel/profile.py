@@ -1,27 +1,10 @@
 """Device profiles: the measured costs `gtool plan` turns shapes, nonzeros and bytes into seconds with.
 
-A profile is plain JSON (`gtool plan --calibrate` writes one; gtool.plan.calibration.microbench measures it):
-
-    spmm          seconds = nnz * w * a(w, D) + rows * w * b + c, D = bytes of the dense operand
-                  (cols x w): `a` from a table over w and D (the gather slows once the operand leaves
-                  the caches), interpolated in log w and log D
-    gemm          seconds = flops * f + bytes * m + c      (bytes: the three operands)
-    elementwise   seconds = bytes * e + c                 (one pass reading and writing a block)
-    dropout       seconds = elements * d + k              (the trainer's fused ReLU + dropout pass)
-    allocation    seconds = bytes * p(bytes)              (a fresh tensor's page faults; p from a table
-                  over sizes, the largest size measured up to `bytes`, 0 below the smallest)
-    collectives   per group size g: seconds = latency + wire bytes * s   (ring wire bytes, see
-                  gtool.geometry.collectives); sizes that were not measured use the nearest one measured.
-                  These rows price groups inside one node (calibration measures them there)
-    inter_node_collectives
-                  the same rows for groups whose ranks sit on several nodes (optional: a profile
-                  without them, version 2 included, prices every group with `collectives`)
-    epochs        per number k of ranks computing side by side on one machine, what real training
-                  epochs showed at calibration (gtool.plan.calibration.epochs): factors on SpMM, dense
-                  work and page faults, seconds added to every collective and to every layer; a k not
-                  measured uses the largest one measured below it
-
-A profile made on one machine is read anywhere: it describes the machine it was made on.
+A profile is plain JSON, written by `gtool plan --calibrate` (gtool.plan.calibration.microbench) or by
+the automatic calibration (gtool.plan.calibration.quick): SpMM, GEMM, element-wise, dropout and
+allocation costs, all-reduce rows per group size (inside a node and, optionally, across nodes), and the
+factors of k ranks side by side. Its keys and formulas: docs/plan.md, Profiles and Time. Every value is
+checked when it is read. A profile made on one machine is read anywhere: it describes that machine.
 """
 
 from __future__ import annotations
@@ -208,11 +191,6 @@ def _collective_rows(rows: dict[str, Any]) -> dict[int, CollectiveCost]:
 
 
 POSITIVE = (
-    "gemm.seconds_per_flop",
-    "elementwise.seconds_per_byte",
-    "dropout.seconds_per_element",
-    "collectives.*.seconds_per_byte",
-    "inter_node_collectives.*.seconds_per_byte",
     "epochs.*.spmm",
     "epochs.*.dense",
     "epochs.*.allocation",
@@ -220,8 +198,8 @@ POSITIVE = (
     "spmm.dense_bytes.*",
     "allocation.sizes.*",
 )
-"""Keys whose value must be above 0 (a cost per unit of work, a factor on one, a table's axis); every
-other number is a cost too, finite and >= 0."""
+"""Keys whose value must be above 0 (a factor on the modelled work, a table's axis); every other number
+is a cost, finite and >= 0 (a fit may find a part of a cost to be 0)."""
 PRICED = (
     "spmm",
     "gemm",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import dask
 from distributed import Client, Future, LocalCluster, as_completed
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from gtool.cores import available_cores
 from gtool.preprocess.engine.iostats import Measured, StageIO, take_totals
@@ -28,6 +28,7 @@ from gtool.preprocess.engine.lost_work import (
     watching_workers,
 )
 from gtool.preprocess.engine.stalls import DEFAULT_TIMEOUT, watching_stalls
+from gtool.terminal import description_column
 
 T = TypeVar("T")
 
@@ -146,7 +147,7 @@ class StageRunner:
         self.client = client
         self.run_id = uuid.uuid4().hex
         self.progress = Progress(
-            TextColumn("[bold]{task.description:<18}"),
+            description_column(18),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),

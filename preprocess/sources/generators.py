@@ -16,6 +16,7 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk, GraphSource
 from gtool.preprocess.sources.blocks import BlockedChunk, block_ranges
+from gtool.preprocess.sources.kinds import GRID_SPEC, RMAT_SPEC
 from gtool.preprocess.sources.sbm import parse_sbm
 from gtool.preprocess.sources.sbm_tasks import parse_sbm_tasks
 
@@ -154,5 +155,5 @@ def parse_generator(spec: str) -> GraphSource | None:
         rows, cols = (int(a) for a in args.lower().split("x"))
         return GridSource(rows, cols)
     except ValueError:
-        expected = "rmat:SCALE[:EDGEFACTOR[:SEED]]" if kind == "rmat" else "grid:RxC"
+        expected = RMAT_SPEC if kind == "rmat" else GRID_SPEC
         raise InputError(spec, f"not a generator spec; expected {expected}") from None

@@ -19,6 +19,7 @@ import numpy as np
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import FeatureSource, GraphSource, NodeData
 from gtool.preprocess.sources.blocks import BlockedChunk, block_ranges
+from gtool.preprocess.sources.kinds import SBM_SPEC
 from gtool.preprocess.sources.nodes.generated import random_split, uniform_rows
 
 SBM_FEATURES = 32
@@ -147,4 +148,4 @@ def spec_numbers(spec: str, args: str, counts: range, expected: str) -> list[int
 
 def parse_sbm(spec: str, args: str) -> SbmSource:
     """`sbm:NODES:CLASSES[:DEGREE[:SEED]]` as a source."""
-    return SbmSource(*spec_numbers(spec, args, range(2, 5), "sbm:NODES:CLASSES[:DEGREE[:SEED]]"))
+    return SbmSource(*spec_numbers(spec, args, range(2, 5), SBM_SPEC))

@@ -16,6 +16,7 @@ import numpy as np
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import NodeData
+from gtool.preprocess.sources.kinds import SBM_MULTI_SPEC
 from gtool.preprocess.sources.sbm import (
     DEFAULT_DEGREE,
     DEFAULT_SEED,
@@ -27,7 +28,7 @@ from gtool.store import layout
 
 UNKNOWN_SHARE = 0.1
 """The share of (node, task) label entries that are unknown (-1)."""
-SPEC = "sbm-multi:NODES:COMMUNITIES:TASKS[:DEGREE[:SEED]]"
+SPEC = SBM_MULTI_SPEC
 
 
 def task_communities(num_communities: int, num_tasks: int, seed: int) -> np.ndarray:

@@ -21,4 +21,4 @@ def test_the_summary_is_shown_and_saved(tmp_path: Path, monkeypatch: pytest.Monk
     assert ended.value.code in (0, None)
     figures = json.loads(report.read_text())
     assert figures["seconds"] > 0 and "map" in figures["stage_seconds"] and figures["bytes_written"] > 0
-    assert "peak memory" in capsys.readouterr().err  # the console writes to stderr
+    assert "peak memory" in capsys.readouterr().out  # the summary is the result: stdout

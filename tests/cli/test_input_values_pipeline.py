@@ -84,7 +84,7 @@ def test_feature_width_no_chunk_holds_refused_before_planning(
     assert f"{graph}[attr_data]: 1,000,000,000 features per node: a row of float32 is more than" in line
     graph = benchmark_graph(tmp_path / "g.npz", (N, 10**7), np.arange(N) % 4)
     line = refused(tmp_path, str(graph), "--tiles", "2x2", "--memory-limit", "330MB")
-    assert "10,000,000 features per node: writing one row takes about 114 MB, more than the" in line
+    assert "10,000,000 features per node: writing one row takes about 114.4 MiB, more than the" in line
 
 
 def test_features_without_columns(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_shard_cora_end_to_end(tmp_path, cora_dir):
     out = tmp_path / "cora.zarr"
     run = gtool("shard", str(cora_dir), "--tiles", "3x3", "-o", str(out), "--seed", "5")
     assert run.returncode == 0, run.stderr
-    assert "nonzeros" in run.stderr and "2,708" in run.stderr
+    assert "nonzeros" in run.stdout and "2,708" in run.stdout  # the summary: stdout; progress: stderr
     store = open_store(str(out))
     assert (store.num_nodes, store.num_features, store.num_classes) == (2708, 1433, 7)
     source = open_planetoid(str(cora_dir))

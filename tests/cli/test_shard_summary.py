@@ -15,7 +15,7 @@ UNCOUNTED = "(an external cluster's workers not counted)"
 
 def printed(monkeypatch: pytest.MonkeyPatch, external_cluster: bool) -> str:
     out = io.StringIO()
-    monkeypatch.setattr(shard_cli, "console", Console(file=out, width=300))
+    monkeypatch.setattr(shard_cli, "out", Console(file=out, width=300))
     summary = ShardSummary("s.zarr", "grid:3x3", 9, 12, {}, 2, {}, 1.0, 1000, 512.0)
     shard_cli.print_summary(summary, external_cluster=external_cluster)
     return out.getvalue()

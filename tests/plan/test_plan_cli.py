@@ -40,7 +40,7 @@ def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:
     result = json.loads(done.stdout)
     grids = {g["grid"]: g for g in result["grids"]}
     assert len(grids) == 6 and result["best"] == result["grids"][0]["grid"]
-    assert "fastest predicted epoch" in result["reason"] and "shipped profile" in result["profile"]
+    assert "fastest predicted epoch" in result["reason"] and "this machine's profile" in result["profile"]
     times = [g["epoch_seconds"] for g in result["grids"]]
     assert times == sorted(times)
     widths = ModelConfig(hidden=16).widths(12, result["widths"][-1])
@@ -72,12 +72,49 @@ def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
     assert "--grid auto chose" not in auto.output  # refused before planning
 
 
+def test_plan_refuses_more_ranks_than_it_prices_before_any_work(store: str) -> None:
+    """--ranks 1000000 on a small store: one error line at once (it took 15.9 GB and minutes)."""
+    done = gtool("plan", store, "--ranks", "1000000")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "error: --ranks 1,000,000: gtool plan prices grids of up to 16,384 ranks (it prices every rank of "
+        "every grid, so its time and memory grow with the ranks)"
+    ]
+    auto = gtool("train", store, "--grid", "auto", "--ranks", "1000000")
+    assert auto.returncode == 2 and auto.stderr.startswith("error: ") and "calibrating" not in auto.stderr
+
+
+def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --profile, the first plan measures this machine (a line on stderr), later ones read its
+    cached profile; --recalibrate measures again; --profile shipped is gtool's own."""
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    first = gtool("plan", store, "--ranks", "2", "--json")
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.startswith("calibrating this machine for gtool plan")
+    (cached,) = (tmp_path / "plan").glob("profile-*.json")
+    assert "calibrated just now" in json.loads(first.stdout)["profile"]
+    second = gtool("plan", store, "--ranks", "2", "--json")
+    assert "calibrating" not in second.stderr
+    assert json.loads(second.stdout)["profile"].startswith(f"this machine's profile ({cached};")
+    assert json.loads(second.stdout)["grids"] == json.loads(first.stdout)["grids"]
+    shipped = gtool("plan", store, "--ranks", "2", "--json", "--profile", "shipped")
+    assert "shipped profile" in json.loads(shipped.stdout)["profile"] and "calibrating" not in shipped.stderr
+    both = gtool("plan", store, "--ranks", "2", "--recalibrate", "--profile", "shipped")
+    assert both.returncode == 2 and "--recalibrate measures this machine" in both.stderr
+    before = cached.stat().st_mtime_ns
+    again = gtool("plan", store, "--ranks", "2", "--recalibrate")
+    assert again.returncode == 0 and again.stderr.startswith("calibrating this machine")
+    assert cached.stat().st_mtime_ns != before
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
         ("spmm.seconds_per_row_col", -3.0, "a finite number >= 0"),  # ranked grids by -3,856,598 s epochs
-        ("gemm.seconds_per_flop", float("nan"), "a number > 0"),
-        ("gemm.seconds_per_flop", 0.0, "a number > 0"),
+        ("gemm.seconds_per_flop", float("nan"), "a finite number >= 0"),
+        ("spmm.widths.0", 0, "a number > 0"),
         ("collectives.2.latency", float("inf"), "a finite number >= 0"),
         ("epochs.1.dense", 0, "a number > 0"),
     ],
@@ -89,8 +126,8 @@ def test_plan_refuses_a_profile_with_a_cost_that_is_not_a_cost(
     part = content
     *path, last = key.split(".")
     for name in path:
-        part = part[name]
-    part[last] = value
+        part = part[int(name)] if isinstance(part, list) else part[name]
+    part[int(last) if isinstance(part, list) else last] = value
     profile = tmp_path / "bad.json"
     profile.write_text(json.dumps(content))
     done = gtool("plan", store, "--ranks", "2", "--profile", str(profile))

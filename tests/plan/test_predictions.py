@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from gtool.cli.main import app
 from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives
 from gtool.geometry.grid import AXES, DEFAULT_PLACEMENT, ProcessGrid
-from gtool.geometry.shapes import factorizations, layer_shapes
+from gtool.geometry.shapes import factorizations
 from gtool.plan.costmodel.memory import estimate_memory
 from gtool.plan.costmodel.minibatch import replay_comm_bytes
 from gtool.plan.costmodel.planner import PlanRequest, make_plan
@@ -45,6 +45,21 @@ VARIANTS = {  # name: (grid, config changes) run beside the default model
         {"layer_order": "transform-first", "learnable_features": True},
     ),
     "aggregate-first-2x2x2": ((2, 2, 2), {"layer_order": "aggregate-first"}),
+    "scalegnn-2x2x2": ((2, 2, 2), {"model": "scalegnn"}),
+    "scalegnn-3x2x1": ((3, 2, 1), {"model": "scalegnn", "agg_blocks": 2}),
+    "scalegnn-no-projection-no-norm-2x2x2": (
+        (2, 2, 2),
+        {"model": "scalegnn", "input_projection": False, "norm": "none"},
+    ),
+    "scalegnn-transform-first-bf16-learnable-1x2x2": (
+        (1, 2, 2),
+        {
+            "model": "scalegnn",
+            "layer_order": "transform-first",
+            "comm_dtype": "bf16",
+            "learnable_features": True,
+        },
+    ),
 }
 CAST = (
     "H = A F",
@@ -58,9 +73,12 @@ CAST = (
 )
 """The all-reduces --comm-dtype bf16 carries in bfloat16."""
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
+SCALEGNN_MEMORY_GRID = (2, 2, 1)
 PLANNED_PER_NODE = 4
 MINIBATCH = {"batch_size": 6000, "seed": 3}  # rmat:14:8: 3 steps, the last one short
 REPLICATED = [(d, g.dims) for d in (1, 2) for p in range(1, WORLD // d + 1) for g in factorizations(p)]
+SCALEGNN_MINIBATCH = [(1, (2, 2, 1)), (2, (2, 1, 1))]
+"""Mini-batch cases of the ScaleGNN stack: its residuals' all-to-all bytes follow each step's members."""
 
 
 def _name(grid: tuple[int, int, int], variant: str = "default") -> str:
@@ -80,16 +98,15 @@ def _measured_cases(cases: list[tuple[str, TrainConfig, bool]], out: Path) -> Pa
     return out
 
 
-def _collectives(config: TrainConfig, grid: tuple[int, int, int]) -> list[Collective]:
-    store = open_store(config.store)
-    widths = config.model.widths(store.num_features, store.num_classes)
-    orders = config.model.orders(store.num_features, store.num_classes)
-    shapes = layer_shapes(ProcessGrid(*grid), store.num_nodes, widths, orders)
-    return epoch_collectives(shapes, config.model.learnable_features, config.model.wire_itemsize)
+def _collectives(config: TrainConfig, grid: tuple[int, int, int], rank: int = 0) -> list[Collective]:
+    """Rank `rank`'s collectives (they differ between ranks only in a residual's all-to-all)."""
+    store, m = open_store(config.store), config.model
+    shapes, parts = m.shapes(ProcessGrid(*grid), store.num_nodes, store.num_features, store.num_classes, rank)
+    return epoch_collectives(shapes, m.learnable_features, m.wire_itemsize, parts)
 
 
-def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int]) -> dict:
-    return bytes_by_group(_collectives(config, grid), config.torch_dtype.itemsize)
+def _predicted_bytes(config: TrainConfig, grid: tuple[int, int, int], rank: int = 0) -> dict:
+    return bytes_by_group(_collectives(config, grid, rank), config.torch_dtype.itemsize)
 
 
 def _planned(base: TrainConfig) -> TrainConfig:
@@ -113,6 +130,9 @@ def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
     for replicas, grid in REPLICATED:
         config = base.replace(grid=grid, data_parallel=replicas, **MINIBATCH)
         cases[_name(grid, f"minibatch{replicas}")] = (config, grid)
+    for replicas, grid in SCALEGNN_MINIBATCH:
+        config = base.replace(grid=grid, data_parallel=replicas, model="scalegnn", **MINIBATCH)
+        cases[_name(grid, f"minibatch{replicas}-scalegnn")] = (config, grid)
     return cases
 
 
@@ -127,6 +147,8 @@ def runs(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> tupl
     byte_cases = _configs(small)
     memory = TrainConfig.of(large, hidden=64)
     cases = [(_name(grid, "memory"), memory.replace(grid=grid), True) for grid in MEMORY_GRIDS]
+    scalegnn = memory.replace(grid=SCALEGNN_MEMORY_GRID, model="scalegnn")
+    cases.append((_name(SCALEGNN_MEMORY_GRID, "memory-scalegnn"), scalegnn, True))
     cases += [(name, config, False) for name, (config, _) in byte_cases.items()]
     return byte_cases, memory, _measured_cases(cases, root / "runs")
 
@@ -142,13 +164,11 @@ def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(run
         if not name.startswith("minibatch"):
             continue
         store = open_store(config.store)
-        widths = config.model.widths(store.num_features, store.num_classes)
-        replicas, itemsize = config.minibatch.data_parallel, config.torch_dtype.itemsize
+        replicas = config.minibatch.data_parallel
         batch, seed = config.minibatch.batch_size, config.runtime.seed
-        orders = config.model.orders(store.num_features, store.num_classes)
         process_grid = ProcessGrid(*grid)
         samples = Schedule(store.num_nodes, batch, replicas).order(seed, 1).numpy()
-        predicted = replay_comm_bytes(store, widths, itemsize, process_grid, replicas, batch, samples, orders)
+        predicted = replay_comm_bytes(store, config.model, process_grid, replicas, batch, samples)
         for rank, measured in enumerate(_measured(out, name, grid, replicas)):
             assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"
         if replicas > 1:
@@ -161,9 +181,10 @@ def test_predicted_collective_bytes_equal_logged_bytes(runs: tuple, variant: str
     for name, (config, grid) in cases.items():
         if not name.startswith(f"{variant}-"):
             continue
-        predicted = _predicted_bytes(config, grid)
         for rank, measured in enumerate(_measured(out, name, grid)):
-            assert measured["comm_bytes"] == predicted, f"{name} rank {rank}"
+            assert measured["comm_bytes"] == _predicted_bytes(config, grid, rank), f"{name} rank {rank}"
+        if variant.startswith("scalegnn"):  # its residuals' reshards were priced
+            assert _measured(out, name, grid)[0]["comm_bytes"]["all"]["all_to_all"] > 0
 
 
 def test_bf16_halves_the_logged_bytes_of_the_cast_all_reduces(runs: tuple) -> None:
@@ -223,17 +244,23 @@ def test_slow_inter_node_links_change_the_plan(stores: StoreFactory, tmp_path: P
     assert chosen[1.0] != chosen[10.0], chosen
 
 
-@pytest.mark.parametrize("grid", MEMORY_GRIDS, ids=lambda g: "x".join(map(str, g)))
-def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, grid: tuple) -> None:
-    _, config, out = runs
+@pytest.mark.parametrize(
+    ("grid", "model"),
+    [(grid, "gcn") for grid in MEMORY_GRIDS] + [(SCALEGNN_MEMORY_GRID, "scalegnn")],
+    ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v,
+)
+def test_predicted_peak_memory_is_within_20_percent_of_measured(runs: tuple, grid: tuple, model: str) -> None:
+    _, base, out = runs
+    config = base.replace(model=model)
+    m = config.model
     store = open_store(config.store)
-    widths = config.model.widths(store.num_features, store.num_classes)
     process_grid = ProcessGrid(*grid)
-    orders = config.model.orders(store.num_features, store.num_classes)
-    shards = shard_table(store, set(grid)).rank_shards(process_grid, orders)
-    shapes = layer_shapes(process_grid, store.num_nodes, widths, orders)
-    predicted = estimate_memory(shapes, shards, config.model, store.num_classes).peak
-    for rank, measured in enumerate(_measured(out, _name(grid, "memory"), grid)):
+    orders = m.orders(store.num_features, store.num_classes)
+    shards = shard_table(store, set(grid)).rank_shards(process_grid, orders, m.start)
+    shapes, parts = m.shapes(process_grid, store.num_nodes, store.num_features, store.num_classes)
+    predicted = estimate_memory(shapes, shards, m, store.num_classes, parts).peak
+    name = _name(grid, "memory" if model == "gcn" else "memory-scalegnn")
+    for rank, measured in enumerate(_measured(out, name, grid)):
         ratio = predicted[rank] / measured["peak"]
         assert 0.8 <= ratio <= 1.2, (
             f"{grid} rank {rank}: predicted {predicted[rank]}, measured {measured['peak']}"

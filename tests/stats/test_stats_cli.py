@@ -112,3 +112,23 @@ def test_scans_report_progress(double_store: StatsStore) -> None:
         "reading tiles": [everything, everything],
         "counting schemes": [store.tile_nnz(0).sum()] * 2,
     }
+
+
+def test_scalegnn_collectives_are_the_plans(double_store: StatsStore) -> None:
+    """`--model scalegnn` sizes the stack's parts (projection, head, norms, residual all-to-alls) as
+    `gtool plan` prices them (tests/plan/test_predictions.py checks those against training); without its
+    residuals the whole-grid group moves nothing."""
+    args = ["--grid", "2x2x2", "--layers", "2", "--hidden", "8", "--model", "scalegnn", "--json"]
+    code, out = run(double_store.path, *args)
+    assert code == 0, out
+    grid = json.loads(out)["grid"]["collectives"]
+    operands = {c["operand"] for c in grid["list"]}
+    assert {"projection Y = X W", "head dX", "row squares", "residual"} <= operands
+    assert grid["bytes_by_group"]["all"]["all_to_all"] > 0
+    plan_args = ["plan", double_store.path, "--ranks", "8", "--layers", "2", "--hidden", "8"]
+    planned = CliRunner().invoke(app, [*plan_args, "--model", "scalegnn", "--json"])
+    assert planned.exit_code == 0, planned.output
+    (same,) = [g for g in json.loads(planned.stdout)["grids"] if g["grid"] == "2x2x2"]
+    assert same["comm_bytes"] == grid["bytes_by_group"]
+    code, out = run(double_store.path, *args, "--no-residual")
+    assert json.loads(out)["grid"]["collectives"]["bytes_by_group"]["all"]["all_to_all"] == 0

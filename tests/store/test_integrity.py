@@ -90,7 +90,7 @@ def flips(store: Path, count: int, seed: int) -> list[tuple[Path, int, int]]:
 def test_an_undamaged_store_verifies_clean(store: Path) -> None:
     run = gtool("verify", str(store))
     assert run.returncode == 0, run.stderr
-    assert "no problems found" in run.stderr
+    assert "no problems found" in run.stdout  # the report is the result: stdout
     report = verify_store(open_store(str(store)))
     assert report.ok and report.unchecksummed_arrays == 0
     assert report.chunks == len(chunk_files(store, {"all": ""})["all"])
@@ -116,8 +116,8 @@ def test_gtool_verify_names_each_damaged_array_and_exits_1(store: Path, tmp_path
     run = gtool("verify", str(copy))
     assert run.returncode == 1
     for chunk in chunks:
-        assert f"array {array_of(chunk, store)}, chunk 0: stored checksum does not match" in run.stderr
-    assert "3 problem(s)" in run.stderr
+        assert f"array {array_of(chunk, store)}, chunk 0: stored checksum does not match" in run.stdout
+    assert "3 problem(s)" in run.stdout
 
 
 @pytest.mark.parametrize("family", ["adjacency", "features"])
@@ -308,8 +308,8 @@ def test_gtool_verify_and_train_refuse_a_store_missing_a_label_chunk(store: Path
     copy = without_chunk(store, tmp_path / "m.zarr", store / layout.LABELS["c"] / "c.0")
     run = gtool("verify", str(copy))
     assert run.returncode == 1
-    assert "problem: array nodes/labels/c, chunk 0: missing" in run.stderr
-    assert "not so: see the problems below" in run.stderr  # the summary claims no check that failed
+    assert "problem: array nodes/labels/c, chunk 0: missing" in run.stdout
+    assert "not so: see the problems below" in run.stdout  # the summary claims no check that failed
     run = gtool("train", str(copy), "--grid", "1x1x1", "--epochs", "1", "--layers", "2", "--hidden", "8")
     assert run.returncode == 2
     assert "error: " in run.stderr and "array nodes/labels/c, chunk 0: missing" in run.stderr

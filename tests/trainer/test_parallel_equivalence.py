@@ -132,6 +132,14 @@ STACKS = {  # the ScaleGNN stack: every component, each switched off, both order
         )
         for grid in [(1, 1, 1), (2, 2, 2), (3, 2, 1)]
     },
+    **{
+        _name((2, 2, 2), "double", f"scalegnn-{variant}"): (
+            "double",
+            {"grid": (2, 2, 2), **SCALEGNN, "dropout": 0.5, "dtype": "float32", **changes},
+            "stored",
+        )
+        for variant, changes in (("dropout-f32", {}), ("bf16", {"comm_dtype": "bf16"}))
+    },
 }
 CASES = {**EXACT, **VARIANTS, **ORDERED, **PLACED, **STACKS}
 
@@ -209,11 +217,13 @@ def test_scalegnn_dropout_losses_are_the_same_on_every_grid(results: Path) -> No
             assert error <= 1e-5, f"{name} rank {rank}: losses off by {error:.2e} from 1x1x1's"
 
 
-def test_bf16_all_reduces_keep_the_float32_losses(results: Path) -> None:
-    """--comm-dtype bf16 (H, Q, dH and dF all-reduced in bfloat16) loses what float32 loses, every epoch,
-    within 1e-2 relative."""
-    want = torch.tensor(_rank_results(results, "2x2x2-double-dropout-f32")[0]["losses"], dtype=torch.float64)
-    for rank, result in enumerate(_rank_results(results, "2x2x2-double-bf16")):
+@pytest.mark.parametrize("model", ["", "scalegnn-"])
+def test_bf16_all_reduces_keep_the_float32_losses(results: Path, model: str) -> None:
+    """--comm-dtype bf16 (H, Q, dH and dF all-reduced in bfloat16; RMSNorm's row sums and the loss stay
+    float32) loses what float32 loses, every epoch, within 1e-2 relative."""
+    reference = _rank_results(results, f"2x2x2-double-{model}dropout-f32")[0]["losses"]
+    want = torch.tensor(reference, dtype=torch.float64)
+    for rank, result in enumerate(_rank_results(results, f"2x2x2-double-{model}bf16")):
         got = torch.tensor(result["losses"], dtype=torch.float64)
         error = float(((got - want).abs() / want.abs()).max())
         assert error <= 1e-2, f"rank {rank}: losses off by {error:.2e} from float32's"

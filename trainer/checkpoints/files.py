@@ -326,13 +326,14 @@ class Checkpoints:
                 found = (self.latest(), _pointed_epoch(self.directory, BEST), None)
             except CheckpointError as error:
                 found = (None, None, str(error))
-        manifest, self.best_epoch, error = broadcast_object(everyone, found)
-        if error is not None:
-            raise CheckpointError(error)
+        manifest, self.best_epoch, refused = broadcast_object(everyone, found)
+        if refused is not None:
+            raise CheckpointError(refused)
         if manifest is None:
             return None
         epoch, folder = manifest["epoch"], self.directory / _epoch_dir(manifest["epoch"])
-        state, problem = None, None
+        state: dict[str, Any] = {}
+        problem = None
         try:
             state = read_rank_file(folder, self.comm.rank, device)
             if state.get("epoch", epoch) != epoch:

@@ -82,7 +82,9 @@ class TrainedParameters:
         training ranks hold the blocks `places` (one per rank), each split into flat parts over a group."""
         owners: dict[tuple[Band | None, Band], dict[int, int]] = {}
         for rank, place in enumerate(places):
-            if (place.rows is None or _overlap(place.rows, rows)) and _overlap(place.cols, cols):
+            if (place.rows is None or rows is None or _overlap(place.rows, rows)) and _overlap(
+                place.cols, cols
+            ):
                 part = self.grid.coords(rank)[place.axis]
                 owners.setdefault((place.rows, place.cols), {}).setdefault(part, rank)
         out: torch.Tensor | None = None

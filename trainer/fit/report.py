@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gtool.terminal import plain_console
 from gtool.trainer.comm.timing import PHASES
 
 ACCURACY, ROCAUC = "accuracy", "rocauc"
@@ -160,11 +160,13 @@ class Summary:
 
 
 class Reporter:
-    """Prints and logs on rank 0 (`active`); does nothing elsewhere."""
+    """Prints and logs on rank 0 (`active`); does nothing elsewhere. A `quiet` one prints only the summary
+    (its log still has every epoch)."""
 
-    def __init__(self, active: bool, log: str | None, append: bool):
+    def __init__(self, active: bool, log: str | None, append: bool, quiet: bool = False):
         self.active = active
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.shows_progress = active and not quiet
+        self.console = plain_console(soft_wrap=True)
         self.log = Path(log) if log and active else None
         if self.log is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +174,7 @@ class Reporter:
                 self.log.write_text("")
 
     def message(self, text: str) -> None:
-        if self.active:
+        if self.shows_progress:
             self.console.print(text)
 
     def _append(self, content: dict[str, Any]) -> None:
@@ -181,8 +183,9 @@ class Reporter:
                 handle.write(json.dumps(content) + "\n")
 
     def epoch(self, record: EpochRecord) -> None:
-        if self.active:
+        if self.shows_progress:
             self.console.print(record.line())
+        if self.active:
             self._append(record.as_json())
 
     def summary(self, summary: Summary) -> None:

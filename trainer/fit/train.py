@@ -34,7 +34,8 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     if config.runtime.checkpoint:
         require_shared(comm.everyone, config.runtime.checkpoint, "--checkpoint", SHARED_FOLDER)
     grid = comm.grid
-    reporter = Reporter(env.rank == 0, config.runtime.log, append=config.runtime.resume)
+    runtime = config.runtime
+    reporter = Reporter(env.rank == 0, runtime.log, append=runtime.resume, quiet=runtime.quiet)
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()

@@ -24,6 +24,7 @@ from gtool.trainer.launch.failures import FAILURE, read_failure
 from gtool.trainer.launch.lineage import Parent
 from gtool.trainer.launch.supervisor import supervise
 from gtool.trainer.launch.world import free_port
+from gtool.units import human_bytes
 
 READY_WATCH_S = 0.1
 """How often a local launch counts the ranks that are ready, while they start."""
@@ -73,8 +74,8 @@ def refuse_beyond_memory(world_size: int) -> None:
     available = psutil.virtual_memory().available
     if world_size * RANK_BASE_BYTES > available:
         raise GtoolError(
-            f"{world_size} local ranks need at least {world_size * RANK_BASE_BYTES / 2**30:,.1f} GiB (about "
-            f"{RANK_BASE_BYTES >> 20} MiB each before any data), but {available / 2**30:,.1f} GiB is "
+            f"{world_size} local ranks need at least {human_bytes(world_size * RANK_BASE_BYTES)} (about "
+            f"{human_bytes(RANK_BASE_BYTES)} each before any data), but {human_bytes(available)} is "
             "available: use a smaller grid, or start the ranks on several machines with torchrun or srun"
         )
 

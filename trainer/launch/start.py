@@ -53,14 +53,16 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
     if env is None or (env.world_size == 1 and config.world_size > 1):
-        print(
-            f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
-            f"({config.runtime.backend}, {config.runtime.device_type}); "
-            "each loads only its tiles",
-            file=sys.stderr,
-            flush=True,
-        )
-        launch_local(config.world_size, main, *args, label=f"gtool {command}")
+        quiet = config.runtime.quiet
+        if not quiet:
+            print(
+                f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
+                f"({config.runtime.backend}, {config.runtime.device_type}); "
+                "each loads only its tiles",
+                file=sys.stderr,
+                flush=True,
+            )
+        launch_local(config.world_size, main, *args, label=None if quiet else f"gtool {command}")
         return
     if env.world_size != config.world_size:
         raise GtoolError(

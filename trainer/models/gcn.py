@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gtool.geometry.bands import Band
 from gtool.geometry.layers import LayerGeometry, order_of_layer_output, padded_slice, roles_after
 from gtool.loader import RankData, read_node_ids, read_positions
-from gtool.store.reader import Store, open_store
+from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import AxisGroup, GridComm
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.minibatch.batch import StepBatch
@@ -116,7 +117,6 @@ class ParallelGCN:
         self.features = None if learned else features
         self.feature_place = feature_place(comm.grid, comm.rank, meta.num_nodes, meta.num_features)
         self.input_widths = [meta.num_features] + self.dims[1:]
-        self._store: Store | None = None
         self._positions: dict[tuple, torch.Tensor] = {}
         self._moves: dict[int, Moves] = {}
 
@@ -174,7 +174,7 @@ class ParallelGCN:
         config = self.config
         step = None if batch is None else batch.step
         width = self.input_widths[index]
-        return MaskSpec.of(config.runtime.seed, index, epoch, config.model.dropout, width, step)
+        return MaskSpec.of(config.runtime.seed, index, epoch, config.model.dropout_rate, width, step)
 
     def feature_placement(self, batch: StepBatch | None) -> Placement:
         rows, cols = self.feature_place.rows, self.feature_place.cols
@@ -201,7 +201,7 @@ class ParallelGCN:
         x = self.input_block()
         if batch is not None:
             x = x[batch.input_rows]
-        if training and self.config.model.dropout > 0:
+        if training and self.config.model.dropout_rate > 0:
             with self.comm.timer.phase("dense"):
                 x = dropout(x, self.mask(0, epoch, batch), self.feature_placement(batch))
         projection = self.geometry.projection
@@ -286,7 +286,7 @@ class ParallelGCN:
         residual: torch.Tensor | None,
     ) -> torch.Tensor:
         """residual + dropout(relu(norm(z))) of GCN layer `index`'s output (norm and residual if any)."""
-        dropping = training and self.config.model.dropout > 0
+        dropping = training and self.config.model.dropout_rate > 0
         spec = self.mask(index + 1, epoch, batch) if dropping else NO_DROPOUT
         placement = self.output_placement(index, batch)
         layer = self.layers[index]
@@ -308,12 +308,19 @@ class ParallelGCN:
                 self._moves[index] = moves
         return reshard(x, moves, self.comm.whole_grid, self.comm.axes[layer.roles[0]])
 
+    def _orders(self, index: int) -> tuple[str, str]:
+        """GCN layer `index`'s input and output node orders (both pr's with one stored matrix)."""
+        if not self.two_matrices:
+            return "r", "r"
+        return _other(order_of_layer_output(index)), order_of_layer_output(index)
+
     def _plan(self, index: int, batch: StepBatch | None) -> Moves:
         layer = self.layers[index]
-        source_order = _other(order_of_layer_output(index)) if self.two_matrices else "r"
-        target_order = order_of_layer_output(index) if self.two_matrices else "r"
-        sent = self._positions_of(source_order, layer.inputs, target_order)
-        filled = self._positions_of(target_order, layer.rows, source_order)
+        source_order, target_order = self._orders(index)
+        if not self._positions:
+            self._read_positions()
+        sent = self._positions[(source_order, layer.inputs, target_order)]
+        filled = self._positions[(target_order, layer.rows, source_order)]
         device = self.weights[0].shard.device
         if batch is None:
             sent_rows = HeldRows(torch.arange(sent.shape[0], device=device), sent)
@@ -330,15 +337,29 @@ class ParallelGCN:
             grid, rank, *roles, width, self.num_nodes, sent_rows, filled_rows, in_rows, out_rows
         )
 
-    def _positions_of(self, order: str, rows, other: str) -> torch.Tensor:
-        """The positions in order `other` of the real rows of band `rows` in order `order` (read once)."""
-        key = (order, rows, other)
-        if key not in self._positions:
-            if order == other:
-                positions = np.arange(rows.start, rows.stop, dtype=np.int64)
-            else:
-                if self._store is None:
-                    self._store = open_store(self.config.store)
-                positions = read_positions(self._store, other, read_node_ids(self._store, order, rows))
-            self._positions[key] = torch.from_numpy(positions).to(self.weights[0].shard.device)
-        return self._positions[key]
+    def _read_positions(self) -> None:
+        """For every residual, the positions of its input rows in the output's node order and of its
+        output rows in the input's: one pass over each stored permutation for all of them."""
+        wanted: dict[tuple, Band] = {}
+        for index in (i for i in range(len(self.layers)) if self.geometry.residual(i)):
+            layer, (source, target) = self.layers[index], self._orders(index)
+            wanted[(source, layer.inputs, target)] = layer.inputs
+            wanted[(target, layer.rows, source)] = layer.rows
+        found = {
+            key: np.arange(band.start, band.stop, dtype=np.int64)
+            for key, band in wanted.items()
+            if key[0] == key[2]
+        }
+        store = open_store(self.config.store)
+        for other in ("r", "c"):
+            keys = [key for key in wanted if key[2] == other and key[0] != other]
+            if keys:
+                ids = [read_node_ids(store, key[0], wanted[key]) for key in keys]
+                distinct, inverse = np.unique(np.concatenate(ids), return_inverse=True)
+                positions = read_positions(store, other, distinct)[inverse]
+                for key, part in zip(
+                    keys, np.split(positions, np.cumsum([len(i) for i in ids])[:-1]), strict=True
+                ):
+                    found[key] = part
+        device = self.weights[0].shard.device
+        self._positions = {key: torch.from_numpy(value).to(device) for key, value in found.items()}

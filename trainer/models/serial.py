@@ -143,7 +143,7 @@ class SerialGCN:
 
     def _dropout(self, x: torch.Tensor, index: int, epoch: int, step: int | None) -> torch.Tensor:
         """Dropout of the input of GCN layer `index` (0: the features; L: the output head's)."""
-        rate = self.config.model.dropout
+        rate = self.config.model.dropout_rate
         if self.torch_dropout:
             return torch.nn.functional.dropout(x, rate)
         rows, width = x.shape
@@ -167,7 +167,7 @@ class SerialGCN:
         the logits, as `forward`."""
         model = self.config.model
         parts = model.components
-        dropping = training and model.dropout > 0
+        dropping = training and model.dropout_rate > 0
         matrices, moved = self.graph.matrices, self.graph.residual_rows
         x = self.features
         if sample is not None:

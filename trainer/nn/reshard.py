@@ -78,8 +78,14 @@ def plan_moves(
     order = torch.argsort(sent.positions)
     send_rows, send_bands = sent.local[order], sent.positions[order] // band_size(num_nodes, dims[p2])
     fill_bands = filled.positions // band_size(num_nodes, dims[p])
-    send, receive, back_send, back = [], [], [], []
-    send_splits, receive_splits, back_send_splits, back_splits = [], [], [], []
+    send: list[torch.Tensor] = []
+    receive: list[torch.Tensor] = []
+    back_send: list[torch.Tensor] = []
+    back: list[torch.Tensor] = []
+    send_splits: list[int] = []
+    receive_splits: list[int] = []
+    back_send_splits: list[int] = []
+    back_splits: list[int] = []
     designated = coords[r2] == 0
     for peer in range(grid.size):
         other = grid.coords(peer)

@@ -149,7 +149,9 @@ def check_replaceable(
     if not fs.exists(path):
         return
     if not overwrite:
-        raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
+        raise StoreExistsError(
+            f"{location} already exists; pass --overwrite to replace it (in Python: overwrite=True)"
+        )
     if not replaceable(fs, path, kind):
         raise StoreExistsError(
             f"{location} exists and is neither {kind.name} nor an empty folder: --overwrite replaces "

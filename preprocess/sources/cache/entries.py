@@ -35,10 +35,10 @@ from gtool.errors import GtoolError
 from gtool.preprocess.sources.cache.record import recorded
 from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import file_checksum, write_atomically
+from gtool.units import human_bytes
 
 CACHE_FOLDER = "gtool-cache"
 NOTE_SUFFIX = ".source.json"
-GIB = 1 << 30
 WRITING_SECONDS = 600
 """A temporary file is being written while its process lives and it grew within this many seconds (a
 process that reuses the pid of a killed run, or one on another host sharing the cache, writes nothing)."""
@@ -428,7 +428,7 @@ def check_room(folder: Path, need: int, what: str) -> None:
     if need > free:
         raise CacheFolderError(
             str(folder),
-            f"{what} needs {need / GIB:.2f} GiB there, which has {free / GIB:.2f} GiB free",
+            f"{what} needs {human_bytes(need, up=True)} there, which has {human_bytes(free)} free",
             "free some space (`gtool cache list` shows the cached copies, `gtool cache clear` removes them) "
             "or pass --cache-dir on a disk with room",
         )

@@ -19,7 +19,6 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
-    TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
@@ -37,6 +36,7 @@ from gtool.preprocess.sources.cache.entries import (
 )
 from gtool.preprocess.sources.cache.record import Preparation, recorded, watching
 from gtool.preprocess.sources.npzmember import NpzMember
+from gtool.terminal import description_column
 
 
 def prepare_source(
@@ -50,7 +50,7 @@ def prepare_source(
     member extracted; what they did, for the summary, holding the copies they use until its `close`. An
     error about the folder says where it came from."""
     bars = Progress(
-        TextColumn("[bold]{task.description:<18}"),
+        description_column(18),
         BarColumn(),
         DownloadColumn(binary_units=True),
         TransferSpeedColumn(),

@@ -18,11 +18,11 @@ import urllib.request
 from pathlib import Path
 from typing import BinaryIO
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.fileinfo import COPY_BYTES, write_atomically
+from gtool.terminal import description_column, plain_console
 
 NAMES = ("cora", "citeseer", "pubmed")
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -116,8 +116,8 @@ def fetch_planetoid(name: str, root: str, progress: bool = True) -> Path:
         return folder
     url = base_url()
     folder.mkdir(parents=True, exist_ok=True)
-    console = Console(stderr=True)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    console = plain_console(stderr=True)
+    columns = (description_column(), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=console, disable=not progress, transient=True) as bars:
         for file in missing:
             file_url = f"{url}/{file}"
@@ -134,7 +134,7 @@ def fetch_planetoid(name: str, root: str, progress: bool = True) -> Path:
                 )
                 raise InputError(name, problem) from None
     if progress:
-        console.print(f"downloaded {len(missing)} files of {name} into {folder}", highlight=False)
+        console.print(f"downloaded {len(missing)} files of {name} into {folder}")
     return folder
 
 

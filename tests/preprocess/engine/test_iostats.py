@@ -33,6 +33,6 @@ def test_a_stage_adds_up_its_tasks_disk_writes_and_seconds(tmp_path):
 
 
 def test_the_summary_shows_bytes_busy_seconds_and_rate_per_stage():
-    summary = ShardSummary("s.zarr", "src", 10, 10, {}, 1, {}, 1.0, 0, 0.0, concurrency=2)
-    summary.stage_io = {"route features": StageIO(read=3 << 30, written=1 << 30, task_seconds=8.0)}
+    io = {"route features": StageIO(read=3 << 30, written=1 << 30, task_seconds=8.0)}
+    summary = ShardSummary("s.zarr", "src", 10, 10, {}, 1, {}, 1.0, 0, 0.0, stage_io=io, concurrency=2)
     assert stage_io_text(summary) == "route features: 3.0 GiB in, 1.0 GiB out, 4.0 s, 1.0 GiB/s"

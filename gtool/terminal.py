@@ -1,0 +1,30 @@
+"""The consoles gtool prints with: text printed as given, styles only from rich Text objects.
+
+Paths, sources and messages hold user text: a file named `a:smile:b.txt` or `[red].txt`, a source
+`rmat:abc:`. A console with markup and emoji codes would rewrite them, so none of gtool's does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import TextColumn
+from rich.text import Text
+
+
+def plain_console(stderr: bool = False, **options: Any) -> Console:
+    """A console (stdout, or stderr) that applies no markup, emoji codes or highlighting to what it prints."""
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, **options)
+
+
+def labelled(label: str, style: str, text: str) -> Text:
+    """`label text` with the label styled and the text as given (e.g. a red 'error:')."""
+    return Text.assemble((label, style), " ", text)
+
+
+def description_column(width: int = 0, style: str = "bold") -> TextColumn:
+    """A progress bar's description, as given (no markup or emoji codes), padded to `width`."""
+    return TextColumn(
+        f"{{task.description:<{width}}}" if width else "{task.description}", style=style, markup=False
+    )

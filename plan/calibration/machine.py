@@ -1,0 +1,87 @@
+"""The device profile `gtool plan` and `--grid auto` price grids with: --profile's, gtool's shipped one
+(`--profile shipped`), or by default this machine's, calibrated on first use (gtool.plan.calibration.quick)
+and cached under the cache folder, one file per machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gtool.plan.costmodel.profile import VERSION, DeviceProfile, ProfileError, load_profile
+from gtool.preprocess import cache_folder
+
+SHIPPED = "shipped"
+"""--profile's name for gtool's shipped profile."""
+FOLDER = "plan"
+"""The cache folder's subfolder of machine profiles."""
+
+
+def _cpu_model() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor()
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+
+
+def machine_key() -> str:
+    """What identifies this machine to its profile: host, processor, usable cores, torch and the profile
+    format (a change of any calibrates afresh)."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parts = [platform.node(), platform.machine(), _cpu_model(), str(cores), torch.__version__, str(VERSION)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def machine_profile_path() -> Path:
+    return cache_folder(None, None).path / FOLDER / f"profile-{machine_key()}.json"
+
+
+def _save(profile: DeviceProfile, measurements: dict, path: Path) -> None:
+    """Write the profile whole or not at all (ranks and other runs may read it at any time)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
+        json.dump({**profile.to_json(), "measurements": measurements}, handle, indent=1)
+    os.replace(handle.name, path)
+
+
+def plan_profile(
+    path: str | None, recalibrate: bool, report: Callable[[str], None], may_calibrate: bool = True
+) -> tuple[DeviceProfile, str]:
+    """The profile to plan with, and a line saying which it is. Without `path`, this machine's cached one,
+    calibrated first when there is none (or `recalibrate`); when it may not calibrate (ranks of torchrun
+    or srun would each measure something else and choose different grids), the shipped one."""
+    if path == SHIPPED:
+        return load_profile(None)
+    if path:
+        return load_profile(path)
+    cached = machine_profile_path()
+    if cached.exists() and not recalibrate:
+        try:
+            profile, _ = load_profile(str(cached))
+            return profile, f"this machine's profile ({cached}; `gtool plan --recalibrate` measures it again)"
+        except ProfileError:
+            pass  # damaged or from an older gtool: measured again below
+    if not may_calibrate:
+        profile, note = load_profile(None)
+        return profile, f"{note} (no calibration of this machine yet: run `gtool plan --recalibrate` once)"
+    from gtool.plan.calibration.quick import quick_calibrate  # torch: only when calibrating
+
+    report(f"calibrating this machine for gtool plan (once, a few seconds; cached in {cached})")
+    started = time.perf_counter()
+    profile, measurements = quick_calibrate(report)
+    took = time.perf_counter() - started
+    try:
+        _save(profile, measurements, cached)
+        where = f"cached in {cached}"
+    except OSError as exc:
+        where = f"not cached: {cached} cannot be written ({exc.strerror})"
+    return profile, f"this machine's profile, calibrated just now in {took:.1f} s ({where})"
