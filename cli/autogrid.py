@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 import typer
 
 from gtool.errors import GtoolError
-from gtool.store.reader import Store
 
 from .common import console
 
 if TYPE_CHECKING:
     from gtool.plan import DeviceProfile, PlanRequest
+    from gtool.store.reader import Store
 
 GRID = typer.Option(
     "1x1x1",

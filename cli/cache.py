@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.preprocess import (
-    CacheFolder,
-    cache_folder,
-    list_entries,
-    other_files,
-    remove_entries,
-    remove_orphan_notes,
-)
 from gtool.units import human_bytes
 
 from .common import console, out, reports_errors
 from .help import App
+
+if TYPE_CHECKING:
+    from gtool.preprocess import CacheFolder
 
 app = App(
     help="The decompressed copies of compressed inputs that `gtool shard` keeps for later runs: one per "
@@ -43,6 +39,8 @@ ROOT = typer.Option(
 
 def folder_of(cache_dir: str | None, root: str | None) -> CacheFolder:
     """The cache folder (--cache-dir, else the default); one that is not a folder is an error."""
+    from gtool.preprocess import cache_folder
+
     where = cache_folder(cache_dir, root)
     if where.path.exists() and not where.path.is_dir():
         raise GtoolError(
@@ -64,6 +62,8 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
     changed since it was written) and input."""
     where = folder_of(cache_dir, root)
     folder = where.path
+    from gtool.preprocess import list_entries
+
     entries = list_entries(folder) if folder.is_dir() else []
     if not entries:
         out.print(nothing_cached(where), soft_wrap=True)
@@ -81,6 +81,9 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
 
 def note_other_files(folder: Path) -> None:
     """Say that files of the folder not named like gtool's copies are not gtool's to list or remove."""
+
+    from gtool.preprocess import other_files
+
     others = other_files(folder)
     if others:
         console.print(f"{others} other file(s) or folder(s) in {folder} are not gtool's copies: left alone")
@@ -104,6 +107,8 @@ def clear_cache(
         out.print(nothing_cached(where), soft_wrap=True)
         return
     keep = ("current", "writing") if stale else ("writing",)
+    from gtool.preprocess import list_entries, remove_entries, remove_orphan_notes
+
     doomed = [e for e in list_entries(folder) if e.state not in keep]
     freed, in_use = remove_entries(doomed)
     remove_orphan_notes(folder)

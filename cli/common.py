@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,8 +12,8 @@ import typer
 from rich.text import Text
 
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
+from gtool.interrupts import end_now
 from gtool.terminal import labelled, plain_console
-from gtool.trainer import end_now
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,7 +72,8 @@ def ignore_signals_at_exit() -> None:
 def run(app: Callable[[], object]) -> None:
     """Run the `gtool` program's command line `app` and end the process as soon as it returns: ignoring
     signals from then on after a command that asked so, and without the interpreter's teardown (seconds,
-    and at times a traceback of zarr's IO thread) unless a child process of the command still runs."""
+    and at times a traceback of zarr's IO thread) unless a child process of the command still runs or a
+    profiler or tracer watches the process."""
     try:
         app()
     except SystemExit as done:
@@ -79,8 +81,8 @@ def run(app: Callable[[], object]) -> None:
         if isinstance(status, str):
             console.print(status, highlight=False, markup=False)
             status = 1
-        if not _children():
-            end_now(status or 0)
+        if not _children() and sys.getprofile() is None and sys.gettrace() is None:
+            end_now(status or 0)  # a profiler or coverage (a tracer) writes its report at exit
         raise
     finally:
         if _final:

@@ -7,8 +7,6 @@ import json
 import typer
 from rich.table import Table
 
-from gtool.store.reader import open_store
-
 from .common import out, reports_errors
 
 
@@ -18,6 +16,9 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the metadata as JSON."),
 ) -> None:
     """Print a store's metadata (refuses incomplete or unknown stores)."""
+
+    from gtool.store.reader import open_store
+
     meta = open_store(store).meta.to_dict()
     if as_json:
         typer.echo(json.dumps(meta, indent=2))

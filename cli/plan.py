@@ -14,7 +14,6 @@ from rich.status import Status
 from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
-from gtool.store.reader import open_store
 from gtool.terminal import plain_console
 from gtool.topology import Topology
 
@@ -131,6 +130,9 @@ def plan(
     if recalibrate and profile:
         raise GtoolError("--recalibrate measures this machine: it does not go with --profile")
     cost_profile, note = machine_profile(profile, recalibrate)
+
+    from gtool.store.reader import open_store
+
     opened = open_store(store)
     if batch_size is not None and (problem := batch_problem(batch_size, opened.num_nodes)):
         raise GtoolError(f"{problem} of {store}")

@@ -8,7 +8,6 @@ import typer
 
 from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
-from gtool.store.reader import open_store
 from gtool.trainer import RuntimeConfig
 
 from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
@@ -61,6 +60,8 @@ def predict(
         runtime = RuntimeConfig(**options)
         if grid == "auto":
             model = checkpoint_model(checkpoint)
+            from gtool.store.reader import open_store
+
             _, grid, _ = auto_grid(open_store(store), ranks, plan_profile, lambda p: PlanRequest(p, model))
         else:
             refuse_ranks(ranks)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from gtool.preprocess import SOURCE_KINDS, Preparation, ShardOptions, ShardSummary
+from gtool.preprocess import SOURCE_KINDS, Preparation, ShardOptions
 from gtool.units import human_bytes
 
 from .common import QUIET, console, ignore_signals_at_exit, out, reports_errors
 from .options import made, with_options
+
+if TYPE_CHECKING:
+    from gtool.preprocess import ShardSummary
 
 
 def default_output(source: str) -> str:

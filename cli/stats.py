@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -14,14 +14,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemaining
 from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
-from gtool.stats import GridPlan, StartScan, collect_stats
-from gtool.store.reader import Store, open_store
 from gtool.terminal import description_column
 from gtool.topology import Topology
 
 from .common import QUIET, console, out, reports_errors
 from .options import with_options
 from .stats_tables import report_tables
+
+if TYPE_CHECKING:
+    from gtool.stats import GridPlan, StartScan
+    from gtool.store.reader import Store
+
 
 PROGRESS_MIN_NNZ = 50_000_000
 """Scans reading fewer nonzeros than this finish in seconds and show no progress bar."""
@@ -36,6 +39,8 @@ def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) ->
                 raise ValueError("--placement goes with --grid (it numbers the grid's ranks)")
             return None
         gx, gy, gz = parse_dims(grid, 3, "--grid")
+        from gtool.stats import GridPlan
+
         return GridPlan(ProcessGrid(gx, gy, gz, placement or DEFAULT_PLACEMENT), config)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
@@ -97,6 +102,9 @@ def stats(
     plan = grid_plan(grid, model.pop("placement"), model)
     if plot is not None and Path(plot).suffix.lower() != ".png":
         raise GtoolError(f"--plot {plot}: expected a .png file name (the heatmap is written as a PNG)")
+    from gtool.stats import collect_stats
+    from gtool.store.reader import open_store
+
     opened = open_store(store)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
     with scan_progress(quiet) as start_scan:

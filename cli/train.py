@@ -11,7 +11,6 @@ from gtool.architecture import ModelConfig
 from gtool.errors import ENDED_BY, GtoolError, Terminated
 from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
-from gtool.store.reader import open_store
 from gtool.terminal import labelled
 from gtool.topology import Topology
 from gtool.trainer import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
@@ -37,6 +36,7 @@ def train(
     """
     from gtool.interrupts import Interrupts
     from gtool.plan import PlanRequest
+    from gtool.store.reader import open_store
     from gtool.trainer import RankFailed, environment_rank
     from gtool.trainer import train as run_training
 

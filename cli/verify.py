@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from gtool.store.reader import open_store
-from gtool.store.verify import VerifyReport, store_arrays, total_chunks, verify_store
 from gtool.terminal import description_column, labelled
 
 from .common import QUIET, console, out, reports_errors
+
+if TYPE_CHECKING:
+    from gtool.store.verify import VerifyReport
 
 
 def summary_table(report: VerifyReport, every_chunk: bool) -> Table:
@@ -76,8 +79,11 @@ def checked(clean: bool) -> str:
 def verify(store: str = typer.Argument(..., help="Store path or fsspec URL."), quiet: bool = QUIET) -> None:
     """Read every chunk of a store once: checksums and invariants. Exit status 1 lists every problem."""
     from gtool.interrupts import Interrupts
+    from gtool.store.reader import open_store
+    from gtool.store.verify import store_arrays, total_chunks, verify_store
 
     opened = open_store(store)
+
     arrays = store_arrays(opened)
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True, disable=quiet) as progress:

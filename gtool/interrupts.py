@@ -126,3 +126,13 @@ class Interrupts:
         with contextlib.suppress(OSError):
             os.write(2, f"{said}\n".encode())
         os._exit(0 if self.done is not None else 128 + signum)
+
+
+def end_now(status: int) -> None:
+    """End this process with `status` once its output is flushed, skipping the interpreter's teardown:
+    its work is done, and the teardown (torch's, numba's, zarr's IO thread, multiprocessing's exit
+    hooks) takes seconds, and at times prints a traceback of a thread that did not stop in time."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can reach it
+            stream.flush()
+    os._exit(status)

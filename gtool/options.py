@@ -29,7 +29,7 @@ class Option:
     short: str | None = None
     """A one-letter spelling as well (e.g. -l)."""
     aliases: tuple[str, ...] = ()
-    """Older spellings the flag still answers to."""
+    """Other spellings the flag answers to (older ones, or one that passes through a launcher)."""
     minimum: float | None = None
     below: float | None = None
     """An exclusive upper bound."""

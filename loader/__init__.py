@@ -7,6 +7,7 @@
     data.labels, data.split   # the last layer's row band, in its order (pr if L is odd, else pc)
 
 Which tiles and rows a rank needs is gtool.geometry.layers.rank_geometry (shared with `gtool stats`).
+`load_layer_shard`, `load_feature_block` and `load_label_rows` read one piece each (the Python API's blocks).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from gtool.faces import face
 
 if TYPE_CHECKING:
     from gtool.loader.csr import csr_tensor
-    from gtool.loader.load import load_rank, read_node_ids, read_positions
+    from gtool.loader.load import (
+        load_feature_block,
+        load_label_rows,
+        load_layer_shard,
+        load_rank,
+        read_node_ids,
+        read_positions,
+    )
     from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
 
 __getattr__, __dir__ = face(__name__)

@@ -14,10 +14,10 @@ import torch
 from gtool.errors import StoreError
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid, as_grid
-from gtool.geometry.layers import XYZ, Roles, rank_geometry
+from gtool.geometry.layers import XYZ, LayerGeometry, Roles, rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
 from gtool.loader.node_rows import read_band
-from gtool.loader.rank_data import RankData, ReadStats
+from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
 from gtool.store.chunks import block_rows, read_checked
@@ -89,6 +89,40 @@ def load_rank(
         split=split,
         label_rows=geometry.label_rows,
         read=stats,
+    )
+
+
+def load_layer_shard(
+    store: StoreLike, shard: LayerGeometry, device: torch.device | str = "cpu"
+) -> AdjacencyShard:
+    """The adjacency shard of one GCN layer as a rank holds it (`load_rank` reads a whole stack's)."""
+    opened = as_store(store)
+    with ThreadPoolExecutor(max_workers=DEFAULT_WORKERS, thread_name_prefix="gtool-tiles") as executor:
+        reads = ReadAhead(executor, max_tiles=2 * DEFAULT_WORKERS, max_bytes=DEFAULT_READ_AHEAD_BYTES)
+        return load_adjacency_shard(opened, shard, reads, ReadStats(), device)
+
+
+def load_feature_block(
+    store: StoreLike, rows: Band, cols: Band, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """The stored features (pc order) of node band `rows` and feature band `cols`, zero-padded, checked."""
+    read = NodeRead(layout.FEATURES, rows, cols, 0, features_problem)
+    return read_node_rows(as_store(store), read, ReadStats(), device)
+
+
+def load_label_rows(
+    store: StoreLike, order: str, rows: Band, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The labels and split codes of node band `rows` in order `order` ('r' or 'c'), padded with -1."""
+    opened = as_store(store)
+
+    def labels_problem(values: np.ndarray) -> str | None:
+        return label_problem(values, opened.num_classes)
+
+    labels = NodeRead(layout.LABELS[order], rows, None, layout.LABEL_NONE, labels_problem)
+    split = NodeRead(layout.SPLIT[order], rows, None, layout.SPLIT_NONE, split_problem)
+    return read_node_rows(opened, labels, ReadStats(), device), read_node_rows(
+        opened, split, ReadStats(), device
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from gtool.geometry.grid import parse_dims
 from gtool.options import Options, option
-from gtool.store.metadata import NORMALIZATIONS, PERMUTATION_SCHEMES
+from gtool.store.choices import NORMALIZATIONS, PERMUTATION_SCHEMES
 from gtool.units import parse_bytes
 
 

@@ -4,7 +4,7 @@ config        what a run is told (TrainConfig); read by the command line without
 launch/       starting ranks: torchrun/srun environments, local processes, joining the grid
 comm/         the grid's process groups, their timed collectives, phase timing
 nn/           the 3D-parallel building blocks: SpMM and GEMM products, sharded blocks, dropout, loss
-models/       models built from the blocks, and their serial twins
+models/       models built from the blocks, and their serial twins; the Python API's Grid and blocks
 minibatch/    mini-batch samples cut by each rank from its own shards
 fit/          one rank's training: steps, epochs, optimizer, reports
 checkpoints/  sharded checkpoints, and their parameters on any grid
@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     from gtool.trainer.launch.environment import RankEnv, environment_rank
     from gtool.trainer.launch.failures import RankFailed
     from gtool.trainer.launch.hugepages import enable_huge_pages
-    from gtool.trainer.launch.lineage import end_now
     from gtool.trainer.launch.local import launch_local, refuse_beyond_memory, run_local
     from gtool.trainer.launch.world import join_world, rank_device
+    from gtool.trainer.models.blocks import Bias, CrossEntropy, GCNConv, Linear, NormReluDropout, Skip
+    from gtool.trainer.models.grid import Grid, Layout
     from gtool.trainer.nn.dropout import MaskSpec, cuda_notice, relu_dropout
     from gtool.trainer.predict.forward import predict as run_prediction
     from gtool.trainer.predict.job import checkpoint_model, prediction_job

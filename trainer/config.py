@@ -54,7 +54,11 @@ class RuntimeConfig(Options):
         False, "Replace the checkpoint of another run in --checkpoint (removed before training starts)."
     )
     log: str | None = option(
-        None, "JSON lines: one per epoch, then a summary (appended on --resume).", metavar="FILE"
+        None,
+        "JSON lines: one per epoch, then a summary (appended on --resume). Under torchrun, spell it "
+        "--log-file (torchrun takes --log for its own --log-dir).",
+        aliases=("--log-file",),
+        metavar="FILE",
     )
     quiet: bool = option(False, "No progress: only the result (the summary) and any error.", short="-q")
     target_accuracy: float | None = option(

@@ -15,12 +15,10 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import StoreError
+from gtool.store.choices import NORMALIZATIONS, PERMUTATION_SCHEMES
 from gtool.store.layout import LABEL_NONE, LAYOUT_VERSION, SPLIT_CODES, SPLIT_NONE
 
-NORMALIZATIONS = ("sym", "none")
 GRAPH_KINDS = ("symmetrized", "directed-in")
-PERMUTATION_SCHEMES = ("double", "single", "none", "balanced")
-"""How pr and pc were made (`permutation.scheme`; gtool.preprocess.permutation makes them)."""
 DEGREE_SCHEMES = frozenset({"balanced"})
 """Schemes whose permutations depend on the degrees of A + I and on T, not only on N and the seed."""
 CLASS_INDEX = "class index"

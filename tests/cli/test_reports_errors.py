@@ -13,8 +13,6 @@ from typer.testing import CliRunner, Result
 
 from gtool import interrupts
 from gtool.cli import common
-from gtool.cli import train as train_command
-from gtool.cli import verify as verify_command
 from gtool.cli.common import reports_errors
 from gtool.cli.main import app
 from gtool.errors import InterruptedWhenDone, Terminated
@@ -51,7 +49,7 @@ def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that
 def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
     """SIGTERM (a scheduler's, docker stop) ended `gtool train` without a word; its ranks noticed later."""
     store = SimpleNamespace(num_nodes=10, check_every_chunk=lambda: None)
-    monkeypatch.setattr(train_command, "open_store", lambda path: store)
+    monkeypatch.setattr("gtool.store.reader.open_store", lambda path: store)  # imported when run
 
     def terminated(config) -> None:
         raise Terminated("terminated by SIGTERM")
@@ -67,8 +65,8 @@ def test_sigterm_during_verify_says_so_and_exits_143(monkeypatch) -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # handled in this (the main) thread before kill returns
 
     monkeypatch.setattr(interrupts, "GRACE_SECONDS", 1e6)  # its watchdog would end pytest itself
-    monkeypatch.setattr(verify_command, "open_store", lambda path: SimpleNamespace())
-    monkeypatch.setattr(verify_command, "store_arrays", lambda store: {})
-    monkeypatch.setattr(verify_command, "verify_store", signalled)
+    monkeypatch.setattr("gtool.store.reader.open_store", lambda path: SimpleNamespace())  # imported when run
+    monkeypatch.setattr("gtool.store.verify.store_arrays", lambda store: {})
+    monkeypatch.setattr("gtool.store.verify.verify_store", signalled)
     result = CliRunner().invoke(app, ["verify", "graph.zarr"])
     assert result.exit_code == 143 and "terminated" in result.output

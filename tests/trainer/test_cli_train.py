@@ -143,6 +143,29 @@ def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
     assert "grid 2x1x1 (2 ranks, torchrun)" in run.stdout and "epoch    2" in run.stdout
 
 
+def test_a_killed_torchrun_rank_is_named_by_the_rank_that_saw_it_go(store: str, tmp_path: Path) -> None:
+    """Rank 0 said "rank 0 failed: ... Connection closed by peer" when rank 1 was killed."""
+    checkpoints = tmp_path / "checkpoints"
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    torchrun += ["--master-port", str(free_port()), "-m", "gtool.cli", "train", store, "--grid", "2x1x1"]
+    flags = [*MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)]
+    run = subprocess.Popen(
+        [*torchrun, *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
+    workers = [p for p in psutil.Process(run.pid).children() if "gtool.cli" in " ".join(p.cmdline())]
+    assert len(workers) == 2
+    rank_1 = next(p for p in workers if p.environ().get("RANK") == "1")
+    rank_1.kill()
+    stderr = run.communicate(timeout=120)[1]
+    assert "error: rank 1 failed: its process ended; rank 0 saw:" in stderr, stderr
+    assert "error: rank 0 failed" not in stderr, stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

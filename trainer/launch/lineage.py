@@ -3,13 +3,11 @@
 A local launch's supervisor and ranks are told the pid of their parent when they are started (not read
 after their imports, when the parent may be gone already). On Linux the kernel kills them when their
 parent dies (PR_SET_PDEATHSIG); elsewhere a thread watches the parent. What a rank publishes (a
-checkpoint, a prediction) is published only while its parent lives: `refuse_orphaned`. A process whose
-work is done ends at once: `end_now`.
+checkpoint, a prediction) is published only while its parent lives: `refuse_orphaned`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import signal
@@ -78,16 +76,6 @@ def die_with_parent(parent: int) -> None:
         _watch_parent(parent)
     if os.getppid() != parent:  # died before the request above: the kernel will not signal it now
         os._exit(1)
-
-
-def end_now(status: int) -> None:
-    """End this process with `status` once its output is flushed, skipping the interpreter's teardown:
-    its work is done, and the teardown (torch's, numba's, zarr's IO thread, multiprocessing's exit
-    hooks) takes seconds, and at times prints a traceback of a thread that did not stop in time."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can reach it
-            stream.flush()
-    os._exit(status)
 
 
 def orphaned() -> bool:

@@ -14,9 +14,10 @@ import psutil
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
 
+from gtool.interrupts import end_now
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv
 from gtool.trainer.launch.failures import RankFailed, rank_failure, read_failure, write_failure
-from gtool.trainer.launch.lineage import die_with_parent, end_now
+from gtool.trainer.launch.lineage import die_with_parent
 
 WATCH_S = 0.5
 """How often the supervisor looks for stopped ranks while it waits for them."""
@@ -102,9 +103,9 @@ def fork_ranks(world_size: int, port: int, run_dir: str, main: Callable[..., Any
 
 
 def warm_numba() -> None:
-    """Initialize numba's compiler once, in the supervisor, for every rank it forks: each rank would take
-    1-2 s for it when it loads its first cached kernel, in its first epoch. No kernel runs here: the
-    ranks start numba's threads themselves (threads do not survive a fork)."""
+    """Initialize numba's compiler (1-2 s, once a process; then a no-op): in a local launch's supervisor
+    for every rank it forks, else in the rank before its timed epochs, instead of when the first epoch
+    loads its first cached kernel. No kernel runs: threads do not survive a fork, ranks start their own."""
     from numba.core.registry import cpu_target
 
     cpu_target.target_context.refresh()

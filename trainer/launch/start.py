@@ -15,8 +15,10 @@ from gtool.trainer.comm.groups import GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank
-from gtool.trainer.launch.failures import rank_failure
+from gtool.trainer.launch.failures import RankFailed, rank_failure
 from gtool.trainer.launch.local import launch_local
+from gtool.trainer.launch.peers import gone_peers, remember_peers
+from gtool.trainer.launch.ranks import warm_numba
 from gtool.trainer.launch.world import free_port, join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -34,7 +36,11 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
     torch.set_num_threads(config.runtime.threads)
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
+    if device.type == "cpu":
+        warm_numba()  # before the timed epochs (a local launch's supervisor did it for its ranks)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
+    if env.launcher != "local":
+        remember_peers(env.rank)
     timer = PhaseTimer(device)
     comm = grid_comm(
         config.process_grid,
@@ -74,4 +80,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     except Exception as error:
         if env.launcher == "local" and dist.is_initialized():
             dist.destroy_process_group()  # a world of one in this process: no peer waits for it
+        gone = gone_peers() if env.launcher != "local" else []
+        if gone:  # the error seen here (a connection reset) is only the consequence
+            raise RankFailed(gone[0], f"its process ended; rank {env.rank} saw: {error}") from None
         raise rank_failure(env.rank, error) from None

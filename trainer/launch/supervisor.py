@@ -8,7 +8,8 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from gtool.trainer.launch.lineage import Parent, end_now
+from gtool.interrupts import end_now
+from gtool.trainer.launch.lineage import Parent
 
 
 def supervise(
