@@ -22,7 +22,6 @@ from gtool.geometry.layers import (
 )
 from gtool.trainer.nn.randomness import DENSE_WEIGHTS, initial_weight
 
-
 NORM_SCALE = 0.1
 """The initial RMSNorm scale (docs/train.md, "Models": 8 layers on Cora, 0.778 with 1, 0.793 with 0.1)."""
 
