@@ -211,7 +211,7 @@ def replay_comm_bytes(
                     inputs.append(
                         _band_members(positions[input_order], g.inputs.size, g.sizes[1])[g.inputs.index]
                     )
-                step = sampled_shapes(shapes, rows, inputs)
-                collectives += step_collectives(step, wire_itemsize, parts)
+                sampled = sampled_shapes(shapes, rows, inputs)
+                collectives += step_collectives(sampled, wire_itemsize, parts)
             result.append(bytes_by_group(collectives, itemsize))
     return result

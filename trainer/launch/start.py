@@ -80,7 +80,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     except Exception as error:
         if env.launcher == "local" and dist.is_initialized():
             dist.destroy_process_group()  # a world of one in this process: no peer waits for it
-        gone = gone_peers() if env.launcher != "local" else []
-        if gone:  # the error seen here (a connection reset) is only the consequence
+        gone = gone_peers() if env.launcher != "local" and not isinstance(error, GtoolError) else []
+        if gone:  # the error seen here (a connection reset) is only the consequence; a refusal is its own
             raise RankFailed(gone[0], f"its process ended; rank {env.rank} saw: {error}") from None
         raise rank_failure(env.rank, error) from None
