@@ -59,21 +59,26 @@ def print_error(message: str) -> None:
     console.print(labelled("error:", "bold red", message), soft_wrap=True)
 
 
-_final = False
+_program = False
+"""Set by `run`: this process is the `gtool` program (not a test invoking a command's function)."""
 
 
 def ignore_signals_at_exit() -> None:
     """The command's work is done and reported: in the `gtool` program, SIGTERM and SIGINT are ignored from
-    its end on, while the interpreter shuts down (~0.2 s), so that they cannot turn its status into 143."""
-    global _final
-    _final = True
+    now on, while the command returns and the process ends, so that they cannot turn its status into 143,
+    130 or click's 'Aborted!' (1)."""
+    if _program:
+        for number in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(number, signal.SIG_IGN)
 
 
 def run(app: Callable[[], object]) -> None:
     """Run the `gtool` program's command line `app` and end the process as soon as it returns: ignoring
-    signals from then on after a command that asked so, and without the interpreter's teardown (seconds,
+    and without the interpreter's teardown (seconds,
     and at times a traceback of zarr's IO thread) unless a child process of the command still runs or a
     profiler or tracer watches the process."""
+    global _program
+    _program = True
     try:
         app()
     except SystemExit as done:
@@ -84,10 +89,6 @@ def run(app: Callable[[], object]) -> None:
         if not _children() and sys.getprofile() is None and sys.gettrace() is None:
             end_now(status or 0)  # a profiler or coverage (a tracer) writes its report at exit
         raise
-    finally:
-        if _final:
-            for number in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(number, signal.SIG_IGN)
 
 
 def _children() -> list[int]:

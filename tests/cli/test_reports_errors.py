@@ -40,10 +40,17 @@ def test_an_unexpected_end_of_data_is_not_taken_for_an_aborted_prompt():
 
 
 def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that(monkeypatch) -> None:
-    monkeypatch.setattr(common, "_final", False)
-    result = run_raising(InterruptedWhenDone("SIGINT came after the store S"))
-    assert result.exit_code == 0 and "notice: SIGINT came after the store S; exit status 0" in result.output
-    assert common._final  # signals are ignored while the interpreter exits
+    """In the `gtool` program, signals are ignored from then on: one that came while click returned
+    ended the process with 'Aborted!' and status 1, after the store was published."""
+    monkeypatch.setattr(common, "_program", True)
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        result = run_raising(InterruptedWhenDone("SIGINT came after the store S"))
+        assert result.exit_code == 0 and "notice: SIGINT came after the store S; exit status 0" in result.output
+        assert all(signal.getsignal(number) == signal.SIG_IGN for number in handlers)
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
 
 
 def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:

@@ -174,15 +174,25 @@ def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, mon
     ("sent", "status", "said"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
 )
 def test_a_signalled_run_removes_what_it_wrote(tmp_path: Path, sent: int, status: int, said: str) -> None:
-    proc = start_shard(tmp_path / "s.zarr", "rmat:18:8")
-    deadline = time.time() + 60
-    while not (tmp_path / ".s.zarr.partial" / "zarr.json").exists() and time.time() < deadline:
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run finished before it could be signalled"
-    proc.send_signal(sent)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == status and said in stderr and "Traceback" not in stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no store, partial, spill folder or lock
+    """Signalled once its partial store exists. On a loaded machine the run may complete its work before
+    the signal lands: it then exits 0 saying so, with its store published, and the test tries again."""
+    for attempt in range(3):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        proc = start_shard(folder / "s.zarr", "rmat:18:8")
+        deadline = time.time() + 60
+        while not (folder / ".s.zarr.partial" / "zarr.json").exists() and time.time() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be signalled"
+        proc.send_signal(sent)
+        _, stderr = proc.communicate(timeout=60)
+        if proc.returncode == 0 and "came after the store" in stderr:
+            assert verify_store(open_store(folder / "s.zarr")).ok
+            continue
+        assert proc.returncode == status and said in stderr and "Traceback" not in stderr, stderr
+        assert sorted(p.name for p in folder.iterdir()) == []  # no store, partial, spill folder or lock
+        return
+    pytest.fail("every run completed its work before the signal landed")
 
 
 @pytest.mark.integration
