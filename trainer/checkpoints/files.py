@@ -20,11 +20,13 @@ import pickle
 import shutil
 import socket
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from gtool.architecture import MODEL_COMPONENTS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.metadata import node_order_options, same_node_order
@@ -59,11 +61,20 @@ FROM_MODEL = ("normalize_features",)
 """Run shape keys that checkpoints written before them have among their model options."""
 
 
+def recorded_components(model: dict[str, Any] | None) -> dict[str, bool]:
+    """The components of the model a manifest's options describe (a manifest without them: a GCN's)."""
+    return asdict(ModelConfig(**model).components if model else MODEL_COMPONENTS["gcn"])
+
+
 def refuse_other_shape(manifest: dict[str, Any], shape: dict[str, Any]) -> None:
     """A CheckpointError naming what differs when the checkpoint `manifest` was written by a run of
     another `shape` (any of its keys)."""
-    model = manifest.get("model") or {}
-    written = {**{k: model[k] for k in FROM_MODEL if k in model}, **recorded_shape(manifest["shape"])}
+    model = manifest.get("model")
+    written = {
+        **{k: model[k] for k in FROM_MODEL if model and k in model},
+        "components": recorded_components(model),
+        **recorded_shape(manifest["shape"]),
+    }
     differ = [
         k for k, v in shape.items() if not _same(k, written.get(k), v) and (k in written or k not in UNTOLD)
     ]
@@ -84,11 +95,13 @@ def _same(key: str, written: Any, current: Any) -> bool:
 
 def _shown(key: str, value: Any) -> Any:
     """A run shape's value as a mismatch names it (a full-graph run has no batch size; a node order is
-    the options of `gtool shard` that made it)."""
+    the options of `gtool shard` that made it; components, those the model has)."""
     if key == "batch_size" and value is None:
         return "full graph"
     if key == "node_order" and isinstance(value, dict):
         return node_order_options(value)
+    if key == "components" and isinstance(value, dict):
+        return " + ".join(name for name, on in value.items() if on) or "GCN layers alone"
     return value
 
 

@@ -34,6 +34,7 @@ def run_shape(config: TrainConfig) -> dict:
         "placement": config.process_grid.placement,
         "dtype": config.model.dtype,
         "optimizer": config.optimizer.algorithm,
+        "components": asdict(config.model.components),
         "learnable_features": config.model.learnable_features,
         "normalize_features": config.model.normalize_features,
         "batch_size": config.minibatch.batch_size,

@@ -138,6 +138,46 @@ def test_resume_refuses_another_feature_normalization(trained: Path, tmp_path: P
     assert snapshot(ck) == before
 
 
+@pytest.mark.parametrize(
+    ("switches", "run"),
+    [
+        (["--residual"], "residual"),
+        (["--model", "scalegnn", "--no-bias"], "input_projection + norm + residual + output_head"),
+    ],
+)
+def test_resume_refuses_another_model(
+    trained: Path, tmp_path: Path, store: str, switches: list[str], run: str
+) -> None:
+    """--resume with --residual (widths unchanged) went on training the GCN's weights as another model;
+    with --model scalegnn its ranks started, then failed naming widths and layer orders."""
+    ck = tmp_path / "ck"
+    shutil.copytree(trained, ck)
+    before = snapshot(ck)
+    status, output = gtool(
+        "train", store, "--grid", "2x1x1", *MODEL, "--checkpoint", str(ck), "--resume", *switches
+    )
+    assert status == 2, output
+    assert f"components: checkpoint GCN layers alone vs run {run}" in output
+    assert len(output.strip().splitlines()) == 1
+    assert snapshot(ck) == before
+
+
+def test_a_checkpoint_that_predates_the_models_resumes_as_a_gcn(
+    trained: Path, tmp_path: Path, store: str
+) -> None:
+    """A manifest without components or model options was written by a GCN run: resumed by one."""
+
+    def older(manifest: dict, folder: Path) -> None:
+        del manifest["shape"]["components"], manifest["model"]
+
+    ck = crafted(trained, tmp_path / "ck", older)
+    args = ["train", store, "--grid", "2x1x1", *MODEL, "--checkpoint", str(ck), "--resume", "--epochs", "3"]
+    status, output = gtool(*args, "--residual")
+    assert status == 2 and "components: checkpoint GCN layers alone vs run residual" in output, output
+    status, output = gtool(*args)
+    assert status == 0, output
+
+
 def read_only(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """`gtool ARGS` in a mount namespace where `folder` is a read-only bind mount of itself."""
     command = f'mount --bind -o ro {folder} {folder} && exec "$@"'
