@@ -17,7 +17,34 @@ from gtool.trainer.comm.timing import PhaseTimer
 SPLITS = tuple(SPLIT_CODES)
 
 
-class Targets:
+class BlockTargets:
+    """What single- and multi-label targets share: the block's labels, its class columns and the groups
+    that split the logits, and the labelled counts of each split over all ranks."""
+
+    def __init__(
+        self,
+        labels: torch.Tensor,
+        classes: int,
+        real_classes: int,
+        row_group: AxisGroup,
+        class_group: AxisGroup,
+    ):
+        self.labels = labels
+        self.classes = classes
+        self.real_classes = real_classes
+        self.row_group = row_group
+        self.class_group = class_group
+
+    def count(self, labelled: dict[str, torch.Tensor], require_train: bool, unit: str) -> None:
+        """`counts`: the labelled `unit`s of each split over all ranks; none to train on is an error
+        unless a mini-batch may hold none (`require_train` False)."""
+        counts = torch.stack([labelled[name].sum() for name in SPLITS]).to(torch.float64)
+        self.counts = dict(zip(SPLITS, self.row_group.all_reduce(counts).tolist(), strict=True))
+        if self.counts["train"] == 0 and require_train:
+            raise GtoolError(f"the store has no labelled training {unit}")
+
+
+class Targets(BlockTargets):
     """The labels and splits of this rank's logits block, with the groups that split the logits.
 
     `labels` are global class ids (-1: none) of the block's rows; `classes` is the block's first class and
@@ -40,17 +67,10 @@ class Targets:
         if labels.dim() != 1:
             shape = tuple(labels.shape)
             raise GtoolError(f"gtool train needs one class label per node; the store's labels are {shape}")
-        self.labels = labels
-        self.classes = classes
-        self.real_classes = real_classes
-        self.row_group = row_group
-        self.class_group = class_group
+        super().__init__(labels, classes, real_classes, row_group, class_group)
         labelled = labels >= 0
         self.masks = {name: labelled & (split == code) for name, code in SPLIT_CODES.items()}
-        counts = torch.stack([self.masks[name].sum() for name in SPLITS]).to(torch.float64)
-        self.counts = dict(zip(SPLITS, row_group.all_reduce(counts).tolist(), strict=True))
-        if self.counts["train"] == 0 and require_train:
-            raise GtoolError("the store has no labelled training node (split code 0)")
+        self.count(self.masks, require_train, "node (split code 0)")
         local = labels - classes
         self.local_target = torch.where((local >= 0) & (local < real_classes), local, -1)
         self.target_rows = torch.nonzero(self.local_target >= 0).squeeze(1)

@@ -14,12 +14,11 @@ from gtool.errors import GtoolError
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.comm.groups import AxisGroup
 from gtool.trainer.comm.timing import PhaseTimer
+from gtool.trainer.nn.loss import SPLITS, BlockTargets
 from gtool.trainer.nn.rocauc import task_roc_auc
 
-SPLITS = tuple(SPLIT_CODES)
 
-
-class MultiLabelTargets:
+class MultiLabelTargets(BlockTargets):
     """The labels (rows x K) and splits of this rank's logits block, with the groups that split the logits.
 
     `classes` is the block's first task and `real_classes` how many of its columns are real tasks (the
@@ -42,18 +41,12 @@ class MultiLabelTargets:
         if labels.dim() != 2:
             shape = tuple(labels.shape)
             raise GtoolError(f"multi-label training needs N x K labels; the store's labels are {shape}")
-        self.labels = labels
+        super().__init__(labels, classes, real_classes, row_group, class_group)
         self.split = split
-        self.classes = classes
-        self.real_classes = real_classes
-        self.row_group = row_group
-        self.class_group = class_group
         labelled = labels >= 0
         rows = {name: split == code for name, code in SPLIT_CODES.items()}
-        counts = torch.stack([(labelled & rows[name].unsqueeze(1)).sum() for name in SPLITS])
-        self.counts = dict(zip(SPLITS, row_group.all_reduce(counts.to(torch.float64)).tolist(), strict=True))
-        if self.counts["train"] == 0 and require_train:
-            raise GtoolError("the store has no labelled training entry (split code 0, label 0 or 1)")
+        entries = {name: labelled & rows[name].unsqueeze(1) for name in SPLITS}
+        self.count(entries, require_train, "entry (split code 0, label 0 or 1)")
         block = labels[:, classes : classes + real_classes]
         self.block_labels = block.clamp(min=0)
         self.train_entries = (block >= 0) & rows["train"].unsqueeze(1)
