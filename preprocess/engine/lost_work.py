@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
 from gtool.errors import GtoolError
+from gtool.preprocess.engine.watch import watching
 
 LOST_WORK = (KilledWorker, FutureCancelledError)
 """What Dask raises for a task whose work was lost rather than failed (a failed task raises its own error)."""
@@ -48,21 +48,14 @@ def unreachable_scheduler(address: str, exc: OSError) -> GtoolError:
     )
 
 
-@contextmanager
-def watching_workers(client: Any, address: str, patience: float = 60.0, poll: float = 5.0) -> Iterator[None]:
+def watching_workers(
+    client: Any, address: str, patience: float = 60.0, poll: float = 5.0
+) -> AbstractContextManager[None]:
     """While open, say once (a `notice:` line) when an external cluster has had no workers for `patience`
     seconds: its tasks then wait for workers to join (an adaptive cluster starts them, a job scheduler may be
     slow to), and the run, whose progress bars stand still, would seem stuck. Said again should they all go
     once more."""
-    stopping = threading.Event()
-    watch = (client, address, patience, poll, stopping)
-    thread = threading.Thread(target=watch_workers, args=watch, name="gtool-workers", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stopping.set()
-        thread.join()
+    return watching("gtool-workers", watch_workers, client, address, patience, poll)
 
 
 def watch_workers(client: Any, address: str, patience: float, poll: float, stopping: threading.Event) -> None:

@@ -15,28 +15,19 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
+
+from gtool.preprocess.engine.watch import watching
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds without a heartbeat before a worker is taken for stalled (--worker-timeout)."""
 log = logging.getLogger("gtool")
 
 
-@contextmanager
-def watching_stalls(client: Any, timeout: float) -> Iterator[None]:
+def watching_stalls(client: Any, timeout: float) -> AbstractContextManager[None]:
     """While open, restart the workers of `client`'s cluster that send no heartbeat for `timeout` s."""
-    stopping = threading.Event()
-    thread = threading.Thread(
-        target=watch, args=(client, timeout, stopping), name="gtool-stalls", daemon=True
-    )
-    thread.start()
-    try:
-        yield
-    finally:
-        stopping.set()
-        thread.join()
+    return watching("gtool-stalls", watch, client, timeout)
 
 
 def watch(client: Any, timeout: float, stopping: threading.Event) -> None:
