@@ -91,16 +91,26 @@ def case_epochs(scale: int, hidden: int, steady_seconds: float, profile: str) ->
     return WARMUP + int(np.clip(np.ceil(steady_seconds / predicted), MIN_STEADY, MAX_STEADY))
 
 
-def run_case(scale: int, hidden: int, epochs: int, rounds: int) -> list[dict]:
-    """Every grid of one case, taking turns over `rounds` rounds: per grid its runs in round order."""
-    store = str(store_path(scale))
-    runs: dict[str, list[dict]] = {grid: [] for grid in GRIDS}
+def taking_turns(
+    store: str, grids: list[str], hidden: int, epochs: int, rounds: int, label: str
+) -> dict[str, list[dict]]:
+    """Every grid's runs on `store`, in round order: each round runs every grid once, starting one grid
+    further on, so that a slow spell of the machine hits all grids alike."""
+    runs: dict[str, list[dict]] = {grid: [] for grid in grids}
     for turn in range(rounds):
-        for grid in GRIDS[turn % len(GRIDS) :] + GRIDS[: turn % len(GRIDS)]:
+        for grid in grids[turn % len(grids) :] + grids[: turn % len(grids)]:
             run = train_epochs(store, grid, hidden, epochs)
             runs[grid].append(run)
             steady = np.median([e["seconds"] for e in run["epochs"][WARMUP:]])
-            print(f"rmat:{scale}:8 hidden {hidden:3d} round {turn} {grid}: {steady:.3f} s", flush=True)
+            print(f"{label} round {turn} {grid}: {steady:.3f} s", flush=True)
+    return runs
+
+
+def run_case(scale: int, hidden: int, epochs: int, rounds: int) -> list[dict]:
+    """Every grid of one case, taking turns over `rounds` rounds: per grid its runs in round order."""
+    runs = taking_turns(
+        str(store_path(scale)), GRIDS, hidden, epochs, rounds, f"rmat:{scale}:8 hidden {hidden:3d}"
+    )
     return [{"scale": scale, "hidden": hidden, "grid": grid, "runs": runs[grid]} for grid in GRIDS]
 
 
@@ -206,13 +216,7 @@ def grid_runs(store: str, ranks_: int, hidden: int, epochs: int, rounds: int) ->
     from gtool.geometry.shapes import factorizations
 
     grids = ["x".join(map(str, g.dims)) for g in factorizations(ranks_)]
-    runs: dict[str, list[dict]] = {grid: [] for grid in grids}
-    for turn in range(rounds):
-        for grid in grids[turn % len(grids) :] + grids[: turn % len(grids)]:
-            run = train_epochs(store, grid, hidden, epochs)
-            runs[grid].append(run)
-            steady = np.median([e["seconds"] for e in run["epochs"][WARMUP:]])
-            print(f"{Path(store).name} round {turn} {grid}: {steady:.3f} s", flush=True)
+    runs = taking_turns(store, grids, hidden, epochs, rounds, Path(store).name)
     return [{"store": store, "hidden": hidden, "grid": grid, "runs": runs[grid]} for grid in grids]
 
 
