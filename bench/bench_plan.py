@@ -30,6 +30,7 @@ import math
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +93,7 @@ def case_epochs(scale: int, hidden: int, steady_seconds: float, profile: str) ->
 
 
 def taking_turns(
-    store: str, grids: list[str], hidden: int, epochs: int, rounds: int, label: str
+    store: str, grids: Sequence[str], hidden: int, epochs: int, rounds: int, label: str
 ) -> dict[str, list[dict]]:
     """Every grid's runs on `store`, in round order: each round runs every grid once, starting one grid
     further on, so that a slow spell of the machine hits all grids alike."""
