@@ -99,7 +99,7 @@ def taking_turns(
     further on, so that a slow spell of the machine hits all grids alike."""
     runs: dict[str, list[dict]] = {grid: [] for grid in grids}
     for turn in range(rounds):
-        for grid in grids[turn % len(grids) :] + grids[: turn % len(grids)]:
+        for grid in [*grids[turn % len(grids) :], *grids[: turn % len(grids)]]:
             run = train_epochs(store, grid, hidden, epochs)
             runs[grid].append(run)
             steady = np.median([e["seconds"] for e in run["epochs"][WARMUP:]])
