@@ -70,6 +70,12 @@ def _real_overlap(first: tuple[int, int], second: tuple[int, int]) -> tuple[int,
     return max(first[0], second[0]), min(first[1], second[1])
 
 
+def _split_by_band(rows: torch.Tensor, band_of: torch.Tensor, bands: int) -> list[torch.Tensor]:
+    """`rows` split by their band (`band_of`, each of 0..bands-1), keeping their order within a band."""
+    order = torch.sort(band_of, stable=True).indices
+    return list(torch.split(rows[order], torch.bincount(band_of, minlength=bands).tolist()))
+
+
 def plan_moves(
     grid: ProcessGrid,
     rank: int,
@@ -91,8 +97,10 @@ def plan_moves(
     mine_in, mine_out = band(coords[q], dims[q], width), band(coords[q2], dims[q2], width)
     in_offset, out_offset = mine_in.index * mine_in.size, mine_out.index * mine_out.size
     order = torch.argsort(sent.positions)
-    send_rows, send_bands = sent.local[order], sent.positions[order] // band_size(num_nodes, dims[p2])
-    fill_bands = filled.positions // band_size(num_nodes, dims[p])
+    target_bands = sent.positions[order] // band_size(num_nodes, dims[p2])
+    by_target_band = _split_by_band(sent.local[order], target_bands, dims[p2])
+    source_bands = filled.positions // band_size(num_nodes, dims[p])
+    by_source_band = _split_by_band(filled.local, source_bands, dims[p])
     pieces_sent, pieces_filled, returned = [], [], []
     for peer in range(grid.size):
         other = grid.coords(peer)
@@ -101,14 +109,14 @@ def plan_moves(
         theirs_out = band(other[q2], dims[q2], width)
         lo, hi = _real_overlap((mine_in.start, mine_in.stop), (theirs_out.start, theirs_out.stop))
         if hi > lo:
-            rows = send_rows[send_bands == other[p2]]
+            rows = by_target_band[other[p2]]
             if rows.numel():
                 pieces_sent.append(Piece(peer, rows, lo - in_offset, hi - in_offset))
                 returned.append(other[r2] == 0)
         theirs_in = band(other[q], dims[q], width)
         lo, hi = _real_overlap((theirs_in.start, theirs_in.stop), (mine_out.start, mine_out.stop))
         if hi > lo:
-            rows = filled.local[fill_bands == other[p]]
+            rows = by_source_band[other[p]]
             if rows.numel():
                 pieces_filled.append(Piece(peer, rows, lo - out_offset, hi - out_offset))
     return Moves(
