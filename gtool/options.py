@@ -1,9 +1,8 @@
 """Options declared once: a dataclass field carries its default, its help and its constraints.
 
 The configurations of a run (gtool.architecture.ModelConfig, gtool.trainer.config's sections) declare each
-option as `option(default, help, ...)`; the command line builds its flags from those declarations
-(gtool.cli.options) and every configuration validates itself in one place, `check_options`, with
-messages that name the flag:
+option as `option(default, help, ...)`; the command line builds its flags from them (gtool.cli.options),
+and `check_options` validates every configuration in one place, with messages that name the flag:
 
     @dataclass(frozen=True)
     class ModelConfig(Options):
