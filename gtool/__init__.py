@@ -1,6 +1,5 @@
 """gtool: out-of-core 2D-tiled graph stores and 3D-parallel GCN training.
 
-    import gtool
     store = gtool.open_store("graph.zarr")       # metadata, tiles, node arrays (docs/python.md)
     adjacency = gtool.to_scipy(store)            # back in original node order
     report = gtool.verify_store(store)           # checksums and invariants, as `gtool verify`
