@@ -1,4 +1,4 @@
-"""Dropout keep decisions as a pure function of (seed, layer, epoch, global row, global column).
+"""Dropout keep decisions as a pure function of (seed, layer l, epoch e, global row r, global column c):
 
     keep = mix(mix(r ^ row_key) ^ mix(c ^ column_key)) >= threshold        (32-bit unsigned arithmetic)
 
