@@ -1,13 +1,11 @@
 """gtool: out-of-core 2D-tiled graph stores and 3D-parallel GCN training.
 
-    import gtool
     store = gtool.open_store("graph.zarr")       # metadata, tiles, node arrays (docs/python.md)
     adjacency = gtool.to_scipy(store)            # back in original node order
     report = gtool.verify_store(store)           # checksums and invariants, as `gtool verify`
 
-This package is the core every room shares: the store format (gtool.store), the index geometry
-(gtool.geometry), errors and the version. Importing it has no side effects and loads no heavy library:
-the names below load their modules on first use. Per-rank loading: gtool.loader.load_rank.
+The core every room shares: the store format (gtool.store), the index geometry (gtool.geometry), errors
+and the version. Its names load their modules on first use, so importing gtool loads no heavy library.
 """
 
 from __future__ import annotations

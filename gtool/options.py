@@ -1,11 +1,9 @@
 """Options declared once: a dataclass field carries its default, its help and its constraints.
 
-The configurations of a run (gtool.architecture.ModelConfig, gtool.trainer.config's sections) declare each
-option as `option(default, help, ...)`; the command line builds its flags from those declarations
-(gtool.cli.options) and every configuration validates itself in one place, `check_options`, with
-messages that name the flag:
+The configurations of a run (gtool.architecture.ModelConfig, gtool.trainer.config's) declare each option
+as `option(default, help, ...)`: the command line builds its flags from them (gtool.cli.options) and
+`check_options` validates them in one place, naming the flag. In a frozen dataclass:
 
-    @dataclass(frozen=True)
     class ModelConfig(Options):
         hidden: int = option(128, "Width of the hidden layers.", minimum=1)
 """

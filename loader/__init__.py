@@ -1,13 +1,11 @@
-"""Per-rank loading: each rank reads only the tiles and node rows its shards overlap.
+"""Per-rank loading: each rank reads only the tiles and node rows its shards overlap, as
+gtool.geometry.layers.rank_geometry (shared with `gtool stats`) says; `load_layer_shard`,
+`load_feature_block` and `load_label_rows` read one piece each (the Python API's blocks).
 
-    from gtool.loader import load_rank
     data = load_rank("graph.zarr", grid=(2, 2, 2), rank=3, layers=3)
     data.shard(0).matrix      # A0[band x, band y] as torch sparse CSR (padded), .transpose its transpose
     data.features             # X[pc][band y, feature band z], float32, zero-padded
     data.labels, data.split   # the last layer's row band, in its order (pr if L is odd, else pc)
-
-Which tiles and rows a rank needs is gtool.geometry.layers.rank_geometry (shared with `gtool stats`).
-`load_layer_shard`, `load_feature_block` and `load_label_rows` read one piece each (the Python API's blocks).
 """
 
 from __future__ import annotations

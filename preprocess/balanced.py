@@ -1,21 +1,11 @@
-"""Degree-balanced row and column permutations (`--perm balanced`).
+"""Degree-balanced row and column permutations (`--perm balanced`; how they deal: docs/shard.md).
 
-Double permutation spreads nonzeros evenly only on average: on skewed graphs the few hub rows land
-together and one band carries several hubs. Here every vertex is dealt to one of K = T * m buckets
-(m buckets of consecutive positions per tile) so that
-
-- every bucket gets exactly one vertex per dealing round, and round r deals the r-th slices of the
-  heaviest and of the lightest vertices, so every bucket holds near-equal numbers of hubs, of middling
-  and of light vertices, and any window of positions, not only the T tiles, holds its share of each;
-- every bucket gets an equal share of the nonzeros: each round pairs the heaviest and the lightest
-  vertices still to deal (a "folded" degree order) and hands them out heaviest first to the buckets
-  that are lightest so far, so a bucket that took a hub is filled up with light vertices;
-- positions inside a bucket, and the order of vertices of equal degree, are random.
-
-m is a multiple of 12 when the graph allows it (buckets then line up with 2, 3, 4, 6 and 12 times T
-bands; other band counts cut at most one bucket at each end, whose vertices are in random order), as
-large as keeps every bucket's fair share of nonzeros well above the largest degree. Rows and columns
-are dealt with independent random streams, so pr != pc. Memory: a few arrays of N integers.
+Double permutation spreads nonzeros evenly only on average: on skewed graphs a few hub rows land in one
+band. Here every vertex is dealt to one of K = T * m buckets (m per tile) in rounds that pair the heaviest
+and the lightest vertices still to deal, heaviest first to the buckets lightest so far, so every bucket,
+and any window of positions, holds its share of hubs and of nonzeros; positions inside a bucket, and the
+order of vertices of equal degree, are random. m is a multiple of 12 where the graph allows, so buckets
+line up with 2, 3, 4, 6 and 12 times T bands. Rows and columns use independent streams, so pr != pc.
 """
 
 from __future__ import annotations

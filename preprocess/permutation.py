@@ -34,7 +34,7 @@ def make_permutations(
 
 def inverse(perm: np.ndarray, threads: int = 1) -> np.ndarray:
     """original node id -> position, as int32 when it fits (it is held for every edge lookup); scattered
-    by up to `threads` threads (2^26 nodes: 1.1-1.6 s in one, 0.4-0.8 s in two)."""
+    by up to `threads` threads (a scatter of many nodes is slow in one thread)."""
     n = perm.shape[0]
     dtype = np.int32 if n < 2**31 else np.int64
     inv = np.empty(n, dtype=dtype)

@@ -1,12 +1,11 @@
 """`gtool shard`: a source becomes a 2D-tiled store through a Dask map-reduce over edge chunks.
 
-Stages: (scan: count nodes when the source declares none) -> (degrees: for --perm balanced, one
-map + dedupe pass with the identity permutation, giving exact degrees before permuting) -> map: read,
-orient, permute and bucket each edge chunk, spilling sorted runs -> dedupe: per run of partitions sort
-and drop duplicates, counting the degrees of A + I (summed per tile row by tasks too) -> write: weight
-every entry with D^-1/2 . D^-1/2 and write the tiles, while this process writes labels, splits and
-permutations (nodes); features in permuted order fill the workers' idle moments throughout. Nothing
-that grows with the number of edges is ever held in memory outside one bounded chunk or run.
+Stages: (scan: count nodes when the source declares none) -> (degrees, for --perm balanced: exact degrees
+from one map + dedupe pass before permuting) -> map: read, orient, permute and bucket each edge chunk,
+spilling sorted runs -> dedupe: sort runs and drop duplicates, counting the degrees of A + I -> write:
+weight entries with D^-1/2 . D^-1/2 and write the tiles, while this process writes the node arrays;
+features in permuted order fill the workers' idle moments. Nothing that grows with the number of edges is
+held in memory outside one bounded chunk or run (docs/shard.md, "How it runs").
 """
 
 from __future__ import annotations

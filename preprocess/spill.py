@@ -59,7 +59,7 @@ class SpillDir:
 
     def release_later(self, paths: Iterable[str]) -> None:
         """`release` these files in a thread of this process: freeing a file's blocks is the file system's
-        work (about a second per 5 GB on ext4), which the stage after the one done with them need not wait
+        work (seconds for a large file), which the stage after the one done with them need not wait
         for. Once the folder's removal has begun (the thread is shut down), files are left to it."""
         for path in paths:
             try:
@@ -163,8 +163,8 @@ def load(path: str, mmap: bool = True) -> np.ndarray:
     """Read a spill array, memory-mapped (read-only) by default.
 
     The header is matched against the one np.save writes for spill arrays: numpy's own parser (a
-    literal_eval behind a lock) and np.memmap cost ~0.2 ms a file, more than most of the thousands of
-    slices a run reads take to copy. Any other header goes through numpy."""
+    literal_eval behind a lock) and np.memmap cost more per file than most of the thousands of slices a
+    run reads take to copy. Any other header goes through numpy."""
     with open(path, "rb") as file:
         header = _parse_header(file.read(_HEAD_BYTES))
         if header is None:

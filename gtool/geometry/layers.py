@@ -1,12 +1,10 @@
-"""Each layer's place on the 3D process grid (docs/3d-gcn.md): the shard and blocks a rank holds.
+"""Each layer's place on the 3D process grid: the shard and blocks a rank holds (docs/3d-gcn.md#the-grid).
 
-Layer 0 plays the axes (x, y, z) in the roles (a, b, c); its input block is F_0[band b, feature band c].
-An aggregate-first layer, (A F) W, holds A_{l mod 2}[band a, band b] and W_l[band c, band b]: H = A F
-is all-reduced over the b-group into [a, c], Q = H W over the c-group into its output block
-F_{l+1}[band a, feature band b]; the next layer's roles are (c, a, b). A transform-first layer, A (F W),
-holds W_l[band c, band a] and A_{l mod 2}[band c, band b]: Z = F W is all-reduced over the
-c-group into [b, a], Y = A Z over the b-group into its output block F_{l+1}[band c, feature band a]; the
-next layer's roles are (b, c, a). Either way the output block is the next layer's input block.
+Each layer gives the axes roles (a, b, c), layer 0 (x, y, z). An aggregate-first layer, (A F) W, holds
+A_{l mod 2}[band a, band b] and W_l[band c, band b] and outputs F_{l+1}[band a, feature band b]; a
+transform-first layer, A (F W), holds A_{l mod 2}[band c, band b] and W_l[band c, band a] and outputs
+F_{l+1}[band c, feature band a]. Either output block is the next layer's input block (roles (c, a, b)
+and (b, c, a) respectively), so no data moves between layers.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """`gtool verify`: read every chunk of a store once, checking checksums and the store's invariants.
 
 Memory stays at a few tiles, one block of node rows and O(N) bits for the permutation check, however
-large the store: tiles are read one pair at a time (tile (i, j) of A0 with tile (j, i) of A1, which must
-be its transpose when the graph is symmetrized), node arrays in blocks of whole chunks. Before reading,
-the store's keys are listed once: an array missing chunk files is one problem and is not read (so
-metadata claiming more rows than were ever stored costs a listing, not a read per claimed chunk; in a store
-written before every chunk was stored, node arrays are read only where chunk files exist, the rest being
-the fill value), and the permutation check is skipped with a problem when its O(N) marks would exceed the
-memory budget.
+large the store: tiles are read in pairs (tile (i, j) of A0 with tile (j, i) of A1, its transpose when
+the graph is symmetrized), node arrays in blocks of whole chunks. The store's keys are listed first, so an
+array missing chunk files is one problem and is not read (metadata claiming rows never stored costs a
+listing, not a read per claimed chunk); the permutation check is skipped, with a problem, when its marks
+would exceed the memory budget.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """`gtool plan --calibrate`: short microbenchmarks of the operations an epoch is made of, on this machine.
 
-SpMM on double-permuted R-MAT matrices (gtool's own generator) at several sizes, widths and degrees;
-dense products of the trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; fresh
-tensors of growing size (the allocator's page faults); and
-all-reduces of growing size in groups of 2, 4, ... local processes over the chosen backend (gloo on the
-CPU, NCCL across the visible GPUs). Every figure is the best of a few repetitions after a warm-up, and
-the fitted costs (gtool.plan.costmodel.profile) keep the measurements they came from. Then short real training
-epochs on small stores, alone and side by side, measure what those microbenchmarks miss
-(gtool.plan.calibration.epochs).
+SpMM on double-permuted R-MAT matrices at several sizes, widths and degrees; dense products of the
+trainer's shapes; element-wise passes; the trainer's fused ReLU and dropout; fresh tensors of growing size
+(the allocator's page faults); all-reduces of growing size in groups of 2, 4, ... local processes over the
+chosen backend. Every figure is the best of a few repetitions after a warm-up, and the fitted costs
+(gtool.plan.costmodel.profile) keep the measurements they came from. Short real epochs then measure what
+the microbenchmarks miss (gtool.plan.calibration.epochs).
 """
 
 from __future__ import annotations

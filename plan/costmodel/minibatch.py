@@ -1,13 +1,11 @@
 """Mini-batch runs (`gtool train --batch-size B --data-parallel D`): their steps' shapes and collectives.
 
-A step multiplies each layer by its sampled blocks: a rank's row and input blocks hold the sample's
-members in its bands, so the 3D collectives of gtool.geometry.collectives have those member counts as
-their rows (`SampledShape`); weights and their parts are as in full-graph training. Each step adds, in
-the row-axis group of the last layer, the all-reduce of the sample's training-node counts (3 float64),
-and with D replicas each round adds one all-reduce per owned parameter part over the replicas (group `data`).
-
-To rank layouts the planner takes the expected member counts (B/N of a band's real rows, rounded up);
-`replay_comm_bytes` replays an epoch's samples and gives every rank's exact bytes.
+A step multiplies each layer by its sampled blocks, so the 3D collectives of gtool.geometry.collectives
+have the sample's member counts in a rank's bands as their rows (`SampledShape`); weights are as in
+full-graph training. Each step adds an all-reduce of the sample's training-node counts (3 float64) in the
+last layer's row-axis group, and D replicas add one all-reduce per owned parameter part per round (group
+`data`). To rank layouts the planner takes the expected member counts (B/N of a band's real rows, rounded
+up); `replay_comm_bytes` replays an epoch's samples and gives every rank's exact bytes.
 """
 
 from __future__ import annotations

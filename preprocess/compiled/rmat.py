@@ -1,4 +1,4 @@
-"""R-MAT edges from their random draws in one pass per group of bits (numpy took ten passes per bit)."""
+"""R-MAT edges from their random draws in one compiled pass per group of bits, not numpy passes per bit."""
 
 from __future__ import annotations
 

@@ -43,9 +43,9 @@ _QUIET_WORKER = {
     "distributed.worker.multiprocessing-method": "fork" if sys.platform == "linux" else "spawn",
 }
 """The embedded cluster's Dask settings: memory management, profiling and GIL monitoring off (the pipeline
-sizes its tasks from the budget); the event loops' health tick every second, not every 20 ms (the ticks
-of the scheduler, nannies and workers cost about 3% of a core on an idle 2-worker cluster); workers forked
-on Linux."""
+sizes its tasks from the budget); the event loops' health tick every second, not every 20 ms (Dask's
+default, whose ticks of the scheduler, nannies and workers keep an idle cluster busy); workers forked on
+Linux."""
 
 
 def quiet_dask_logs() -> None:
@@ -175,7 +175,7 @@ class StageRunner:
 
     def cancel(self, futures: Iterable[Future]) -> None:
         """Cancel the unfinished ones among `futures` in one call to the scheduler (a call per future
-        costs ~0.5 ms of this process's time, even for a finished one)."""
+        costs this process time, even for a finished one)."""
         unfinished = [f for f in futures if not f.done()]
         if unfinished:
             self.stopping.set()
@@ -269,8 +269,8 @@ class StageRunner:
     def collect(self, futures: list[Future]) -> Iterator[T]:
         """Results of submitted tasks in completion order (the first failure is raised). The tasks done
         by the time the last batch was taken are fetched in one call, from all their workers at once: a
-        call per result costs ~2 ms of this process's time, which a stage of a few hundred short tasks
-        on many workers would spend with every worker idle."""
+        call per result is a round trip of this process, which a stage of a few hundred short tasks on
+        many workers would spend with every worker idle."""
         try:
             with self.telling_lost_work():
                 for done in as_completed(futures).batches():

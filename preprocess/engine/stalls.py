@@ -1,12 +1,10 @@
 """Workers that stop answering: named within a bound, restarted, their work run again elsewhere.
 
-A worker process that is stopped (SIGSTOP, a debugger), hung, or cut off from the network keeps its
-tasks: Dask removes such a worker only after its own check (5 minutes by default, a scheduler setting a
-client cannot change), and the run stands still meanwhile. This watch follows every worker's heartbeats
-(the scheduler's time of the last one, compared from one look to the next, so that the clocks of the
-machines need not agree): a worker with none for `timeout` seconds is named on stderr and restarted
-through its nanny (removed when it has none), as Dask's own check would; the scheduler then runs its
-tasks again on the other workers.
+A worker that is stopped, hung or cut off keeps its tasks, and Dask removes it only after its own check
+(minutes; a scheduler setting a client cannot change), so the run would stand still. This watch follows
+every worker's heartbeats (the scheduler's time of the last one, compared between looks, so the machines'
+clocks need not agree): a worker silent for `timeout` seconds is named on stderr and restarted through
+its nanny (removed when it has none); the scheduler then runs its tasks on the other workers.
 """
 
 from __future__ import annotations

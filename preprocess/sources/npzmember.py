@@ -2,7 +2,7 @@
 
 A stored (uncompressed) member is memory-mapped in place at its data offset inside the zip; a deflated
 member is streamed: decompressed in bounded pieces to a standalone .npy file (`extract`: with ISA-L's
-inflate, about 1.3x zlib's speed, checked against the member's CRC-32) or iterated (`iter_flat`).
+inflate, faster than zlib's, checked against the member's CRC-32) or iterated (`iter_flat`).
 Pickled (object) arrays are refused.
 """
 

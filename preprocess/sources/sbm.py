@@ -1,12 +1,11 @@
 """`sbm:NODES:CLASSES[:DEGREE[:SEED]]`: a stochastic block model with planted classes, a graph that can be
 learned (the README's demo), generated out of core in fixed blocks like R-MAT.
 
-Node v belongs to class v * CLASSES // NODES (contiguous blocks; `gtool shard` permutes them anyway). Each
-edge starts at a uniform random node and ends, with probability SBM_HOMOPHILY, at a uniform random node of
-the same class, else at a uniform random node. Features are noise with a weak class signal: uniform
-values in (-0.5, 0.5] plus SBM_SIGNAL on the columns c with c % CLASSES == class. One node's features say
-little about its class (sbm:20000:4: 33% accuracy at best, chance is 25%); averaged over its neighbours
-(most of them of its class), as a GCN does, they say a lot (88% after 20 epochs).
+Node v belongs to class v * CLASSES // NODES (`gtool shard` permutes them anyway). Each edge starts at a
+uniform random node and ends, with probability SBM_HOMOPHILY, at a random node of the same class, else at
+any node. Features are uniform noise in (-0.5, 0.5] plus SBM_SIGNAL on the columns c with
+c % CLASSES == class: one node's features say little about its class, their average over its neighbours
+(most of them of its class), as a GCN takes it, says a lot.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, JSON pointers to the latest
-checkpoint and to the copy of the model of the best validation accuracy so far.
+"""Sharded checkpoints: one file of plain tensors per rank, a JSON manifest, and JSON pointers to the latest
+checkpoint and to the model of the best validation accuracy so far (docs/train.md, "Checkpoints").
 
-    DIR/latest.json                   {"epoch": E, "path": "epoch-0000E"}, replaced once E is complete
-    DIR/epoch-0000E/manifest.json     what the run was (grid, widths, ..., its model options) and its history
-    DIR/epoch-0000E/rank-0000R.pt     rank R's parameter parts and optimizer state (tensors only), and E
-    DIR/best.json                     {"epoch": B, "path": "best-0000B"}: the best validation epoch's model
-    DIR/best-0000B/...                its manifest and rank files (parameter parts only)
+    DIR/latest.json, DIR/epoch-00000E/{manifest.json, rank-0000R.pt}    the latest complete epoch E
+    DIR/best.json, DIR/best-00000B/...                                  the best validation epoch's model
 
 Files are written atomically and the pointers move only once every rank's file is in place, so a run
 killed at any moment leaves the previous checkpoint usable.

@@ -1,18 +1,11 @@
 """One rank's part of a sample, from what it already holds: no communication, work in B, never in N.
 
-A band's members are the sample's nodes whose stored position (in the band's node order) lies in the band,
-in position order; `BandNodes` finds them by one binary search of the sorted sample into the band's node
-ids, sorted once per run. A shard's sampled block keeps the entries of its member rows whose column is a
-member column, with the off-diagonal weights rescaled by 1/p. An entry is a self-loop when its row and
-column are the same node, i.e. the same sample member (perm/r[row] == perm/c[col] of A0, the other way
-round for A1): its weight stays as stored.
-
-On the CPU one numba pass (`_cut_entries`, which releases the GIL: it runs beside the training step)
-finds an entry's column among the members by a lookup in the band's `column_slots`, an array over the
-band's positions kept for the run: the pass marks the member columns' places in it first and unmarks
-them last, work in B; another pass transposes the block by a counting sort. Elsewhere (CUDA) whole-array
-torch operations do the same with one binary search per entry and an argsort (`cut_shard_torch`,
-`transposed_torch`): the specification the CPU passes are tested against.
+A band's members are the sample's nodes whose stored position lies in the band, in position order
+(`BandNodes`). A shard's sampled block keeps the entries of its member rows whose column is a member
+column, off-diagonal weights rescaled by 1/p (a self-loop, row and column the same member, keeps its
+weight). On the CPU numba passes cut (`_cut_entries`, GIL-free so it runs beside the training step, with
+the band's `column_slots`) and transpose; elsewhere whole-array torch operations (`cut_shard_torch`,
+`transposed_torch`) do the same: the specification the CPU passes are tested against.
 """
 
 from __future__ import annotations

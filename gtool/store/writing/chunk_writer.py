@@ -42,7 +42,7 @@ class SyncEncoder(Protocol):
 
 @cache
 def _template(dtype: str, ndim: int) -> tuple[ArrayV3Metadata, dict[str, JSON]]:
-    """Metadata of an array of gtool's codecs, and its JSON document (zarr makes one in ~2 ms)."""
+    """Metadata of an array of gtool's codecs, and its JSON document (made once: zarr is slow to make one)."""
     metadata = create_array(store=MemoryStore(), shape=(1,) * ndim, dtype=dtype, chunks=(1,) * ndim).metadata
     assert isinstance(metadata, ArrayV3Metadata)  # create_array makes Zarr v3 arrays by default
     return metadata, metadata.to_dict()

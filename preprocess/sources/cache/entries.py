@@ -1,14 +1,11 @@
 """Cache entries: where a copy of an input goes, what it was made from, and listing and removing them.
 
-A copy of input FILE is named FILE.FINGERPRINT.SUFFIX (SUFFIX says what it holds, e.g. `.node_feat.npy`
-for a member of an .npz): FINGERPRINT hashes the input's size, modification time and its first and last
-MiB, so a changed input gets a new entry and an unchanged one, wherever it was moved, finds its old one.
-Each entry has a note beside it (ENTRY.source.json) that records the input it was made from, for
-`gtool cache list`, and the copy's own size and modification time: a copy is reused only while they are
-unchanged (one altered or cut since gtool wrote it is made again). Entries are written to a temporary name
-and renamed, so none is ever partial; the run that makes an entry again removes the temporary files of it
-that interrupted runs left. Only files named like an entry are entries: a cache folder may hold
-other files, which are neither listed nor removed.
+A copy of input FILE is FILE.FINGERPRINT.SUFFIX, the fingerprint hashing the input's size, modification
+time and first and last MiB, so a changed input gets a new entry and a moved one finds its old one. A note
+beside it (ENTRY.source.json) records the input, for `gtool cache list`, and the copy's own size and
+modification time: a copy is reused only while they are unchanged. Entries are written under a temporary
+name and renamed, so none is ever partial. Only files named like an entry are entries: a cache folder may
+hold other files, which are neither listed nor removed.
 """
 
 from __future__ import annotations

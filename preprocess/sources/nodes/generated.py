@@ -49,8 +49,8 @@ def degree_classes(degrees: np.ndarray, num_classes: int, threads: int = 1) -> n
 
 
 def degree_order(degrees: np.ndarray) -> np.ndarray:
-    """Node ids by degree, ties by id: np.argsort(degrees, kind="stable"), by numpy's radix sort (2-3x
-    faster than its merge sort of int64) on the degrees capped at 2^16 - 1, the few nodes at the cap
+    """Node ids by degree, ties by id: np.argsort(degrees, kind="stable"), by numpy's radix sort (faster
+    than its merge sort of int64) on the degrees capped at 2^16 - 1, the few nodes at the cap
     then ordered among themselves by their full degree."""
     cap = np.iinfo(np.uint16).max
     order = np.argsort(np.minimum(degrees, cap).astype(np.uint16), kind="stable")

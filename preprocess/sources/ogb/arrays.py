@@ -9,9 +9,9 @@ from gtool.preprocess.sources.cache.entries import work_copy
 from gtool.preprocess.sources.ogb.csvfiles import npy_from_csv
 
 CSV_CONVERSION = "ogb-csv 2"
-"""What converts an OGB CSV file to a .npy, named in the copy's note: a copy another conversion made (an
-earlier gtool's, which read a 3-column edge list as 2 columns) is made again. Change it when the
-conversion's output or checks change."""
+"""What converts an OGB CSV file to a .npy, named in the copy's note: a copy another conversion made is
+made again, so a cached copy never outlives a change to the conversion. Change it when the conversion's
+output or checks change."""
 
 
 def materialize(

@@ -1,16 +1,11 @@
-"""Dropout keep decisions as a pure function of (seed, layer, epoch, global row, global column).
-
-The decision for element (r, c) of layer l's input in epoch e is
+"""Dropout keep decisions as a pure function of (seed, layer l, epoch e, global row r, global column c):
 
     keep = mix(mix(r ^ row_key) ^ mix(c ^ column_key)) >= threshold        (32-bit unsigned arithmetic)
 
-with (row_key, column_key) the two halves of `derive_seed(seed, 2, l, e)`, `mix` the lowbias32 integer
-finalizer and threshold = round(rate * 2^32). Nothing in it depends on the grid, the rank or the device,
-so every block of a layer input is cut from one global mask, replicas of a block agree bitwise, CPU and
-CUDA draw the same masks, and a run resumes exactly from weights, optimizer state and the epoch.
-
-This module is the specification in plain torch operations (any device); `kernels` computes the same
-decisions fused with the work around them on the CPU.
+with (row_key, column_key) the halves of `derive_seed(seed, 2, l, e)`, `mix` the lowbias32 finalizer and
+threshold = round(rate * 2^32). Nothing depends on the grid, rank or device, so every block is cut from
+one global mask, replicas agree bitwise, CPU and CUDA draw the same masks and a run resumes exactly. This
+module is the specification in plain torch; `kernels` computes the same decisions fused on the CPU.
 """
 
 from __future__ import annotations

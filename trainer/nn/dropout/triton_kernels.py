@@ -1,13 +1,10 @@
 """The CUDA side of dropout: the passes of `kernels` as Triton kernels, one launch per pass.
 
-Each program takes a tile of the block, hashes its rows and columns once (`masks.mix32` on 32-bit
-unsigned registers) and decides every element of the tile from the two, so nothing but the source, the
-output and, for the fused ReLU, the one-byte flag touches memory: no mask, no 64-bit index block.
-Global coordinates are 32-bit (`masks.check_block`), which makes the wrap-around of 32-bit unsigned
-multiplication exactly the `& MASK32` of the specification: the decisions are the same bits.
-
-Importing this module needs triton. With TRITON_INTERPRET=1 set before it is imported the same kernels
-run in Triton's interpreter on CPU tensors, which is how they are tested without a GPU.
+Each program hashes its tile's rows and columns once (`masks.mix32` in 32-bit registers) and decides every
+element from the two, so only the source, the output and, for the fused ReLU, the one-byte flag touch
+memory. Global coordinates are 32-bit (`masks.check_block`), so 32-bit unsigned wrap-around is exactly the
+specification's `& MASK32`. Importing this module needs triton; with TRITON_INTERPRET=1 set before the
+import the kernels run in Triton's interpreter on CPU tensors, which is how they are tested without a GPU.
 """
 
 from __future__ import annotations
