@@ -9,10 +9,13 @@ task of its own, submitted first, while the parent prepares the run.
 
 from __future__ import annotations
 
+import importlib
+
+KERNELS = ("shuffle", "tiles", "randomfeatures", "rmat")
+"""The kernels' modules, each with a `warm()` that loads its kernels."""
+
 
 def warm() -> None:
     """Load (compiling on first use, from numba's cache afterwards) every kernel of the pipeline."""
-    from gtool.preprocess.compiled import features, rmat, shuffle, tiles
-
-    for module in (shuffle, tiles, features, rmat):
-        module.warm()
+    for name in KERNELS:
+        importlib.import_module(f"{__name__}.{name}").warm()

@@ -10,12 +10,12 @@ not read. The files hold no split: gtool draws its seeded random one.
 
 from __future__ import annotations
 
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.base import FeatureSource, NodeData
 from gtool.preprocess.sources.nodes.files import FeatureArray, load_labels
 from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.sparse.compressed import Compressed
-from gtool.preprocess.sources.sparse.features import CsrFeatures
+from gtool.preprocess.sources.sparse.csrfeatures import CsrFeatures
 from gtool.preprocess.sources.sparse.scipynpz import CompressedSource, square_size
 
 BENCHMARK_KEYS = frozenset({"adj_indptr", "adj_indices", "adj_shape"})

@@ -12,8 +12,8 @@ from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.numpyedges import open_npy_edges, open_npz_edges
 from gtool.preprocess.sources.parquetedges import ParquetEdgeSource
 from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, open_scipy_npz
-from gtool.preprocess.sources.text.edges import TextEdgeSource
 from gtool.preprocess.sources.text.mtx import MtxSource
+from gtool.preprocess.sources.text.snap import TextEdgeSource
 
 Opener = Callable[[str, int | None], GraphSource]
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, prepare_arrays
+from gtool.preprocess.sources.arrayfiles import ArrayRef, as_node_ids, check_kind, prepare_arrays
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import FileSource, describe_file
 from gtool.preprocess.sources.npzmember import NpzMember, npz_keys

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import as_node_ids
+from gtool.preprocess.sources.arrayfiles import as_node_ids
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 from gtool.preprocess.sources.fileinfo import FileSource, check_readable, describe_file
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array
+from gtool.preprocess.sources.arrayfiles import ArrayRef, as_node_ids, check_kind, load_array
 from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
 from gtool.preprocess.sources.fileinfo import READ_BYTES, check_readable
-from gtool.preprocess.sources.nodes.arrays import NodeValues, pick_key, read_node_values
+from gtool.preprocess.sources.nodes.values import NodeValues, pick_key, read_node_values
 from gtool.preprocess.sources.npzmember import npz_keys
-from gtool.preprocess.sources.sparse.features import CsrFeatures
+from gtool.preprocess.sources.sparse.csrfeatures import CsrFeatures
 from gtool.preprocess.sources.sparse.scipynpz import SCIPY_KEYS, read_format
 
 FEATURE_KEYS = ("node_feat", "features", "x")

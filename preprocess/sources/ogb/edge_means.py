@@ -14,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.base import check_edge_ids, refuse_non_finite
 from gtool.preprocess.sources.cache.entries import work_copy
 from gtool.preprocess.sources.fileinfo import file_checksum

@@ -8,9 +8,9 @@ from functools import partial
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
-from gtool.preprocess.sources.ogb.arrays import materialize
+from gtool.preprocess.sources.ogb.mappable import materialize
 
 
 def locate_edge(first: int, from_csv: bool, k: int) -> tuple[int | None, str | None]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
-from gtool.preprocess.sources.ogb.arrays import materialize
 from gtool.preprocess.sources.ogb.csvfiles import count_columns
+from gtool.preprocess.sources.ogb.mappable import materialize
 
 
 class OgbFeatures(FeatureSource):

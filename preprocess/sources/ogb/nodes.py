@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.npzmember import NpzMember
 from gtool.preprocess.sources.ogb.csvfiles import iter_csv_blocks, read_csv_column
 from gtool.preprocess.sources.ogb.pt import load_pt

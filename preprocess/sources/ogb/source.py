@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, prepare_arrays
+from gtool.preprocess.sources.arrayfiles import ArrayRef, prepare_arrays
 from gtool.preprocess.sources.base import GraphSource, NodeData
 from gtool.preprocess.sources.dataroot import default_root
 from gtool.preprocess.sources.fileinfo import CHECKSUM_KEY, file_checksum

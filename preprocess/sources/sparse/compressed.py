@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, as_node_ids, check_kind, load_array, prepare_arrays
+from gtool.preprocess.sources.arrayfiles import ArrayRef, as_node_ids, check_kind, load_array, prepare_arrays
 from gtool.preprocess.sources.base import EdgeBlock, EdgeChunk
 
 CHECK_BLOCK = 1 << 22

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, load_array
+from gtool.preprocess.sources.arrayfiles import ArrayRef, load_array
 from gtool.preprocess.sources.base import GraphSource
 from gtool.preprocess.sources.fileinfo import FileSource, describe_file
 from gtool.preprocess.sources.numpyedges import ArrayEdgeSource, src_dst_columns

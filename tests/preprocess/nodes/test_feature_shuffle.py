@@ -20,7 +20,7 @@ from gtool.preprocess.nodes.feature_shuffle import (
 )
 from gtool.preprocess.nodes.node_writer import feature_tasks, write_feature_rows
 from gtool.preprocess.permutation import inverse
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.nodes.files import FeatureArray
 from gtool.preprocess.spill import save_to
 from gtool.store import layout

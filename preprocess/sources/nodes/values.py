@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, load_array
+from gtool.preprocess.sources.arrayfiles import ArrayRef, load_array
 from gtool.preprocess.sources.fileinfo import check_readable
 from gtool.preprocess.sources.npzmember import npz_keys
 from gtool.preprocess.sources.text.parse import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.preprocess.compiled.features import GOLDEN, MIX1, MIX2, uniform_values
+from gtool.preprocess.compiled.randomfeatures import GOLDEN, MIX1, MIX2, uniform_values
 
 
 def numpy_uniform(rows: np.ndarray, f: int, seed: int) -> np.ndarray:

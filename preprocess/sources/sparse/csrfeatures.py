@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.arrays import ArrayRef, check_kind
+from gtool.preprocess.sources.arrayfiles import ArrayRef, check_kind
 from gtool.preprocess.sources.base import FeatureSource, refuse_non_finite
 from gtool.preprocess.sources.fileinfo import READ_BYTES
 from gtool.preprocess.sources.sparse.compressed import Compressed, read_shape

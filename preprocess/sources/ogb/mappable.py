@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.preprocess.sources.arrays import ArrayRef
+from gtool.preprocess.sources.arrayfiles import ArrayRef
 from gtool.preprocess.sources.cache.entries import work_copy
 from gtool.preprocess.sources.ogb.csvfiles import npy_from_csv
 
