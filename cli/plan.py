@@ -19,6 +19,7 @@ from gtool.topology import Topology
 
 from .autogrid import machine_profile
 from .common import QUIET, console, reports_errors
+from .jsonstream import write_json
 from .options import with_options
 from .plan_tables import plan_tables
 
@@ -138,7 +139,7 @@ def plan(
         raise GtoolError(f"{problem} of {store}")
     result = make_plan(opened, request, cost_profile)
     if as_json:
-        typer.echo(json.dumps({"store": store, "profile": note, **result.summary()}, indent=1))
+        write_json({"store": store, "profile": note, **result.summary()}, sys.stdout)
         return
     console.print(note, highlight=False)
     out = plain_console() if sys.stdout.isatty() else plain_console(width=WIDTH)

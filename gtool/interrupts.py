@@ -44,6 +44,8 @@ class Interrupts:
         self.done: str | None = None
         """What the completed work made (set by `completing`), for the message of a later signal."""
         self.deferring = False
+        self.owner = os.getpid()
+        """The run's process: a process forked inside the block (a Dask worker) inherits the handlers."""
 
     def on_abandon(self, cleanup: Callable[[], None]) -> None:
         """Run `cleanup` (last registered first) should the run be abandoned after a signal."""
@@ -77,6 +79,11 @@ class Interrupts:
         self.previous_hook(unraisable)
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
+        """In a process forked inside the block (a Dask worker), nothing: a signal sent to the whole
+        process group (a terminal's Ctrl-C, `kill -- -PGID`) is the run's to handle, and the run stops its
+        workers as it unwinds (a worker that raised it printed a traceback of Dask's process bootstrap)."""
+        if os.getpid() != self.owner:
+            return
         if self.received is not None:
             self.abandon(signum)
         self.received = signum

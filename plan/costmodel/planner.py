@@ -36,7 +36,12 @@ from gtool.store.scan import Progress
 from gtool.units import human_bytes
 
 MAX_RANKS = 16_384
-"""The most ranks a plan prices (a few seconds and a few hundred MB at this size)."""
+"""The most ranks a plan is for."""
+MAX_PRICED_RANKS = 4_000_000
+"""The most ranks a plan prices, summed over its layouts (grids): time and memory grow with them."""
+MAX_LAYOUTS = 2_000
+"""The most layouts a plan prices (each costs a few ms whatever its size): with MAX_PRICED_RANKS, a plan
+takes under 10 s and 600 MB on 2 cores, its JSON included."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,21 @@ class PlanRequest:
                 f"--ranks {self.ranks:,}: gtool plan prices grids of up to {MAX_RANKS:,} ranks (it prices "
                 "every rank of every grid, so its time and memory grow with the ranks)"
             )
+        self._refuse_large_plans()
         object.__setattr__(self, "model", self.model.for_mode(self.batch_size is not None))
+
+    def _refuse_large_plans(self) -> None:
+        """Refuse a rank count whose divisors make more layouts, or more ranks over them, than a plan
+        prices (15,120 ranks: 1,350 grids of 15,120 ranks took 7 GB as JSON)."""
+        sizes = [grid.size for _, grid in layouts(self)]
+        if len(sizes) <= MAX_LAYOUTS and sum(sizes) <= MAX_PRICED_RANKS:
+            return
+        kind = "grids" if self.batch_size is None else "D x grid layouts"
+        raise GtoolError(
+            f"--ranks {self.ranks:,}: its {len(sizes):,} {kind} hold {sum(sizes):,} ranks to price; "
+            f"gtool plan prices up to {MAX_LAYOUTS:,} layouts of up to {MAX_PRICED_RANKS:,} ranks in all "
+            "(its time and memory grow with both); a rank count with fewer divisors has fewer grids"
+        )
 
     @property
     def node_ranks(self) -> int:
@@ -151,6 +170,8 @@ class Plan:
     nnz_estimated: bool
 
     def summary(self) -> dict[str, Any]:
+        """The plan's figures; "grids" is an iterator that summarizes a grid as it is drawn (in rank
+        order), so that a writer holds one grid's figures at a time (cli.jsonstream)."""
         r = self.request
         return {
             "ranks": r.ranks,
@@ -171,7 +192,7 @@ class Plan:
             "best": str(self.best.grid) if self.best else None,
             "best_placement": self.best.grid.placement if self.best else None,
             "reason": self.reason,
-            "grids": [g.summary() for g in self.grids],
+            "grids": (g.summary() for g in self.grids),
         }
 
 

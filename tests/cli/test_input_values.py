@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from typer.testing import CliRunner
 
 from gtool.cli.main import app
+from gtool.store.reader import open_store
 
 
 def shard(*args: str) -> tuple[int, str]:
@@ -105,12 +106,40 @@ def test_npz_member_header_claiming_more_than_the_archive_holds(tmp_path: Path, 
     assert f"{path}[edge_index]: truncated: its header declares shape (2, 1000000000000)" in line
 
 
-def test_more_tiles_than_nodes(tmp_path: Path) -> None:
-    path = tmp_path / "g.mtx"
-    path.write_text("%%MatrixMarket matrix coordinate pattern general\n300 300 3\n1 2\n2 3\n3 1\n")
-    line = refused(tmp_path, str(path), "--tiles", "100000x100000")
-    assert "--tiles 100000x100000 makes 10,000,000,000 tiles whose bookkeeping alone takes about" in line
-    assert "give fewer tiles (the graph has only 300 nodes)" in line
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("source", "tiles", "said"),
+    [
+        ("g.mtx", 100000, "300 nodes: tiles of 1 rows fill only 300 rows of tiles, so the last 99,700"),
+        ("sbm:300:3", 128, "300 nodes: tiles of 3 rows fill only 100 rows of tiles, so the last 28"),
+        ("e.txt", 20, "3 nodes: tiles of 1 rows fill only 3 rows of tiles, so the last 17"),
+    ],
+)
+def test_tile_rows_past_the_last_node(tmp_path: Path, source: str, tiles: int, said: str) -> None:
+    """Rows of tiles past the last node are refused before any tile is made, whether the node count is
+    declared (Matrix Market header, generator) or counted from an edge list (sbm:300:3 --tiles 128x128
+    took 132 s to write 32,768 tiles, 7,168 of them past the last node)."""
+    (tmp_path / "g.mtx").write_text(
+        "%%MatrixMarket matrix coordinate pattern general\n300 300 3\n1 2\n2 3\n3 1\n"
+    )
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n")
+    path = str(tmp_path / source) if "." in source else source
+    line = refused(tmp_path, path, "--tiles", f"{tiles}x{tiles}")
+    filled = said.split("fill only ")[1].split(" ")[0].replace(",", "")
+    assert line == (
+        f"error: --tiles {tiles}x{tiles} of a graph of {said} would be empty (each tile costs files and "
+        f"time); give --tiles {filled}x{filled}"
+    )
+
+
+@pytest.mark.integration
+def test_the_default_tiles_of_a_graph_of_fewer_nodes(tmp_path: Path) -> None:
+    """16 x 16 tiles (the default) of 3 nodes are made: 256 tiles cost little, and a tiny graph needs no
+    --tiles."""
+    (tmp_path / "e.txt").write_text("0 1\n1 2\n")
+    code, output = shard(str(tmp_path / "e.txt"), "--tiles", "16x16", "-o", str(tmp_path / "s.zarr"))
+    assert code == 0, output
+    assert open_store(tmp_path / "s.zarr").tiles == 16
 
 
 def test_node_count_beyond_this_machine_whatever_the_limit(tmp_path: Path) -> None:

@@ -84,6 +84,40 @@ def test_plan_refuses_more_ranks_than_it_prices_before_any_work(store: str) -> N
     assert auto.returncode == 2 and auto.stderr.startswith("error: ") and "calibrating" not in auto.stderr
 
 
+def test_plan_refuses_rank_counts_of_too_many_grids_before_any_work(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--ranks 15120 (1,350 grids of 15,120 ranks: 7 GB and a MemoryError as JSON) and a mini-batch plan of
+    3,584 layouts are refused in one line, before calibrating; 16,384 ranks (120 grids) are priced."""
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    for args, count in [
+        (("15120",), "1,350 grids hold 20,412,000 ranks"),
+        (("3360", "--batch-size", "16"), "3,584 D x grid layouts"),
+    ]:
+        done = gtool("plan", store, "--ranks", *args, "--json")
+        assert done.returncode == 2 and done.stdout == ""
+        assert (
+            done.stderr.startswith(f"error: --ranks {int(args[0]):,}: its {count}")
+            and "up to 2,000 layouts of up to 4,000,000 ranks" in done.stderr
+        )
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # refused before calibrating this machine
+
+
+def test_plan_json_is_one_grid_per_line_valid_as_a_whole(store: str) -> None:
+    """The JSON is written a grid at a time (cli.jsonstream), one per line: each line is a grid's
+    figures, and the whole is the plan's JSON object."""
+    done = gtool("plan", store, "--ranks", "24", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert len(result["grids"]) == 30 and result["best"] == result["grids"][0]["grid"]
+    lines = done.stdout.splitlines()
+    start = lines.index(' "grids": [')
+    for line, grid in zip(lines[start + 1 :], result["grids"], strict=False):
+        assert json.loads(line.strip().rstrip(",")) == grid
+    assert lines[start + 31 :] == [" ]", "}"]
+
+
 def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 import zarr
 from typer.testing import CliRunner
@@ -191,6 +193,48 @@ def test_a_signalled_run_removes_what_it_wrote(tmp_path: Path, sent: int, status
             continue
         assert proc.returncode == status and said in stderr and "Traceback" not in stderr, stderr
         assert sorted(p.name for p in folder.iterdir()) == []  # no store, partial, spill folder or lock
+        return
+    pytest.fail("every run completed its work before the signal landed")
+
+
+def _group(leader: int) -> list[psutil.Process]:
+    """The live processes of the process group that `leader` leads."""
+    alive = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if os.getpgid(process.pid) == leader and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+    return alive
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("sent", "said"), [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")])
+def test_a_signal_to_the_whole_process_group_ends_the_workers_quietly(
+    tmp_path: Path, sent: int, said: str
+) -> None:
+    """`kill -TERM -- -PGID` (a terminal's Ctrl-C too) reaches the Dask worker processes the run forked as
+    well: they leave it to the run, which stops them, says its one line and removes what it wrote (each
+    worker raised the run's Terminated inside Dask's process bootstrap and printed its traceback)."""
+    for attempt in range(3):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        proc = start_shard(folder / "s.zarr", "rmat:18:8", workers=2, own_group=True)
+        deadline = time.time() + 60
+        while time.time() < deadline and not (
+            (folder / ".s.zarr.partial" / "zarr.json").exists() and len(_group(proc.pid)) >= 3
+        ):
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be signalled"
+        os.killpg(proc.pid, sent)
+        _, stderr = proc.communicate(timeout=60)
+        if proc.returncode == 0 and "came after the store" in stderr:
+            continue
+        assert proc.returncode == 128 + sent and stderr.strip() == said, stderr
+        assert sorted(p.name for p in folder.iterdir()) == []  # no store, partial, spill folder or lock
+        deadline = time.time() + 10
+        while _group(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _group(proc.pid) == []
         return
     pytest.fail("every run completed its work before the signal landed")
 

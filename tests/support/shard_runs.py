@@ -15,8 +15,11 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
-def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
-    """`gtool shard SOURCE -o OUT` in a process of its own (4x4 tiles, one worker, quiet), stderr piped."""
+def start_shard(
+    out: Path, source: str = "rmat:17:8", workers: int = 1, own_group: bool = False
+) -> subprocess.Popen:
+    """`gtool shard SOURCE -o OUT` in a process of its own (4x4 tiles, quiet; one worker, a thread, or
+    worker processes), stderr piped; with `own_group`, leading a process group of its own (setsid)."""
     cmd = [
         sys.executable,
         "-m",
@@ -29,6 +32,8 @@ def start_shard(out: Path, source: str = "rmat:17:8") -> subprocess.Popen:
         "4x4",
         "-q",
         "-w",
-        "1",
+        str(workers),
     ]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=own_group
+    )
