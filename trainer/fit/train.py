@@ -12,7 +12,7 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import absolute_location, make_folder
+from gtool.store.writing.staging import absolute_location, make_folder, within
 from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
@@ -68,6 +68,7 @@ def train(config: TrainConfig) -> None:
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
     config = with_absolute_paths(config)
+    refuse_files_in_store(config)
     env = environment_rank()
     writer = env is None or env.rank == 0
     checkpoint = config.runtime.checkpoint
@@ -82,6 +83,18 @@ def with_absolute_paths(config: TrainConfig) -> TrainConfig:
     paths = {"checkpoint": runtime.checkpoint, "log": runtime.log}
     given = {name: absolute_location(path) for name, path in paths.items() if path}
     return config.replace(store=absolute_location(config.store), **given)
+
+
+OUTSIDE = "name a place outside it"
+
+
+def refuse_files_in_store(config: TrainConfig) -> None:
+    """A --checkpoint or --log that is the store or lies inside it is refused before anything is written:
+    the run's files would change the store (files zarr does not know, or a removed epoch folder)."""
+    for flag, path in (("--checkpoint", config.runtime.checkpoint), ("--log", config.runtime.log)):
+        if path and within(path, config.store):
+            where = "the store" if within(config.store, path) else f"inside the store {config.store}"
+            raise GtoolError(f"{flag} {path}: {where} (the run's files would change it); {OUTSIDE}")
 
 
 SHARED_FOLDER = (

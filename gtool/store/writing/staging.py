@@ -52,6 +52,16 @@ def absolute_location(location: str) -> str:
     return os.path.abspath(os.path.expanduser(local_path(location)))
 
 
+def within(location: str, folder: str) -> bool:
+    """True when `location` is the folder `folder` or lies under it (local paths resolved through links;
+    URLs compared as written)."""
+    if is_url(location) != is_url(folder):
+        return False
+    if is_url(location):
+        return f"{location.rstrip('/')}/".startswith(f"{folder.rstrip('/')}/")
+    return Path(local_path(location)).resolve().is_relative_to(Path(local_path(folder)).resolve())
+
+
 def staging_path(location: str) -> str:
     """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
     path, the URL itself."""
