@@ -88,6 +88,21 @@ def make_folder(path: Path, what: str) -> None:
         raise GtoolError(f"{path} ({what}): cannot be made ({STORAGE_FAILURES[exc.errno]})") from None
 
 
+def check_writable(path: Path, what: str) -> None:
+    """Fail unless file `path` can be opened for appending (made and removed again when it is new), so
+    that a read-only device or a place that takes no files is one error naming it before any work."""
+    existed = path.exists()
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    except OSError as exc:
+        why = STORAGE_FAILURES.get(exc.errno or 0) or (exc.strerror or str(exc)).lower()
+        if exc.errno == errno.ENOENT and path.parent.is_dir():
+            why = "its folder takes no new files"
+        raise GtoolError(f"{what} {path}: cannot be written ({why})") from None
+    if not existed:
+        path.unlink()
+
+
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
     """The one-line error of a run that failed for lack of space or permission, else None.
 
