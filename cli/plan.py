@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -38,6 +39,7 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
         raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")
     if device not in ("cpu", "cuda"):
         raise GtoolError(f"--device must be cpu or cuda, got {device!r}")
+    check_profile_output(output)
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)
     started = time.perf_counter()
@@ -60,6 +62,18 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
         "(intra-node rows); for groups across nodes add inter_node_collectives (docs/plan.md, Profiles)",
         highlight=False,
     )
+
+
+def check_profile_output(output: str) -> None:
+    """The profile file of --calibrate checked before any measuring (a minute or more): its folder made,
+    the file writable; a folder there, or a place that cannot be written, is an error naming it."""
+    from gtool.store.writing.staging import check_writable, make_folder
+
+    target = Path(output)
+    if target.is_dir():
+        raise GtoolError(f"-o {output}: a folder; name a file for the profile")
+    make_folder(target.parent, "the folder of -o")
+    check_writable(target, "-o")
 
 
 PLANNED = (

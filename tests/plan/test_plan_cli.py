@@ -72,6 +72,38 @@ def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:
     assert "--grid auto chose" not in auto.output  # refused before planning
 
 
+def test_calibrate_checks_its_output_before_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--calibrate -o` on a place that cannot be written used to measure for minutes, then end in a
+    FileNotFoundError traceback."""
+    import gtool.plan.calibration.microbench as microbench
+
+    def measured(*args: object) -> None:
+        raise AssertionError("measured before the output was checked")
+
+    monkeypatch.setattr(microbench, "calibrate", measured)
+    (tmp_path / "file").write_text("")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for output, error in (
+        (
+            "/proc/gtool-profile.json",
+            "-o /proc/gtool-profile.json: cannot be written (its folder takes no new files)",
+        ),
+        (str(tmp_path), f"-o {tmp_path}: a folder; name a file for the profile"),
+        (
+            str(tmp_path / "file" / "p.json"),
+            f"{tmp_path / 'file'} (the folder of -o): not a folder: a file is in the way (there, or above)",
+        ),
+    ):
+        done = CliRunner().invoke(app, ["plan", "--calibrate", "-q", "-o", output], env={"COLUMNS": "300"})
+        assert done.exit_code == 2, done.output
+        assert done.output.splitlines() == [f"error: {error}"]
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == before and not Path("/proc/gtool-profile.json").exists()
+    )
+
+
 def test_plan_refuses_more_ranks_than_it_prices_before_any_work(store: str) -> None:
     """--ranks 1000000 on a small store: one error line at once (it took 15.9 GB and minutes)."""
     done = gtool("plan", store, "--ranks", "1000000")

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import absolute_location, make_folder
+from gtool.store.writing.staging import absolute_location, check_writable, make_folder, within
 from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
@@ -68,6 +68,7 @@ def train(config: TrainConfig) -> None:
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
     config = with_absolute_paths(config)
+    refuse_files_in_store(config)
     env = environment_rank()
     writer = env is None or env.rank == 0
     checkpoint = config.runtime.checkpoint
@@ -84,6 +85,18 @@ def with_absolute_paths(config: TrainConfig) -> TrainConfig:
     return config.replace(store=absolute_location(config.store), **given)
 
 
+OUTSIDE = "name a place outside it"
+
+
+def refuse_files_in_store(config: TrainConfig) -> None:
+    """A --checkpoint or --log that is the store or lies inside it is refused before anything is written:
+    the run's files would change the store (files zarr does not know, or a removed epoch folder)."""
+    for flag, path in (("--checkpoint", config.runtime.checkpoint), ("--log", config.runtime.log)):
+        if path and within(path, config.store):
+            where = "the store" if within(config.store, path) else f"inside the store {config.store}"
+            raise GtoolError(f"{flag} {path}: {where} (the run's files would change it); {OUTSIDE}")
+
+
 SHARED_FOLDER = (
     "Give a folder on a file system that every node mounts at the same path (as an absolute path), or run "
     "the ranks on one node."
@@ -91,11 +104,11 @@ SHARED_FOLDER = (
 
 
 def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:
-    """The folders of --checkpoint and --log, made before any rank starts: a file in their way, or a --log
-    that is a folder, is an error naming it. The `writer` (the launching process, or rank 0 of
-    torchrun's: it holds the checkpoint folder's lock) claims the folder: another run's checkpoint there
-    is refused without --resume or --overwrite. With --resume, a latest checkpoint of another grid, batch
-    size, replicas, dtype, ... is refused before any rank loads the store."""
+    """The folders of --checkpoint and --log, made before any rank starts: a file in their way, a --log
+    that is a folder or cannot be written (a read-only device), is an error naming it. The `writer` (the
+    launching process, or rank 0 of torchrun's: it holds the checkpoint folder's lock) claims the folder:
+    another run's checkpoint there is refused without --resume or --overwrite. With --resume, a latest
+    checkpoint of another grid, batch size, replicas, dtype, ... is refused before a rank loads the store."""
     if config.runtime.checkpoint:
         make_folder(Path(config.runtime.checkpoint), "--checkpoint")
         if writer:
@@ -108,3 +121,4 @@ def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:
         if log.is_dir():
             raise GtoolError(f"--log {log}: a folder; name a file for the JSON lines")
         make_folder(log.parent, "the folder of --log")
+        check_writable(log, "--log")

@@ -52,6 +52,16 @@ def absolute_location(location: str) -> str:
     return os.path.abspath(os.path.expanduser(local_path(location)))
 
 
+def within(location: str, folder: str) -> bool:
+    """True when `location` is the folder `folder` or lies under it (local paths resolved through links;
+    URLs compared as written)."""
+    if is_url(location) != is_url(folder):
+        return False
+    if is_url(location):
+        return f"{location.rstrip('/')}/".startswith(f"{folder.rstrip('/')}/")
+    return Path(local_path(location)).resolve().is_relative_to(Path(local_path(folder)).resolve())
+
+
 def staging_path(location: str) -> str:
     """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
     path, the URL itself."""
@@ -76,6 +86,21 @@ def make_folder(path: Path, what: str) -> None:
         if exc.errno not in STORAGE_FAILURES:
             raise
         raise GtoolError(f"{path} ({what}): cannot be made ({STORAGE_FAILURES[exc.errno]})") from None
+
+
+def check_writable(path: Path, what: str) -> None:
+    """Fail unless file `path` can be opened for appending (made and removed again when it is new), so
+    that a read-only device or a place that takes no files is one error naming it before any work."""
+    existed = path.exists()
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    except OSError as exc:
+        why = STORAGE_FAILURES.get(exc.errno or 0) or (exc.strerror or str(exc)).lower()
+        if exc.errno == errno.ENOENT and path.parent.is_dir():
+            why = "its folder takes no new files"
+        raise GtoolError(f"{what} {path}: cannot be written ({why})") from None
+    if not existed:
+        path.unlink()
 
 
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:

@@ -170,13 +170,19 @@ def split_from_words(node_values: NodeValues) -> np.ndarray:
     file skips blank lines, so it writes 'none')."""
     words, inverse = np.unique(node_values.values, return_inverse=True)
     codes = np.array([SPLIT_WORDS.get(word_text(word), UNKNOWN) for word in words], dtype=np.int8)
-    node_values.fail_first(
-        codes[inverse].reshape(node_values.values.shape) == UNKNOWN,
-        lambda v: (
-            f"expected 'train', 'valid' (or 'val'), 'test', or 'none' (or '') for none, got '{word_text(v)}'"
-        ),
-    )
+    node_values.fail_first(codes[inverse].reshape(node_values.values.shape) == UNKNOWN, unknown_split_word)
     return codes[inverse].reshape(node_values.values.shape)
+
+
+def unknown_split_word(word: object) -> str:
+    """Why a word is not a split entry; True/False are a node mask's, whose form is said."""
+    text = word_text(word)
+    if text in ("true", "false"):
+        return (
+            f"'{text}' is a node mask's entry, not a split: expected one split per node (0 or 'train', 1 or "
+            f"'valid', 2 or 'test', -1 or 'none'); give masks as {MASK_FORM}"
+        )
+    return f"expected 'train', 'valid' (or 'val'), 'test', or 'none' (or '') for none, got '{text}'"
 
 
 def split_from_codes(node_values: NodeValues) -> np.ndarray:

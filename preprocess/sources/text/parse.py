@@ -23,6 +23,8 @@ NORMALIZE = bytes.maketrans(b",%", b" #")
 COMMENT = re.compile(rb"#[^\n]*")
 FAST_PATH_ERRORS = (ValueError, OverflowError, pd.errors.ParserWarning)
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+TRUTH_WORD = re.compile(rb"(?<!\S)(?:true|false)(?!\S)", re.IGNORECASE)
+"""A token pandas would read as a boolean (1 or 0) in a column of them: never a number here."""
 
 LineCheck = Callable[[list[bytes]], str | None]
 
@@ -37,9 +39,12 @@ def normalize(data: bytes) -> bytes:
 
 
 def read_columns(data: bytes, dtypes: list[np.dtype]) -> list[np.ndarray]:
-    """The first len(dtypes) columns of normalized `data`; raises one of FAST_PATH_ERRORS on bad input."""
+    """The first len(dtypes) columns of normalized `data`; raises one of FAST_PATH_ERRORS on bad input
+    (True/False words too, which pandas would turn into 1/0 in a column holding nothing else)."""
     if not data or data.isspace():
         return [np.empty(0, dtype=dtype) for dtype in dtypes]
+    if any(letter in data for letter in b"rRsS") and (word := TRUTH_WORD.search(data)):
+        raise ValueError(f"'{word.group().decode('latin-1')}' is not a number")
     names = list(range(len(dtypes)))
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)

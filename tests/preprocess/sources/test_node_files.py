@@ -209,3 +209,34 @@ def test_gtool_shard_stores_masks_by_their_nodes_and_refuses_a_mask_given_as_cod
     stored = CliRunner().invoke(app, [*shard, str(tmp_path / "masks.npz"), "-o", str(tmp_path / "b.zarr")])
     assert stored.exit_code == 0, stored.output
     np.testing.assert_array_equal(gtool.split(str(tmp_path / "b.zarr")), train * 0 + valid * 1 + test * 2)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("words", [("True", "False"), ("true", "false"), ("TRUE", "FALSE")])
+def test_a_text_split_of_true_and_false_is_refused_naming_the_line(
+    tmp_path: Path, words: tuple[str, str]
+) -> None:
+    """A text file of True/False words, a node mask, used to be read as split codes 1 and 0 (pandas turns a
+    column of them into numbers): its nodes valid, all others train."""
+    (tmp_path / "mask.txt").write_text("# train mask\n" + "\n".join(words[k % 2] for k in range(20)) + "\n")
+    refused = CliRunner().invoke(
+        app,
+        ["shard", "grid:4x5", "--tiles", "2x2", "-q", "-w", "1", "--split", str(tmp_path / "mask.txt")]
+        + ["-o", str(tmp_path / "a.zarr")],
+        env={"COLUMNS": "300"},
+    )
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.splitlines() == [
+        f"error: {tmp_path / 'mask.txt'}, line 2: 'true' is a node mask's entry, not a split: expected one "
+        "split per node (0 or 'train', 1 or 'valid', 2 or 'test', -1 or 'none'); give masks as bool arrays "
+        "train, valid, test (or train_mask, val_mask, test_mask) of an .npz"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mask.txt"]
+
+
+def test_text_labels_of_true_and_false_are_refused_naming_the_line(tmp_path: Path) -> None:
+    """Labels are numbers: a column of True/False words used to be read as classes 1 and 0."""
+    (tmp_path / "y.txt").write_text("nan\nTrue\nFalse\n")
+    with pytest.raises(InputError) as info:
+        load_labels(str(tmp_path / "y.txt"), 3)
+    assert str(info.value) == f"{tmp_path / 'y.txt'}, line 2: expected a number, got 'True'"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -74,6 +75,41 @@ def test_a_second_run_on_a_checkpoint_folder_in_use_is_refused(store: str, tmp_p
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("inside", ["ck", ".", "adj/ck"])
+def test_a_checkpoint_folder_in_the_store_is_refused_before_any_rank_starts(
+    store: str, tmp_path: Path, inside: str
+) -> None:
+    """`--checkpoint STORE/ck` (or the store itself) used to write the checkpoint into the store: files zarr
+    does not know, and `--overwrite` would remove epoch folders among its arrays."""
+    copy = tmp_path / "s.zarr"
+    shutil.copytree(store, copy)
+    before = snapshot(tmp_path)
+    ck = copy / inside if inside != "." else copy
+    refused = gtool_train(str(copy), *MODEL, "--epochs", "1", "--checkpoint", str(ck), "--overwrite")
+    assert refused.returncode == 2, refused.stderr
+    where = "the store" if inside == "." else f"inside the store {copy}"
+    assert error_lines(refused.stderr) == [
+        f"error: --checkpoint {ck}: {where} (the run's files would change it); name a place outside it"
+    ]
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.integration
+def test_a_log_in_the_store_is_refused(store: str, tmp_path: Path) -> None:
+    """`--log STORE/log.jsonl` used to add a file zarr does not know to the store."""
+    copy = tmp_path / "s.zarr"
+    shutil.copytree(store, copy)
+    before = snapshot(tmp_path)
+    refused = gtool_train(str(copy), *MODEL, "--epochs", "1", "--log", str(copy / "log.jsonl"))
+    assert refused.returncode == 2, refused.stderr
+    assert error_lines(refused.stderr) == [
+        f"error: --log {copy / 'log.jsonl'}: inside the store {copy} (the run's files would change it); "
+        "name a place outside it"
+    ]
+    assert snapshot(tmp_path) == before
 
 
 def test_claiming_a_folder_removes_only_what_no_complete_checkpoint_uses(tmp_path: Path) -> None:

@@ -147,6 +147,12 @@ def test_a_header_line_is_named_with_a_hint(tmp_path: Path) -> None:
     assert error.problem == "expected two integer node ids, got 'x'"
 
 
+def test_true_and_false_are_not_node_ids(tmp_path: Path) -> None:
+    """Lines of True/False words used to be read as edges between nodes 1 and 0."""
+    error = first_error(write_text(tmp_path / "b.txt", "True False\ntrue TRUE\n"), tmp_path)
+    assert error.line == 1 and error.problem.startswith("expected two integer node ids, got 'True'")
+
+
 def test_bad_token_line_in_a_later_chunk(tmp_path: Path) -> None:
     lines = ["# c"] + [f"{i} {i + 1}" for i in range(300)]
     lines[250] = "7 1.5"
