@@ -39,6 +39,9 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
         raise GtoolError("--calibrate needs -o FILE.json, where the profile goes")
     if device not in ("cpu", "cuda"):
         raise GtoolError(f"--device must be cpu or cuda, got {device!r}")
+    for flag, value in (("--threads", threads), ("--max-group", max_group)):
+        if value < 1:
+            raise GtoolError(f"{flag} must be >= 1, got {value}")
     check_profile_output(output)
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)

@@ -33,6 +33,19 @@ def class_limit(num_nodes: int) -> int:
     return max(num_nodes, CLASSES_ANY_GRAPH)
 
 
+def class_limit_problem(num_classes: int, num_nodes: int) -> str | None:
+    """Why `num_classes` is too many for a graph of `num_nodes` nodes (its count, the limit and the
+    reason), None when it is not."""
+    limit = class_limit(num_nodes)
+    if num_classes <= limit:
+        return None
+    return (
+        f"{num_classes:,} classes, above the limit of {limit:,} for a graph of {num_nodes:,} nodes (the "
+        f"larger of its node count and {CLASSES_ANY_GRAPH:,}: more would be classes no node can have, and "
+        "the model's output layer is sized by the count)"
+    )
+
+
 DIGEST_SHOWN = 8
 """Hex digits of a permutations digest that messages show."""
 
@@ -294,12 +307,8 @@ class StoreMeta:
         labels = fields.nested("labels")
         known = set(KEY_ORDER)
         num_nodes, num_classes = fields.integer("num_nodes", 0), fields.integer("num_classes", 1)
-        if num_classes > class_limit(num_nodes):
-            raise StoreError(
-                f"{where}: metadata 'num_classes' is {num_classes:,}, more than a store of {num_nodes:,} "
-                f"nodes may have ({class_limit(num_nodes):,}: one class per node, or "
-                f"{CLASSES_ANY_GRAPH:,} on a smaller graph); the metadata is damaged"
-            )
+        if problem := class_limit_problem(num_classes, num_nodes):
+            raise StoreError(f"{where}: metadata 'num_classes' says {problem}; the metadata is damaged")
         return cls(
             layout=fields.integer("layout"),
             complete=fields.flag("complete"),

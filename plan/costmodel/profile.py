@@ -213,24 +213,92 @@ PRICED = (
 """The parts of a profile that hold costs."""
 
 
-def _numbers(value: Any, key: str) -> list[tuple[str, Any]]:
-    """Every number under `value` (not bools), with its dotted key."""
+AXES = ("spmm.widths", "spmm.dense_bytes", "allocation.sizes")
+"""The sizes costs are tabled at: interpolation needs them increasing."""
+COUNTED = ("collectives", "inter_node_collectives", "epochs")
+"""Parts keyed by a number of ranks."""
+FIELDS: dict[str, type] = {
+    "spmm": SpmmCost,
+    "gemm": GemmCost,
+    "elementwise": ElementwiseCost,
+    "dropout": DropoutCost,
+    "allocation": AllocationCost,
+    "collectives": CollectiveCost,
+    "inter_node_collectives": CollectiveCost,
+    "epochs": EpochFactors,
+}
+"""The costs each part holds (for the counted parts: each rank count's)."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _leaves(value: Any, key: str) -> list[tuple[str, Any]]:
+    """Every value under `value` that is not an object or a list, with its dotted key."""
     if isinstance(value, dict):
-        return [n for k, v in value.items() for n in _numbers(v, f"{key}.{k}")]
+        return [n for k, v in value.items() for n in _leaves(v, f"{key}.{k}")]
     if isinstance(value, list):
-        return [n for i, v in enumerate(value) for n in _numbers(v, f"{key}.{i}")]
-    return [(key, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+        return [n for i, v in enumerate(value) for n in _leaves(v, f"{key}.{i}")]
+    return [(key, value)]
 
 
 def _check_values(content: dict[str, Any], where: str) -> None:
-    """Refuse a cost that would make predictions meaningless: NaN, infinite, negative, or 0 where a
-    cost per unit of work is expected."""
+    """Refuse a cost that would make predictions meaningless: not a number, NaN, infinite, negative, or 0
+    where a cost per unit of work is expected."""
     for part in PRICED:
-        for key, value in _numbers(content.get(part, {}), part):
+        for key, value in _leaves(content.get(part, {}), part):
             positive = any(fnmatch.fnmatchcase(key, pattern) for pattern in POSITIVE)
-            if not math.isfinite(value) or value < 0 or (positive and value == 0):
-                expected = "a number > 0" if positive else "a finite number >= 0"
+            expected = "a number > 0" if positive else "a finite number >= 0"
+            if not _is_number(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
                 raise ProfileError(f"{where}: {key} is {value!r}, expected {expected}")
+
+
+def _costs_problem(key: str, costs: Any, cost: type) -> str | None:
+    """What is wrong with the costs under `key` (an object of `cost`'s fields: numbers, or lists where
+    the field is one), None when nothing."""
+    if not isinstance(costs, dict):
+        return f"{key} is {costs!r}, expected an object"
+    for name, kind in cost.__annotations__.items():
+        listed = kind.startswith("list")
+        if name in costs and isinstance(costs[name], list) != listed:
+            return f"{key}.{name} is {costs[name]!r}, expected {'a list' if listed else 'a number'}"
+    return None
+
+
+def _part_problem(part: str, section: Any) -> str | None:
+    """What is wrong with a priced part's layout (its costs, its keys of rank counts), None when nothing."""
+    if part not in COUNTED:
+        return _costs_problem(part, section, FIELDS[part])
+    if not isinstance(section, dict):
+        return f"{part} is {section!r}, expected an object"
+    for count, costs in section.items():
+        if not count.isdigit() or int(count) < 1:
+            return f"{part} has the key {count!r}, expected numbers of ranks (whole numbers >= 1) as keys"
+        if problem := _costs_problem(f"{part}.{count}", costs, FIELDS[part]):
+            return problem
+    return None
+
+
+def _layout_problem(content: dict[str, Any]) -> str | None:
+    """What is wrong with the profile's layout (the key and what was expected), None when nothing: a
+    thread count, rank counts as keys, numbers and lists where the costs have them, increasing axes."""
+    threads = content.get("threads")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        return f"threads is {threads!r}, expected a whole number >= 1"
+    for part in FIELDS:
+        if part in content and (problem := _part_problem(part, content[part])):
+            return problem
+    for axis in AXES:
+        part, name = axis.split(".")
+        values = content.get(part, {}).get(name, [])
+        for i in range(1, len(values)):
+            if values[i] <= values[i - 1]:
+                return f"{axis}.{i} is {values[i]!r} after {values[i - 1]!r}, expected sizes that increase"
+    allocation = content.get("allocation", {})
+    if len(allocation.get("seconds_per_byte", [])) != len(allocation.get("sizes", [])):
+        return "allocation.seconds_per_byte must hold one value per size in allocation.sizes"
+    return None
 
 
 def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
@@ -243,6 +311,8 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             f"{where}: profile version {content.get('version')!r}, this gtool reads {readable}"
         )
     _check_values(content, where)
+    if problem := _layout_problem(content):
+        raise ProfileError(f"{where}: {problem}")
     try:
         spmm = SpmmCost(**content["spmm"])
         if np.shape(spmm.seconds_per_nnz_col) != (len(spmm.widths), len(spmm.dense_bytes)):

@@ -99,9 +99,12 @@ def test_calibrate_checks_its_output_before_measuring(
         done = CliRunner().invoke(app, ["plan", "--calibrate", "-q", "-o", output], env={"COLUMNS": "300"})
         assert done.exit_code == 2, done.output
         assert done.output.splitlines() == [f"error: {error}"]
-    assert (
-        sorted(p.name for p in tmp_path.iterdir()) == before and not Path("/proc/gtool-profile.json").exists()
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not Path("/proc/gtool-profile.json").exists()
+    for flag in ("--threads", "--max-group"):  # --threads -3 was torch's RuntimeError traceback
+        done = CliRunner().invoke(app, ["plan", "--calibrate", "-o", str(tmp_path / "p.json"), flag, "-3"])
+        assert done.exit_code == 2 and done.output.splitlines() == [f"error: {flag} must be >= 1, got -3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_plan_refuses_more_ranks_than_it_prices_before_any_work(store: str) -> None:
@@ -199,6 +202,50 @@ def test_plan_refuses_a_profile_with_a_cost_that_is_not_a_cost(
     done = gtool("plan", store, "--ranks", "2", "--profile", str(profile))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"error: {profile}: {key} is {value!r}, expected {expected}"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        (
+            "spmm.seconds_per_row_col",
+            "fast",
+            "spmm.seconds_per_row_col is 'fast', expected a finite number >= 0",
+        ),
+        ("gemm.seconds_per_flop", None, "gemm.seconds_per_flop is None, expected a finite number >= 0"),
+        ("gemm.seconds_per_flop", True, "gemm.seconds_per_flop is True, expected a finite number >= 0"),
+        ("gemm.seconds_per_byte", [1e-9], "gemm.seconds_per_byte is [1e-09], expected a number"),
+        ("spmm.widths", [128, 16, 64], "spmm.widths.1 is 16 after 128, expected sizes that increase"),
+        ("allocation.sizes", [2.0, 1.0], "allocation.sizes.1 is 1.0 after 2.0, expected sizes that increase"),
+        ("threads", -3, "threads is -3, expected a whole number >= 1"),
+        ("threads", 0, "threads is 0, expected a whole number >= 1"),
+        ("threads", 2.5, "threads is 2.5, expected a whole number >= 1"),
+        (
+            "collectives.0",
+            {"latency": 1e-3, "seconds_per_byte": 1e-9},
+            "collectives has the key '0', expected",
+        ),
+        ("epochs.x", {}, "epochs has the key 'x', expected numbers of ranks (whole numbers >= 1) as keys"),
+    ],
+)
+def test_plan_refuses_a_profile_whose_values_are_not_numbers_or_in_order(
+    store: str, tmp_path: Path, key: str, value: object, expected: str
+) -> None:
+    """A word or null for a cost was a numpy traceback; threads -3, a rank count 0 as a key, and table
+    axes out of order (interpolated as if sorted: wrong costs) were used without a word."""
+    content = json.loads(_shipped_profile())
+    *path, last = key.split(".")
+    part = content
+    for name in path:
+        part = part[name]
+    part[last] = value
+    profile = tmp_path / "bad.json"
+    profile.write_text(json.dumps(content))
+    done = plan(store, "--ranks", "2", "--profile", str(profile))
+    assert done.exit_code == 2
+    [line] = done.output.splitlines()
+    assert line.startswith(f"error: {profile}: {expected}"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
 
 
 def _shipped_profile() -> str:

@@ -457,16 +457,18 @@ def test_verify_refuses_a_permutation_check_beyond_its_memory_budget(store: Path
 def test_a_class_count_beyond_the_nodes_is_refused_before_any_allocation(
     store: Path, tmp_path: Path, command: list[str]
 ) -> None:
-    """num_classes edited to 10^12 passed `gtool verify`, and `gtool train` allocated 64 TB for its logits."""
+    """num_classes edited to 10^12 passed `gtool verify`, and `gtool train` allocated 64 TB for its logits;
+    the refusal said the limit was "100,000: one class per node" for 128 nodes."""
     copy = shutil.copytree(store, tmp_path / "classes.zarr")
     edit_json(copy / "zarr.json", lambda d: d["attributes"]["gtool"].update(num_classes=10**12))
     result = CliRunner().invoke(app, [command[0], str(copy), *command[1:]], env={"COLUMNS": "300"})
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     message = (
-        f"error: {copy}: metadata 'num_classes' is 1,000,000,000,000, more than a store of 128 nodes may "
-        "have (100,000: one class per node, or 100,000 on a smaller graph); the metadata is damaged"
+        f"error: {copy}: metadata 'num_classes' says 1,000,000,000,000 classes, above the limit of 100,000 "
+        "for a graph of 128 nodes (the larger of its node count and 100,000: more would be classes no node "
+        "can have, and the model's output layer is sized by the count); the metadata is damaged"
     )
-    assert message in result.output
+    assert [line for line in result.output.splitlines() if line.startswith("error:")] == [message]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["classes.zarr"]
 
 

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import pickle
+import re
 import shutil
 import socket
 from collections.abc import Iterable
@@ -175,10 +176,15 @@ def _written_epoch(pointer: Path) -> str:
         return f"{LATEST} unreadable"
 
 
+CHECKPOINT_FOLDER = re.compile(r"(epoch|best)-\d{6,}")
+"""The names of checkpoints' folders (_epoch_dir, _best_dir): other folders there are the user's."""
+
+
 def _run_files(directory: Path) -> list[Path]:
-    """What runs write in a checkpoint folder: the pointers and the checkpoints' folders."""
+    """What runs write in a checkpoint folder: the pointers and the checkpoints' folders (no other folder:
+    a `best-practices` beside them is not a run's)."""
     pointers = [directory / name for name in POINTERS]
-    folders = [p for pattern in ("epoch-*", "best-*") for p in directory.glob(pattern) if p.is_dir()]
+    folders = [p for p in directory.iterdir() if CHECKPOINT_FOLDER.fullmatch(p.name) and p.is_dir()]
     return [p for p in pointers if p.exists()] + folders
 
 

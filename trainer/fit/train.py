@@ -12,7 +12,7 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import absolute_location, check_writable, make_folder, within
+from gtool.store.writing.staging import absolute_location, check_writable, make_folder, refuse_inside_store
 from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
@@ -85,16 +85,12 @@ def with_absolute_paths(config: TrainConfig) -> TrainConfig:
     return config.replace(store=absolute_location(config.store), **given)
 
 
-OUTSIDE = "name a place outside it"
-
-
 def refuse_files_in_store(config: TrainConfig) -> None:
     """A --checkpoint or --log that is the store or lies inside it is refused before anything is written:
     the run's files would change the store (files zarr does not know, or a removed epoch folder)."""
     for flag, path in (("--checkpoint", config.runtime.checkpoint), ("--log", config.runtime.log)):
-        if path and within(path, config.store):
-            where = "the store" if within(config.store, path) else f"inside the store {config.store}"
-            raise GtoolError(f"{flag} {path}: {where} (the run's files would change it); {OUTSIDE}")
+        if path:
+            refuse_inside_store(flag, path, config.store)
 
 
 SHARED_FOLDER = (

@@ -9,7 +9,7 @@ from typing import Any
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
-from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output
+from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output, refuse_inside_store
 from gtool.trainer.checkpoints.files import BEST, CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 
@@ -64,9 +64,11 @@ def prediction_job(
     use: str = "best",
 ) -> PredictJob:
     """The job, with every problem found before a rank starts: no checkpoint, one of another store's
-    shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`. The
-    paths are resolved once, here (absolute; URLs kept); `use` says which model (model_manifest)."""
+    shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`, an
+    output inside the store. The paths are resolved once, here (absolute; URLs kept); `use` says which
+    model (model_manifest)."""
     store, checkpoint, output = (absolute_location(path) for path in (store, checkpoint, output))
+    refuse_inside_store("-o", output, store)
     manifest = model_manifest(checkpoint, use)
     model = ModelConfig(**manifest["model"])
     opened = open_store(store)

@@ -62,6 +62,16 @@ def within(location: str, folder: str) -> bool:
     return Path(local_path(location)).resolve().is_relative_to(Path(local_path(folder)).resolve())
 
 
+def refuse_inside_store(flag: str, location: str, store: str) -> None:
+    """Fail when a run's output `location` (given by `flag`) is the store it reads or lies inside it: its
+    files would change the store."""
+    if within(location, store):
+        where = "the store" if within(store, location) else f"inside the store {store}"
+        raise GtoolError(
+            f"{flag} {location}: {where} (the run's files would change it); name a place outside it"
+        )
+
+
 def staging_path(location: str) -> str:
     """Where a run writes the output `location` until it is complete: `.NAME.partial` beside a local
     path, the URL itself."""

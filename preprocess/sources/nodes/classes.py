@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from gtool.errors import InputError
-from gtool.store.metadata import CLASSES_ANY_GRAPH, class_limit
+from gtool.store.metadata import class_limit_problem
 
 MAX_INFERRED_CLASSES = 100_000
 """The most classes inferred from the labels alone; --num-classes allows more."""
@@ -26,13 +26,8 @@ def check_below(labels: np.ndarray, num_classes: int, where: str, whose: str) ->
 def check_class_limit(num_classes: int, num_nodes: int, whose: str) -> None:
     """Fail when a class count is more than a store of `num_nodes` nodes may have (the store format's
     class_limit, which readers check too); `whose` names where the count comes from."""
-    limit = class_limit(num_nodes)
-    if num_classes > limit:
-        raise InputError(
-            whose,
-            f"{num_classes:,} classes, more than a graph of {num_nodes:,} nodes may have ({limit:,}: one "
-            f"class per node, or {CLASSES_ANY_GRAPH:,} on a smaller graph)",
-        )
+    if problem := class_limit_problem(num_classes, num_nodes):
+        raise InputError(whose, problem)
 
 
 def class_count(labels: np.ndarray, declared: int | None, given: int | None, where: str) -> int:

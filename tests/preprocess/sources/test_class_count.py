@@ -51,7 +51,9 @@ def test_more_classes_than_a_store_may_have_are_refused() -> None:
     """A store may have one class per node, or 100,000 on a smaller graph (the store format's limit)."""
     check_class_limit(100_000, 6, "--num-classes")
     check_class_limit(250_000, 250_000, "--num-classes")
-    with pytest.raises(InputError, match=r"--num-classes: 100,001 classes, more than a graph of 6 nodes may"):
+    with pytest.raises(
+        InputError, match=r"--num-classes: 100,001 classes, above the limit of 100,000 for a graph of 6 nodes"
+    ):
         check_class_limit(100_001, 6, "--num-classes")
     with pytest.raises(InputError, match=r"y.npy \(the class count the source declares\): 200,000 classes"):
         class_count(LABELS, 200_000, None, "y.npy")
@@ -76,7 +78,8 @@ def test_gtool_shard_refuses_a_class_count_no_store_may_hold(tmp_path: Path) -> 
     result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.startswith(
-        "error: --num-classes: 1,000,000,000,000 classes, more than a graph of 20 nodes may have "
-        "(100,000: one class per node, or 100,000 on a smaller graph)"
+        "error: --num-classes: 1,000,000,000,000 classes, above the limit of 100,000 for a graph of 20 nodes "
+        "(the larger of its node count and 100,000: more would be classes no node can have, and the model's "
+        "output layer is sized by the count)"
     ), result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == []

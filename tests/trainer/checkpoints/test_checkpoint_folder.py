@@ -78,6 +78,33 @@ def test_a_second_run_on_a_checkpoint_folder_in_use_is_refused(store: str, tmp_p
 
 
 @pytest.mark.integration
+def test_folders_of_the_user_in_a_checkpoint_folder_are_kept(store: str, tmp_path: Path) -> None:
+    """Every folder named `epoch-*` or `best-*` was taken for a checkpoint and removed: `--checkpoint
+    ~/project` deleted `~/project/best-practices` and all it held."""
+    for name in ("best-practices", "epoch-notes", "best-0001"):
+        (tmp_path / "ck" / name).mkdir(parents=True)
+        (tmp_path / "ck" / name / "notes.txt").write_text(name)
+    kept = snapshot(tmp_path / "ck")
+    run = gtool_train(
+        store, *MODEL, "--epochs", "2", "--checkpoint-every", "1", "--checkpoint", str(tmp_path / "ck")
+    )
+    assert run.returncode == 0, run.stderr
+    latest = json.loads((tmp_path / "ck" / "latest.json").read_text())["path"]
+    best = json.loads((tmp_path / "ck" / "best.json").read_text())["path"]
+    assert {p.name for p in (tmp_path / "ck").iterdir()} == {
+        "best-0001",
+        "best-practices",
+        "epoch-notes",
+        "best.json",
+        "latest.json",
+        latest,
+        best,
+    }
+    after = snapshot(tmp_path / "ck")
+    assert {name: after[name] for name in kept} == kept
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize("inside", ["ck", ".", "adj/ck"])
 def test_a_checkpoint_folder_in_the_store_is_refused_before_any_rank_starts(
     store: str, tmp_path: Path, inside: str

@@ -178,6 +178,23 @@ def test_a_checkpoint_that_predates_the_models_resumes_as_a_gcn(
     assert status == 0, output
 
 
+@pytest.mark.parametrize("inside", ["pred.zarr", "."])
+def test_a_prediction_into_the_store_is_refused(
+    trained: Path, tmp_path: Path, store: str, inside: str
+) -> None:
+    """`predict -o STORE/pred.zarr` used to write a Zarr group into the store it read."""
+    copy = shutil.copytree(store, tmp_path / "s.zarr")
+    before = snapshot(tmp_path)
+    output = copy / inside if inside != "." else copy
+    status, text = gtool("predict", str(copy), "--checkpoint", str(trained), "-o", str(output), "--overwrite")
+    assert status == 2, text
+    where = "the store" if inside == "." else f"inside the store {copy}"
+    assert text.splitlines() == [
+        f"error: -o {output}: {where} (the run's files would change it); name a place outside it"
+    ]
+    assert snapshot(tmp_path) == before
+
+
 def read_only(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """`gtool ARGS` in a mount namespace where `folder` is a read-only bind mount of itself."""
     command = f'mount --bind -o ro {folder} {folder} && exec "$@"'
