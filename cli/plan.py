@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -52,12 +51,7 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
             profile, measurements = calibrate(device, threads, max_group, lambda what: status.update(what))
         except ValueError as exc:
             raise GtoolError(str(exc)) from None
-    save_profile(profile, output)
-    with open(output) as handle:
-        content = json.load(handle)
-    content["measurements"] = measurements
-    with open(output, "w") as handle:
-        json.dump(content, handle, indent=1)
+    save_profile(profile, output, measurements)
     groups = ", ".join(str(g) for g in sorted(profile.collectives)) or "none"
     console.print(
         f"gtool plan: wrote {output} ({profile.describe()}; all-reduce groups {groups}) "

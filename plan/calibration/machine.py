@@ -6,15 +6,13 @@ and cached under the cache folder, one file per machine.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gtool.plan.costmodel.profile import VERSION, DeviceProfile, ProfileError, load_profile
+from gtool.plan.costmodel.profile import VERSION, DeviceProfile, ProfileError, load_profile, save_profile
 from gtool.preprocess import cache_folder
 
 SHIPPED = "shipped"
@@ -45,14 +43,6 @@ def machine_profile_path() -> Path:
     return cache_folder(None, None).path / FOLDER / f"profile-{machine_key()}.json"
 
 
-def _save(profile: DeviceProfile, measurements: dict, path: Path) -> None:
-    """Write the profile whole or not at all (ranks and other runs may read it at any time)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-        json.dump({**profile.to_json(), "measurements": measurements}, handle, indent=1)
-    os.replace(handle.name, path)
-
-
 def plan_profile(
     path: str | None, recalibrate: bool, report: Callable[[str], None], may_calibrate: bool = True
 ) -> tuple[DeviceProfile, str]:
@@ -80,7 +70,8 @@ def plan_profile(
     profile, measurements = quick_calibrate(report)
     took = time.perf_counter() - started
     try:
-        _save(profile, measurements, cached)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        save_profile(profile, cached, measurements)
         where = f"cached in {cached}"
     except OSError as exc:
         where = f"not cached: {cached} cannot be written ({exc.strerror})"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -357,5 +359,18 @@ def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
     return profile, f"profile {path} ({profile.describe()})"
 
 
-def save_profile(profile: DeviceProfile, path: str) -> None:
-    Path(path).write_text(json.dumps(profile.to_json(), indent=1) + "\n")
+def save_profile(profile: DeviceProfile, path: str | Path, measurements: dict | None = None) -> None:
+    """Write the profile, with the `measurements` it was fitted to when given, whole or not at all: ranks
+    and other runs may read it at any time, and an interrupted write must not leave half a file."""
+    target = Path(path)
+    content = profile.to_json() | ({} if measurements is None else {"measurements": measurements})
+    with tempfile.NamedTemporaryFile(
+        "w", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        try:
+            json.dump(content, handle, indent=1)
+            handle.write("\n")
+        except BaseException:
+            Path(handle.name).unlink()
+            raise
+    os.replace(handle.name, target)

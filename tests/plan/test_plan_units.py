@@ -123,6 +123,24 @@ def test_grid_shards_are_each_ranks_layers_as_the_geometry_holds_them(
         )
 
 
+def test_a_profile_is_written_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped, _ = load_profile(None)
+    path = tmp_path / "p.json"
+    save_profile(shipped, path, {"gemm": [1.0]})
+    before = path.read_bytes()
+    assert json.loads(before)["measurements"] == {"gemm": [1.0]}
+
+    def cut_short(content: object, handle: object, **_: object) -> None:
+        handle.write("{")  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gtool.plan.costmodel.profile.json.dump", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        save_profile(shipped, path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
+
+
 def test_profile_files_are_checked(tmp_path: Path) -> None:
     shipped, note = load_profile(None)
     assert "shipped profile" in note and shipped.collective(2).seconds_per_byte > 0
