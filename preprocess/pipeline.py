@@ -107,7 +107,7 @@ from gtool.store.metadata import (
     incomplete_marker,
 )
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error
+from gtool.store.writing.staging import StagedOutput, is_url, local_path, published, storage_error, within
 from gtool.version import __version__
 
 T = TypeVar("T")
@@ -142,12 +142,10 @@ def check_outside_output(output: str, options: ShardOptions) -> None:
     replaces that path (the run would fail taking the folder it made itself for another program's)."""
     if is_url(output):
         return
-    store = Path(os.path.abspath(local_path(output)))
     cache = cache_dir(options)
     folders = [("--spill-dir", options.spill_dir)] + ([(cache.origin, str(cache.path))] if cache else [])
     for what, folder in folders:
-        path = Path(os.path.abspath(folder)) if folder else None
-        if path is not None and (path == store or store in path.parents):
+        if folder and within(folder, output):
             raise GtoolError(
                 f"{folder} ({what}): is the output store {output} or inside it, which publishing the store "
                 "replaces: give a folder outside the output"

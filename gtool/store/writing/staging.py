@@ -242,7 +242,7 @@ class StagedOutput:
             return
         self.target = local_path(location)
         target = Path(self.target)
-        if Path.cwd().resolve().is_relative_to(target.resolve()):
+        if within(os.getcwd(), location):
             raise GtoolError(
                 f"-o {location}: the output would hold the current folder; name a new folder for the store"
             )
