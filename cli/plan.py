@@ -32,6 +32,7 @@ WIDTH = 150
 
 def _calibrate(output: str | None, device: str, threads: int, max_group: int, quiet: bool) -> None:
     from gtool.plan import calibrate, save_profile
+    from gtool.store.writing.staging import check_output_file
     from gtool.trainer import cuda_notice
 
     if not output:
@@ -41,7 +42,7 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
     for flag, value in (("--threads", threads), ("--max-group", max_group)):
         if value < 1:
             raise GtoolError(f"{flag} must be >= 1, got {value}")
-    check_profile_output(output)
+    check_output_file(Path(output), "-o", "the profile")
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)
     started = time.perf_counter()
@@ -59,18 +60,6 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
         "(intra-node rows); for groups across nodes add inter_node_collectives (docs/plan.md, Profiles)",
         highlight=False,
     )
-
-
-def check_profile_output(output: str) -> None:
-    """The profile file of --calibrate checked before any measuring (a minute or more): its folder made,
-    the file writable; a folder there, or a place that cannot be written, is an error naming it."""
-    from gtool.store.writing.staging import check_writable, make_folder
-
-    target = Path(output)
-    if target.is_dir():
-        raise GtoolError(f"-o {output}: a folder; name a file for the profile")
-    make_folder(target.parent, "the folder of -o")
-    check_writable(target, "-o")
 
 
 PLANNED = (

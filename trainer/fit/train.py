@@ -9,10 +9,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
-from gtool.store.writing.staging import absolute_location, check_writable, make_folder, refuse_inside_store
+from gtool.store.writing.staging import absolute_location, check_output_file, make_folder, refuse_inside_store
 from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
@@ -113,8 +112,4 @@ def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:
         if latest is not None:
             refuse_other_shape(latest, run_shape(config))
     if config.runtime.log:
-        log = Path(config.runtime.log)
-        if log.is_dir():
-            raise GtoolError(f"--log {log}: a folder; name a file for the JSON lines")
-        make_folder(log.parent, "the folder of --log")
-        check_writable(log, "--log")
+        check_output_file(Path(config.runtime.log), "--log", "the JSON lines")

@@ -113,6 +113,15 @@ def check_writable(path: Path, what: str) -> None:
         path.unlink()
 
 
+def check_output_file(path: Path, flag: str, holds: str) -> None:
+    """A file a run will write (given by `flag`, for `holds`), checked before any work: not a folder, its
+    folder made, writable."""
+    if path.is_dir():
+        raise GtoolError(f"{flag} {path}: a folder; name a file for {holds}")
+    make_folder(path.parent, f"the folder of {flag}")
+    check_writable(path, flag)
+
+
 def storage_error(exc: OSError, output: str, places: dict[str, str] | None = None) -> GtoolError | None:
     """The one-line error of a run that failed for lack of space or permission, else None.
 
