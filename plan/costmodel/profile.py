@@ -12,8 +12,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gtool.errors import GtoolError
+from gtool.store.writing.atomic import write_atomically
 
 FORMAT = "gtool-plan-profile"
 VERSION = 3
@@ -362,15 +361,5 @@ def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
 def save_profile(profile: DeviceProfile, path: str | Path, measurements: dict | None = None) -> None:
     """Write the profile, with the `measurements` it was fitted to when given, whole or not at all: ranks
     and other runs may read it at any time, and an interrupted write must not leave half a file."""
-    target = Path(path)
     content = profile.to_json() | ({} if measurements is None else {"measurements": measurements})
-    with tempfile.NamedTemporaryFile(
-        "w", dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
-    ) as handle:
-        try:
-            json.dump(content, handle, indent=1)
-            handle.write("\n")
-        except BaseException:
-            Path(handle.name).unlink()
-            raise
-    os.replace(handle.name, target)
+    write_atomically(str(path), lambda out: out.write(json.dumps(content, indent=1).encode() + b"\n"))

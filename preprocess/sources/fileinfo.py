@@ -1,4 +1,4 @@
-"""What the file-format sources share: file checks, checksum, description, atomic writes, a base class."""
+"""What the file-format sources share: file checks, checksum, description, a base class."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, BinaryIO
 
 from gtool.errors import InputError
 from gtool.preprocess.sources.base import GraphSource
+from gtool.store.writing.atomic import write_atomically
 
 MIB = 1 << 20
 COPY_BYTES = 16 * MIB
@@ -47,25 +48,6 @@ def describe_file(path: str, fmt: str, **extra: Any) -> dict[str, Any]:
         CHECKSUM_KEY: file_checksum(path),
         **extra,
     }
-
-
-def write_atomically(
-    dest: str, write: Callable[[BinaryIO], object], before_rename: Callable[[str], object] | None = None
-) -> str:
-    """Write `dest` through a temporary file renamed into place, so a failed write leaves no partial dest;
-    `before_rename(temporary path)` is called once it is written (to lock it: the lock goes with the
-    rename, so no other process finds `dest` unlocked)."""
-    tmp = f"{dest}.partial-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as out:
-            write(out)
-        if before_rename is not None:
-            before_rename(tmp)
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return dest
 
 
 def write_once(dest: str, write: Callable[[BinaryIO], None]) -> str:

@@ -22,7 +22,8 @@ from isal import isal_zlib
 
 from gtool.errors import InputError
 from gtool.preprocess.npyio import header_lock
-from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable, write_atomically
+from gtool.preprocess.sources.fileinfo import COPY_BYTES, check_readable
+from gtool.store.writing.atomic import write_atomically
 
 LOCAL_HEADER = struct.Struct("<4s22xHH")
 LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"

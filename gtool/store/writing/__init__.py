@@ -6,4 +6,5 @@ staging       the staged output, its publication, and storage failures told as o
 output_lock   one writer per output (a lock file naming its owner)
 codecs        arrays created with the codecs and chunk keys of every array gtool writes
 chunk_writer  array metadata and chunks written straight to any Zarr store
+atomic        a file written whole or not at all (a temporary file renamed into place)
 """

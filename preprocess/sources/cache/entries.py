@@ -31,7 +31,8 @@ import psutil
 from gtool.errors import GtoolError
 from gtool.preprocess.sources.cache.record import recorded
 from gtool.preprocess.sources.dataroot import default_root
-from gtool.preprocess.sources.fileinfo import file_checksum, write_atomically
+from gtool.preprocess.sources.fileinfo import file_checksum
+from gtool.store.writing.atomic import write_atomically
 from gtool.units import human_bytes
 
 CACHE_FOLDER = "gtool-cache"

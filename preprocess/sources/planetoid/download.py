@@ -21,7 +21,8 @@ from typing import BinaryIO
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.fileinfo import COPY_BYTES, write_atomically
+from gtool.preprocess.sources.fileinfo import COPY_BYTES
+from gtool.store.writing.atomic import write_atomically
 from gtool.terminal import description_column, plain_console
 
 NAMES = ("cora", "citeseer", "pubmed")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from gtool.errors import InputError
-from gtool.preprocess.sources.fileinfo import write_atomically
 from gtool.preprocess.sources.ogb import csvfiles as ogb_csv
+from gtool.store.writing.atomic import write_atomically
 
 
 def gz(path: Path, text: str) -> str:
