@@ -10,7 +10,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gtool.errors import GtoolError
+from gtool.errors import GtoolError, Terminated
 from gtool.trainer.comm.groups import GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
@@ -75,6 +75,18 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
             f"grid {run_layout(config)} needs {config.world_size} ranks, "
             f"{env.launcher} started {env.world_size}"
         )
+    try:
+        run_rank(env, main, *args)
+    except Terminated:  # torchrun stops the other ranks when one dies, often before they see it go
+        gone = gone_peers() if env.launcher != "local" else []
+        if gone:
+            stopped = f"its process ended; then {env.launcher} stopped rank {env.rank}"
+            raise RankFailed(gone[0], stopped) from None
+        raise
+
+
+def run_rank(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
+    """main(env, *args), an error raised as the failure of the rank it names."""
     try:
         main(env, *args)
     except Exception as error:
