@@ -25,7 +25,8 @@ def remember_peers(rank: int) -> None:
 
 
 def gone_peers() -> list[int]:
-    """The ranks on this machine whose process has ended since the world was joined."""
+    """The ranks on this machine whose process has ended since the world was joined (none in a local
+    launch, whose ranks do not remember their peers: their supervisor names a rank that ended)."""
     gone = []
     for rank, pid in sorted(_local.items()):
         try:

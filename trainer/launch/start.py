@@ -78,8 +78,7 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
     try:
         run_rank(env, main, *args)
     except Terminated:  # torchrun stops the other ranks when one dies, often before they see it go
-        gone = gone_peers() if env.launcher != "local" else []
-        if gone:
+        if gone := gone_peers():
             stopped = f"its process ended; then {env.launcher} stopped rank {env.rank}"
             raise RankFailed(gone[0], stopped) from None
         raise
@@ -92,7 +91,7 @@ def run_rank(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
     except Exception as error:
         if env.launcher == "local" and dist.is_initialized():
             dist.destroy_process_group()  # a world of one in this process: no peer waits for it
-        gone = gone_peers() if env.launcher != "local" and not isinstance(error, GtoolError) else []
+        gone = [] if isinstance(error, GtoolError) else gone_peers()
         if gone:  # the error seen here (a connection reset) is only the consequence; a refusal is its own
             raise RankFailed(gone[0], f"its process ended; rank {env.rank} saw: {error}") from None
         raise rank_failure(env.rank, error) from None
