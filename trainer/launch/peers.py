@@ -5,10 +5,12 @@ machine) instead of only itself."""
 from __future__ import annotations
 
 import socket
+import time
 
 import psutil
 import torch.distributed as dist
 
+POLL_SECONDS = 0.02
 _local: dict[int, int] = {}
 """rank -> pid of the other ranks on this machine (known once the rank joined)."""
 
@@ -24,15 +26,21 @@ def remember_peers(rank: int) -> None:
     )
 
 
-def gone_peers() -> list[int]:
+def gone_peers(patience: float = 0.0) -> list[int]:
     """The ranks on this machine whose process has ended since the world was joined (none in a local
-    launch, whose ranks do not remember their peers: their supervisor names a rank that ended)."""
-    gone = []
-    for rank, pid in sorted(_local.items()):
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                continue
-        except psutil.NoSuchProcess:
-            pass
-        gone.append(rank)
+    launch, whose ranks do not remember their peers: their supervisor names a rank that ended). With
+    `patience`, looked for again until one is found or that many seconds passed: a killed process closes
+    its connections before it is seen to end, so its peer's error may come first."""
+    deadline = time.monotonic() + patience
+    while not (gone := [rank for rank, pid in sorted(_local.items()) if _ended(pid)]) and _local:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(POLL_SECONDS)
     return gone
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return True

@@ -23,6 +23,9 @@ from gtool.trainer.launch.world import free_port, join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
 """How long ranks wait for each other while joining and loading (the slowest load sets the pace)."""
+PEER_EXIT_SECONDS = 5.0
+"""How long a rank whose collective failed waits to see a peer on its machine end (a loaded machine is slow
+to finish a killed process) before it takes the failure for its own."""
 
 
 def run_layout(config: TrainConfig) -> str:
@@ -91,7 +94,7 @@ def run_rank(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
     except Exception as error:
         if env.launcher == "local" and dist.is_initialized():
             dist.destroy_process_group()  # a world of one in this process: no peer waits for it
-        gone = [] if isinstance(error, GtoolError) else gone_peers()
+        gone = [] if isinstance(error, GtoolError) else gone_peers(patience=PEER_EXIT_SECONDS)
         if gone:  # the error seen here (a connection reset) is only the consequence; a refusal is its own
             raise RankFailed(gone[0], f"its process ended; rank {env.rank} saw: {error}") from None
         raise rank_failure(env.rank, error) from None
