@@ -35,7 +35,6 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan import PlanRequest
     from gtool.store.reader import open_store
     from gtool.trainer import RankFailed, environment_rank
     from gtool.trainer import train as run_training
@@ -51,6 +50,8 @@ def train(
             raise ValueError(f"{problem} of {store}")  # before any rank starts, and before --grid auto plans
         replicas, dims = config.minibatch.data_parallel, grid
         if grid == "auto":
+            from gtool.plan import PlanRequest  # the cost model, only for a grid it picks
+
             if config.topology.placement is not None:
                 raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
             topology = config.topology

@@ -17,7 +17,7 @@ import psutil
 import pytest
 import torch
 
-from gtool.trainer.launch.world import free_port
+from gtool.trainer.launch.environment import free_port
 from tests.support.ranks import local_ranks
 from tests.support.storefiles import array_chunks
 from tests.support.stores import StoreFactory

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import zarr
 
-from gtool.trainer.launch.world import free_port
+from gtool.trainer.launch.environment import free_port
 from tests.support.paths import REPO
 from tests.support.stores import StoreFactory
 

@@ -16,7 +16,8 @@ import torch
 from gtool.architecture import ModelConfig
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
-from gtool.trainer.checkpoints.files import CheckpointError, read_rank_file, recorded_shape
+from gtool.trainer.checkpoints.files import read_rank_file
+from gtool.trainer.checkpoints.folder import CheckpointError, recorded_shape
 from gtool.trainer.models.gcn import ParallelGCN
 from gtool.trainer.models.places import Place, block_of, feature_place, initial_parameters, stack_geometry
 from gtool.trainer.nn.sharded import flat_part, from_parts

@@ -11,10 +11,9 @@ import torch
 import torch.distributed as dist
 
 from gtool.errors import GtoolError
-from gtool.store.reader import open_store
 from gtool.trainer.checkpoints.files import Checkpoints
+from gtool.trainer.checkpoints.folder import run_shape
 from gtool.trainer.comm.groups import GridComm
-from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.report import METRIC_NAMES, History, Reporter, Summary
 from gtool.trainer.fit.trainer import Trainer
 
@@ -24,25 +23,6 @@ def checkpoint_shape(trainer: Trainer) -> dict:
     model = trainer.model
     layers = {"transform_first": [layer.transform_first for layer in model.layers], "dims": model.dims}
     return {**run_shape(trainer.config), **layers, "num_nodes": model.num_nodes}
-
-
-def run_shape(config: TrainConfig) -> dict:
-    """The part of checkpoint_shape that the options and the store's metadata give (checked before any rank
-    starts). Learned features are saved by position: with them, the store's node order too."""
-    shape = {
-        "grid": list(config.grid),
-        "placement": config.process_grid.placement,
-        "dtype": config.model.dtype,
-        "optimizer": config.optimizer.algorithm,
-        "components": asdict(config.model.components),
-        "learnable_features": config.model.learnable_features,
-        "normalize_features": config.model.normalize_features,
-        "batch_size": config.minibatch.batch_size,
-        "data_parallel": config.minibatch.data_parallel,
-    }
-    if config.model.learnable_features:
-        shape["node_order"] = open_store(config.store).node_order
-    return shape
 
 
 def peak_memory(comm: GridComm, device: torch.device) -> list[dict[str, float]]:

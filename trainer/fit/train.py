@@ -1,63 +1,19 @@
-"""`gtool train`: the run's files prepared, then each rank loads its part of the store and trains."""
+"""`gtool train`, the launcher's side: the run's paths resolved and its files prepared before any rank
+starts, then the ranks started (`rank.run_rank` is what each does). It imports no torch: a local launch's
+supervisor imports it, once, for every rank it forks."""
 
 from __future__ import annotations
 
-import time
 from contextlib import nullcontext
 from pathlib import Path
 
-import torch
-import torch.distributed as dist
-
-from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import absolute_location, check_output_file, make_folder, refuse_inside_store
-from gtool.trainer.checkpoints.files import claim_folder, latest_manifest, refuse_other_shape
-from gtool.trainer.checkpoints.shared import require_shared
+from gtool.trainer.checkpoints.folder import claim_folder, latest_manifest, refuse_other_shape, run_shape
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.loop import fit, run_shape
-from gtool.trainer.fit.report import Reporter, Summary
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
-from gtool.trainer.launch.environment import RankEnv, environment_rank
-from gtool.trainer.launch.start import join_grid, run_layout, start_ranks
-from gtool.trainer.nn.dropout import cuda_notice
-
-
-def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
-    """Everything one rank does in a run.
-
-    A rank that fails leaves its process group alone: its error is recorded first, and its peers learn of
-    the failure from the connections closing when the process exits.
-    """
-    device, comm = join_grid(env, config)
-    if config.runtime.checkpoint:
-        require_shared(comm.everyone, config.runtime.checkpoint, "--checkpoint", SHARED_FOLDER)
-    grid = comm.grid
-    runtime = config.runtime
-    reporter = Reporter(env.rank == 0, runtime.log, append=runtime.resume, quiet=runtime.quiet)
-    if device.type == "cuda" and (notice := cuda_notice()):
-        reporter.message(notice)
-    started = time.perf_counter()
-    data = load_model_rank(config, grid, comm.rank, device)
-    dist.all_reduce(torch.zeros(1, device=device))
-    meta = data.meta
-    placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
-    batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
-    first = [str(layer) for layer, transform_first in enumerate(data.orders) if transform_first]
-    orders = f"; A (F W) in layer {', '.join(first)}" if first else ""
-    targets = "binary tasks (multi-label)" if meta.labels.multi_label else "classes"
-    reporter.message(
-        f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} {targets}; "
-        f"grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
-        f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
-    )
-    trainer = Trainer(data, comm, config, device)
-    try:
-        summary = fit(trainer, reporter, device)
-    finally:
-        trainer.close()
-    dist.destroy_process_group()
-    return summary
+from gtool.trainer.launch.entry import Entry
+from gtool.trainer.launch.environment import environment_rank
+from gtool.trainer.launch.start import start_ranks
 
 
 def train(config: TrainConfig) -> None:
@@ -73,7 +29,7 @@ def train(config: TrainConfig) -> None:
     checkpoint = config.runtime.checkpoint
     with output_lock(checkpoint, "gtool train") if writer and checkpoint else nullcontext():
         prepare_run_files(config, writer)
-        start_ranks(config, "train", run_rank, config)
+        start_ranks(config, "train", Entry("gtool.trainer.fit.rank", "run_rank"), config)
 
 
 def with_absolute_paths(config: TrainConfig) -> TrainConfig:
@@ -90,12 +46,6 @@ def refuse_files_in_store(config: TrainConfig) -> None:
     for flag, path in (("--checkpoint", config.runtime.checkpoint), ("--log", config.runtime.log)):
         if path:
             refuse_inside_store(flag, path, config.store)
-
-
-SHARED_FOLDER = (
-    "Give a folder on a file system that every node mounts at the same path (as an absolute path), or run "
-    "the ranks on one node."
-)
 
 
 def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:

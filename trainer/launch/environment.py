@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,14 @@ DEFAULT_PORT = 29500
 
 
 LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on localhost that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return probe.getsockname()[1]
+
 
 READY_PREFIX = "ready-"
 """The files by which the ranks of a local launch say that they joined the run."""

@@ -19,11 +19,10 @@ import psutil
 
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
-from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv
+from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv, free_port
 from gtool.trainer.launch.failures import FAILURE, read_failure
 from gtool.trainer.launch.lineage import Parent
 from gtool.trainer.launch.supervisor import supervise
-from gtool.trainer.launch.world import free_port
 from gtool.units import human_bytes
 
 READY_WATCH_S = 0.1

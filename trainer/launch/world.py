@@ -64,10 +64,3 @@ def rank_device(env: RankEnv, device_type: str, backend: str) -> torch.device:
     device = torch.device("cuda", index)
     torch.cuda.set_device(device)
     return device
-
-
-def free_port() -> int:
-    """A TCP port on localhost that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]

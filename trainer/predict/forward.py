@@ -35,8 +35,9 @@ from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import METRIC_NAMES, Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
 from gtool.trainer.launch.environment import RankEnv, environment_rank
+from gtool.trainer.launch.joined import join_grid
 from gtool.trainer.launch.lineage import refuse_orphaned
-from gtool.trainer.launch.start import join_grid, start_ranks
+from gtool.trainer.launch.start import start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
 from gtool.trainer.models.places import stack_geometry
 from gtool.trainer.predict.job import PredictJob

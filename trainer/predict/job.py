@@ -10,7 +10,7 @@ from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
 from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output, refuse_inside_store
-from gtool.trainer.checkpoints.files import BEST, CheckpointError, latest_manifest, refuse_other_shape
+from gtool.trainer.checkpoints.folder import BEST, CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 
 

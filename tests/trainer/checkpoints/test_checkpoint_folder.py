@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from gtool.errors import GtoolError
-from gtool.trainer.checkpoints.files import Checkpoints, claim_folder
+from gtool.trainer.checkpoints.files import Checkpoints
+from gtool.trainer.checkpoints.folder import claim_folder
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
 from tests.trainer.test_cli_train import MODEL, gtool_train, start_gtool_train, wait_for

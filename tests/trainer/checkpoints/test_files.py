@@ -11,14 +11,8 @@ import torch
 
 from gtool.errors import GtoolError
 from gtool.trainer.checkpoints import files
-from gtool.trainer.checkpoints.files import (
-    BEST,
-    CheckpointError,
-    Checkpoints,
-    latest_manifest,
-    rank_file,
-    read_rank_file,
-)
+from gtool.trainer.checkpoints.files import Checkpoints, read_rank_file
+from gtool.trainer.checkpoints.folder import BEST, CheckpointError, latest_manifest, rank_file
 from gtool.trainer.predict.job import model_manifest
 from tests.trainer.cases import single_rank_comm
 
@@ -173,7 +167,7 @@ def test_a_checkpoint_whose_rank_files_rank_0_cannot_see_is_refused_when_written
     checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
     checkpoints.save(3, {"model": {}}, {})
     monkeypatch.setattr(
-        files, "_write_atomically", lambda path, write: None
+        files, "write_atomically", lambda path, write: None
     )  # written where rank 0 cannot see
     with pytest.raises(
         CheckpointError, match=r"epoch-000006: rank-00000.pt missing as rank 0 sees the folder"

@@ -12,7 +12,7 @@ import pytest
 from gtool.errors import GtoolError
 from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit import loop
+from gtool.trainer.checkpoints.folder import run_shape
 from gtool.trainer.fit.train import prepare_run_files
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
@@ -33,7 +33,7 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> No
     prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
     minibatch = TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
-    shape = {**loop.run_shape(minibatch), "dims": [16, 4]}
+    shape = {**run_shape(minibatch), "dims": [16, 4]}
     Checkpoints(str(tmp_path / "ck"), single_rank_comm(), shape).save(1, {}, {})
     prepare_run_files(minibatch)
     with pytest.raises(GtoolError, match="batch_size: checkpoint 300 vs run full graph"):

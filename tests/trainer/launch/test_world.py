@@ -9,8 +9,8 @@ import psutil
 import pytest
 import torch.distributed as dist
 
-from gtool.trainer.launch.environment import RankEnv
-from gtool.trainer.launch.world import free_port, join_world, loopback_interface
+from gtool.trainer.launch.environment import RankEnv, free_port
+from gtool.trainer.launch.world import join_world, loopback_interface
 
 LOOPBACK = "127.0.0.1"
 

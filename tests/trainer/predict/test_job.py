@@ -16,7 +16,7 @@ from gtool.geometry.layers import rank_layers
 from gtool.store.layout import PREDICTIONS_KEY
 from gtool.store.writing.output_lock import OutputLockedError, output_lock
 from gtool.store.writing.staging import PREDICT_OUTPUT, StagedOutput, check_output
-from gtool.trainer.checkpoints.files import CheckpointError, rank_file
+from gtool.trainer.checkpoints.folder import CheckpointError, rank_file
 from gtool.trainer.checkpoints.regrid import TrainedParameters
 from gtool.trainer.comm.groups import CastBuffers
 from gtool.trainer.models.gcn import block_of_weight

@@ -1,0 +1,43 @@
+"""A launcher of local ranks imports no torch (its supervisor does, once, for the ranks it forks), and an
+`Entry` names a rank's function without importing it until it is called or unpickled."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from gtool.trainer.launch.entry import Entry
+from tests.support.stores import StoreFactory
+
+LAUNCHER = """
+import sys
+import gtool.trainer.launch.start as start
+
+def launch_local(world_size, main, *args, label=None):
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numba"))
+    print(world_size, main, loaded[:3])
+
+start.launch_local = launch_local
+from gtool.cli.main import program
+sys.argv = ["gtool", "train", sys.argv[1], "--grid", "2x1x1", "--epochs", "1"]
+program()
+"""
+
+
+@pytest.mark.integration
+def test_gtool_train_starts_local_ranks_without_importing_torch(stores: StoreFactory, tmp_path) -> None:
+    """The launcher's checks run before its supervisor imports torch (about a second), not in turn."""
+    store = stores("sbm:200:2", tiles=2)
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, store], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "2 Entry(module='gtool.trainer.fit.rank', name='run_rank') []"
+
+
+def test_an_entry_is_unpickled_as_its_function_and_calls_it() -> None:
+    entry = Entry("os.path", "join")
+    assert pickle.loads(pickle.dumps(entry)) is __import__("os").path.join
+    assert entry("a", "b") == "a/b"
