@@ -53,12 +53,13 @@ def predict(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.plan import PlanRequest
     from gtool.trainer import RankFailed, checkpoint_model, prediction_job, run_prediction
 
     try:
         runtime = RuntimeConfig(**options)
         if grid == "auto":
+            from gtool.plan import PlanRequest  # the cost model, only for a grid it picks
+
             model = checkpoint_model(checkpoint)
             from gtool.store.reader import open_store
 

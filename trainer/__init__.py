@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gtool.trainer.models.blocks import Bias, CrossEntropy, GCNConv, Linear, NormReluDropout, Skip
     from gtool.trainer.models.grid import Grid, Layout
     from gtool.trainer.nn.dropout import MaskSpec, cuda_notice, relu_dropout
-    from gtool.trainer.predict.forward import predict as run_prediction
     from gtool.trainer.predict.job import checkpoint_model, prediction_job
+    from gtool.trainer.predict.job import predict as run_prediction
 
 __getattr__, __dir__ = face(__name__)

@@ -9,7 +9,6 @@ OUT/embeddings, and zarr.json's "gtool_predictions" attributes.
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -22,7 +21,6 @@ from gtool.geometry.layers import order_of_layer_output
 from gtool.store import layout
 from gtool.store.reader import open_store
 from gtool.store.writing.chunk_writer import ChunkSink
-from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import (
     PREDICT_OUTPUT,
     StagedOutput,
@@ -34,10 +32,9 @@ from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import METRIC_NAMES, Reporter
 from gtool.trainer.fit.trainer import load_model_rank, logit_targets
-from gtool.trainer.launch.environment import RankEnv, environment_rank
+from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.joined import join_grid
 from gtool.trainer.launch.lineage import refuse_orphaned
-from gtool.trainer.launch.start import start_ranks
 from gtool.trainer.models.gcn import ParallelGCN
 from gtool.trainer.models.places import stack_geometry
 from gtool.trainer.predict.job import PredictJob
@@ -195,13 +192,3 @@ def predict_rank(env: RankEnv, job: PredictJob) -> None:
     device, comm = join_grid(env, job.config)
     predict_on(comm, job, device, Reporter(env.rank == 0, None, append=False))
     dist.destroy_process_group()
-
-
-def predict(job: PredictJob) -> None:
-    """Run `job` on the ranks of torchrun/srun when started by one, else on local processes (as `gtool
-    train`). The process that starts the local ranks, or rank 0 of torchrun/srun's, locks the output for
-    the whole run: a second run writing it is refused before any rank loads or computes. Raises RankFailed
-    naming the rank that failed first."""
-    env = environment_rank()
-    with output_lock(job.output, "gtool predict") if env is None or env.rank == 0 else nullcontext():
-        start_ranks(job.config, "predict", predict_rank, job)

@@ -1,7 +1,9 @@
-"""A `gtool predict` job, checked before any rank starts: the checkpoint's model, the store, the output."""
+"""A `gtool predict` job, checked before any rank starts (the checkpoint's model, the store, the output), and
+its ranks started. Nothing here imports torch: a local launch's supervisor does, once, for its ranks."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -9,9 +11,13 @@ from typing import Any
 from gtool.architecture import ModelConfig
 from gtool.errors import GtoolError
 from gtool.store.reader import open_store
+from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output, refuse_inside_store
 from gtool.trainer.checkpoints.folder import BEST, CheckpointError, latest_manifest, refuse_other_shape
 from gtool.trainer.config import RuntimeConfig, TrainConfig
+from gtool.trainer.launch.entry import Entry
+from gtool.trainer.launch.environment import environment_rank
+from gtool.trainer.launch.start import start_ranks
 
 
 @dataclass(frozen=True)
@@ -88,3 +94,13 @@ def prediction_job(
     check_output(output, overwrite, PREDICT_OUTPUT)
     config = TrainConfig(store, grid, model=model, runtime=runtime)
     return PredictJob(config, manifest, output, embeddings, overwrite)
+
+
+def predict(job: PredictJob) -> None:
+    """Run `job` on the ranks of torchrun/srun when started by one, else on local processes (as `gtool
+    train`). The process that starts the local ranks, or rank 0 of torchrun/srun's, locks the output for
+    the whole run: a second run writing it is refused before any rank loads or computes. Raises RankFailed
+    naming the rank that failed first."""
+    env = environment_rank()
+    with output_lock(job.output, "gtool predict") if env is None or env.rank == 0 else nullcontext():
+        start_ranks(job.config, "predict", Entry("gtool.trainer.predict.forward", "predict_rank"), job)

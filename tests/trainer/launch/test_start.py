@@ -41,3 +41,10 @@ def test_an_entry_is_unpickled_as_its_function_and_calls_it() -> None:
     entry = Entry("os.path", "join")
     assert pickle.loads(pickle.dumps(entry)) is __import__("os").path.join
     assert entry("a", "b") == "a/b"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("module", ["gtool.trainer.fit.train", "gtool.trainer.predict.job", "gtool.cli.main"])
+def test_the_launchers_of_train_and_predict_import_no_torch(module: str) -> None:
+    check = f"import sys, {module}; assert 'torch' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", check], check=True)

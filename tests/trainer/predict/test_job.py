@@ -21,7 +21,7 @@ from gtool.trainer.checkpoints.regrid import TrainedParameters
 from gtool.trainer.comm.groups import CastBuffers
 from gtool.trainer.models.gcn import block_of_weight
 from gtool.trainer.nn.sharded import flat_part, from_parts
-from gtool.trainer.predict import forward as predict_module
+from gtool.trainer.predict import job as predict_module
 from gtool.trainer.predict.writer import chunk_bounds
 
 NODES, DIMS = 11, [5, 3, 4]

@@ -147,7 +147,7 @@ def test_grid_auto_predicts_on_the_planned_grid_of_the_ranks(
     refused."""
     config = runs[1]["float32"]
     jobs: list = []
-    monkeypatch.setattr("gtool.trainer.predict.forward.predict", jobs.append)
+    monkeypatch.setattr("gtool.trainer.predict.job.predict", jobs.append)
     args = ["predict", config.store, "--checkpoint", config.runtime.checkpoint, "-o", str(tmp_path / "p")]
     done = CliRunner().invoke(app, [*args, "--grid", "auto", "--ranks", "4"])
     assert done.exit_code == 0, done.output
