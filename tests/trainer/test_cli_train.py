@@ -148,6 +148,8 @@ def start_torchrun_training(store: str, checkpoints: Path, stderr: Path) -> tupl
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
     torchrun += ["--master-port", str(free_port()), "-m", "gtool.cli", "train", store, "--grid", "2x1x1"]
     flags = [*MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)]
+    flags += ["--timeout", "15"]  # a collective gloo never fails (its peer killed while this rank was
+    # stopped: about 1 run in 7 on a loaded machine) gives up within torchrun's 30 s before SIGKILL
     with stderr.open("w") as log:
         run = subprocess.Popen(
             [*torchrun, *flags], stdout=subprocess.DEVNULL, stderr=log, text=True, start_new_session=True
