@@ -9,7 +9,6 @@ reducing at once, as the groups of one grid axis do. k ranks of one thread share
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 import threading
 import time
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from gtool.cores import available_cores
 from gtool.plan.calibration.microbench import (
     Report,
     best_seconds,
@@ -37,7 +37,7 @@ GEMM_SHAPES = ((1 << 14, 16, 16), (1 << 15, 128, 32), (1 << 15, 32, 128), (1 << 
 ALLOCATION_BYTES = tuple(1 << k for k in range(20, 26))
 SIDE_BY_SIDE = (2, 4, 8)
 """The numbers k of ranks side by side that are priced, and the group sizes of the all-reduces."""
-MESSAGE_BYTES = (1 << 10, 1 << 20)
+MESSAGE_BYTES = (1 << 10, 1 << 22)
 CALLS = 5
 REPEATS = 3
 """Runs of CALLS timed calls per all-reduce measured (after one untimed call): the fastest run's median
@@ -52,9 +52,10 @@ def _in_threads(k: int, target: Callable[[int], None]) -> None:
         t.join()
 
 
-def _all_reduce_seconds(k: int, g: int, sizes: tuple[int, ...]) -> list[float]:
-    """Per size in bytes, the seconds of an all-reduce in groups of g, k threads in k/g groups reducing
-    at once: the fastest of REPEATS runs of CALLS calls (the median call of a run counts)."""
+def _all_reduce_seconds(k: int, g: int, sizes: tuple[int, ...]) -> tuple[list[float], list[float]]:
+    """Per size in bytes, all-reduces in groups of g, k threads in k/g groups reducing at once: the
+    seconds of one (the median call of a run) and the CPU seconds each rank spends on one (the run's
+    CPU time of the process over its calls and ranks), each the least of REPEATS runs of CALLS calls."""
     store = dist.HashStore()
     groups: list[Any] = [None] * k  # ProcessGroupGloo
 
@@ -65,6 +66,7 @@ def _all_reduce_seconds(k: int, g: int, sizes: tuple[int, ...]) -> list[float]:
     _in_threads(k, join)
     start = threading.Barrier(k)
     runs: dict[int, list[list[float]]] = {size: [[] for _ in range(REPEATS)] for size in sizes}
+    cpu: dict[int, list[float]] = {size: [] for size in sizes}
 
     def thread(i: int) -> None:
         group = groups[i]
@@ -74,35 +76,39 @@ def _all_reduce_seconds(k: int, g: int, sizes: tuple[int, ...]) -> list[float]:
             group.allreduce([tensor]).wait()
             for run in runs[size]:
                 start.wait()
+                began_cpu = time.process_time()
                 for _ in range(CALLS):
                     began = time.perf_counter()
                     group.allreduce([tensor]).wait()
                     run.append(time.perf_counter() - began)
+                start.wait()
+                if i == 0:
+                    cpu[size].append((time.process_time() - began_cpu) / (CALLS * k))
 
     _in_threads(k, thread)
-    return [min(float(np.median(run)) for run in runs[size]) for size in sizes]
+    seconds = [min(float(np.median(run)) for run in runs[size]) for size in sizes]
+    return seconds, [min(cpu[size]) for size in sizes]
 
 
-def _collective_costs(ks: list[int]) -> tuple[dict[int, CollectiveCost], dict[int, float], dict]:
-    """Per group size g, its all-reduces' latency and cost per wire byte with g ranks running; per k,
-    the seconds an all-reduce takes longer on average when k ranks run (k/g groups of each g < k)."""
+def _line(wire: list[float], seconds: list[float]) -> tuple[float, float]:
+    """(seconds at no bytes, seconds per wire byte) through the smallest and largest message."""
+    per_byte = max((seconds[-1] - seconds[0]) / (wire[-1] - wire[0]), 0.0)
+    return max(seconds[0] - wire[0] * per_byte, 0.0), per_byte
+
+
+def _collective_costs(ks: list[int]) -> tuple[dict[int, CollectiveCost], dict]:
+    """Per group size g: its all-reduces' latency and cost per wire byte with g ranks running, and the
+    CPU seconds per rank (per call and per wire byte) with the most ranks, max(ks), in groups of g."""
     costs, points = {}, {}
     for g in ks:
-        seconds = _all_reduce_seconds(g, g, MESSAGE_BYTES)
+        alone, cpu = _all_reduce_seconds(g, g, MESSAGE_BYTES)
+        if g < max(ks):
+            _, cpu = _all_reduce_seconds(max(ks), g, MESSAGE_BYTES)
         wire = [2 * (g - 1) / g * nbytes for nbytes in MESSAGE_BYTES]
-        per_byte = max((seconds[-1] - seconds[0]) / (wire[-1] - wire[0]), 0.0)  # the smallest and largest
-        costs[g] = CollectiveCost(max(seconds[0] - wire[0] * per_byte, 0.0), per_byte)
-        points[f"{g}/{g}"] = list(zip(MESSAGE_BYTES, seconds, strict=True))
-    added = {}
-    for k in ks:
-        extra = []
-        for g in (g for g in ks if g < k):
-            (together,) = _all_reduce_seconds(k, g, MESSAGE_BYTES[:1])
-            points[f"{g}/{k}"] = [(MESSAGE_BYTES[0], together)]
-            alone = costs[g].latency + 2 * (g - 1) / g * MESSAGE_BYTES[0] * costs[g].seconds_per_byte
-            extra.append(together - alone)
-        added[k] = max(float(np.mean(extra)), 0.0) if extra else 0.0
-    return costs, added, points
+        costs[g] = CollectiveCost(*_line(wire, alone), *_line(wire, cpu))
+        points[f"{g}/{g}"] = list(zip(MESSAGE_BYTES, alone, strict=True))
+        points[f"{g}/{max(ks)} cpu"] = list(zip(MESSAGE_BYTES, cpu, strict=True))
+    return costs, points
 
 
 def _layer_overhead() -> float:
@@ -119,21 +125,22 @@ def _layer_overhead() -> float:
     return best_seconds(layer, torch.device("cpu"), repeats=CALLS)
 
 
-def _epoch_factors(ks: list[int], added: dict[int, float], cores: int) -> dict[int, EpochFactors]:
+def _epoch_factors(ks: list[int], cores: int) -> dict[int, EpochFactors]:
     """Per k (1 included): k ranks of one thread each share the machine's `cores`, so their work, and
-    their overhead per layer, take max(1, k / cores) times as long; each collective `added[k]` longer."""
+    their overhead per layer, take max(1, k / cores) times as long (their collectives: the profile's
+    `cores` and CPU seconds per collective)."""
     overhead = _layer_overhead()
     factors = {1: EpochFactors(overhead_per_layer=overhead)}
     for k in ks:
         slower = max(1.0, k / cores)
-        factors[k] = EpochFactors(slower, slower, slower, added[k], overhead * slower)
+        factors[k] = EpochFactors(slower, slower, slower, 0.0, overhead * slower)
     return factors
 
 
 def quick_calibrate(report: Report) -> tuple[DeviceProfile, dict]:
     """This machine's CPU profile in a few seconds, and the measurements it was fitted on."""
     device = torch.device("cpu")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = available_cores()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as every local rank runs (gtool train --threads 1)
     try:
@@ -147,8 +154,8 @@ def quick_calibrate(report: Report) -> tuple[DeviceProfile, dict]:
         per_byte = float(np.median(measured.seconds_per_byte))  # one figure: a few runs' noise is larger
         allocation = AllocationCost(measured.sizes, [per_byte] * len(measured.sizes))
         report("all-reduces and ranks side by side")
-        collectives, added, collective_points = _collective_costs(list(SIDE_BY_SIDE))
-        epochs = _epoch_factors(list(SIDE_BY_SIDE), added, cores)
+        collectives, collective_points = _collective_costs(list(SIDE_BY_SIDE))
+        epochs = _epoch_factors(list(SIDE_BY_SIDE), cores)
     finally:
         torch.set_num_threads(threads)
     made_on = {
@@ -160,7 +167,19 @@ def quick_calibrate(report: Report) -> tuple[DeviceProfile, dict]:
         "calibration": "automatic (gtool plan, seconds)",
     }
     profile = DeviceProfile(
-        "cpu", "gloo", 1, spmm, gemm, elementwise, dropout, allocation, collectives, epochs, made_on
+        "cpu",
+        "gloo",
+        1,
+        spmm,
+        gemm,
+        elementwise,
+        dropout,
+        allocation,
+        collectives,
+        epochs,
+        made_on,
+        {},
+        cores,
     )
     measurements = {
         "spmm": spmm_points,

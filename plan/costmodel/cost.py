@@ -107,16 +107,21 @@ def _allocation_seconds(
 
 
 def collective_seconds(
-    collectives: list[Collective], profile: DeviceProfile, itemsize: int, spanning: tuple[bool, ...]
+    collectives: list[Collective],
+    profile: DeviceProfile,
+    itemsize: int,
+    spanning: tuple[bool, ...],
+    ranks_per_node: int,
 ) -> float:
     """Seconds of `collectives` as the profile prices them, a collective across nodes when the groups
-    along its axis span nodes (`spanning`, per axis)."""
+    along its axis span nodes (`spanning`, per axis), with `ranks_per_node` ranks moving bytes at once."""
     return float(
         sum(
             profile.collective_seconds(
                 c.wire_bytes(itemsize),
                 c.group_size,
                 spanning[c.axis] if c.axis < len(spanning) else any(spanning[:3]),
+                ranks_per_node,
             )
             for c in collectives
         )
@@ -161,5 +166,6 @@ def epoch_time(
     spmm_alloc, dense_alloc = _allocation_seconds(allocated, len(shapes), profile)
     spmm = spmm * f.spmm + spmm_alloc * f.allocation
     dense = dense * f.dense + dense_alloc * f.allocation
-    comm = collective_seconds(collectives, profile, item, spanning) + f.collective_latency * len(collectives)
+    comm = collective_seconds(collectives, profile, item, spanning, ranks_per_node)
+    comm += f.collective_latency * len(collectives)
     return EpochTime(spmm, dense, comm, f.overhead_per_layer * len(shapes))

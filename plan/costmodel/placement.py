@@ -45,6 +45,8 @@ def price_placements(
         placed = grid.with_placement(order)
         spanning = tuple(placed.spans_nodes(axis, ranks_per_node) for axis in range(len(AXES)))
         priced.append(
-            Placement(order, spanning, collective_seconds(collectives, profile, itemsize, spanning))
+            Placement(
+                order, spanning, collective_seconds(collectives, profile, itemsize, spanning, ranks_per_node)
+            )
         )
     return sorted(priced, key=lambda p: p.comm)

@@ -23,9 +23,9 @@ from gtool.errors import GtoolError
 from gtool.store.writing.atomic import write_atomically
 
 FORMAT = "gtool-plan-profile"
-VERSION = 3
-READABLE_VERSIONS = (2, 3)
-"""Version 2 had no inter-node rows."""
+VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
+"""Version 2 had no inter-node rows, version 3 no cores (its ranks shared nothing)."""
 DEFAULT_PROFILE = "default-profile.json"
 
 
@@ -104,8 +104,13 @@ class AllocationCost:
 
 @dataclass(frozen=True)
 class CollectiveCost:
+    """Seconds of a collective alone, and the CPU seconds each rank spends on it when ranks share the
+    cores (0 where not measured: a device per rank, or a profile made before they were)."""
+
     latency: float
     seconds_per_byte: float
+    cpu_latency: float = 0.0
+    cpu_seconds_per_byte: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,9 @@ class DeviceProfile:
     epochs: dict[int, EpochFactors] = field(default_factory=dict)
     made_on: dict[str, Any] = field(default_factory=dict)
     inter_node_collectives: dict[int, CollectiveCost] = field(default_factory=dict)
+    cores: int = 0
+    """The cores the ranks of one node share, `threads` each (a CPU profile); 0: every rank computes on
+    a device of its own (a GPU) and ranks share nothing."""
 
     def collective(self, group_size: int, inter_node: bool = False) -> CollectiveCost:
         """The cost of collectives in groups of `group_size` ranks (nearest size measured), inside one
@@ -148,15 +156,27 @@ class DeviceProfile:
         nearest = min(rows, key=lambda g: (abs(np.log(g / group_size)), -g))
         return rows[nearest]
 
+    def sharing(self, ranks: int) -> float:
+        """How many times longer the CPU work of `ranks` ranks of one node takes when they all work at
+        once than on a core each: max(1, ranks threads / cores) (1 without cores)."""
+        return max(1.0, ranks * self.threads / self.cores) if self.cores else 1.0
+
     def epoch_factors(self, ranks_per_node: int) -> EpochFactors:
         """The real-epoch factors of `ranks_per_node` ranks side by side (the largest k measured up to
         it; none measured: the microbenchmarks' model as it is)."""
         measured = [k for k in self.epochs if k <= ranks_per_node]
         return self.epochs[max(measured)] if measured else EpochFactors()
 
-    def collective_seconds(self, wire_bytes: float, group_size: int, inter_node: bool = False) -> float:
+    def collective_seconds(
+        self, wire_bytes: float, group_size: int, inter_node: bool = False, ranks_per_node: int = 1
+    ) -> float:
+        """Seconds of a collective moving `wire_bytes` per rank while all `ranks_per_node` ranks of the
+        node run one (every group along an axis runs it at once): its time alone, or when they
+        share the cores, their CPU work shared over the cores if that takes longer."""
         cost = self.collective(group_size, inter_node)
-        return cost.latency + wire_bytes * cost.seconds_per_byte
+        alone = cost.latency + wire_bytes * cost.seconds_per_byte
+        work = cost.cpu_latency + wire_bytes * cost.cpu_seconds_per_byte
+        return max(alone, self.sharing(ranks_per_node) * work)
 
     def to_json(self) -> dict[str, Any]:
         content = asdict(self)
@@ -283,10 +303,11 @@ def _part_problem(part: str, section: Any) -> str | None:
 
 def _layout_problem(content: dict[str, Any]) -> str | None:
     """What is wrong with the profile's layout (the key and what was expected), None when nothing: a
-    thread count, rank counts as keys, numbers and lists where the costs have them, increasing axes."""
-    threads = content.get("threads")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        return f"threads is {threads!r}, expected a whole number >= 1"
+    thread and core count, rank counts as keys, numbers and lists where the costs have them, increasing
+    axes."""
+    for name, value, least in (("threads", content.get("threads"), 1), ("cores", content.get("cores", 0), 0)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            return f"{name} is {value!r}, expected a whole number >= {least}"
     for part in FIELDS:
         if part in content and (problem := _part_problem(part, content[part])):
             return problem
@@ -307,7 +328,8 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
     if content.get("format") != FORMAT:
         raise ProfileError(f"{where}: not a gtool plan profile (format {content.get('format')!r})")
     if content.get("version") not in READABLE_VERSIONS:
-        readable = " and ".join(map(str, READABLE_VERSIONS))
+        *earlier, last = map(str, READABLE_VERSIONS)
+        readable = f"{', '.join(earlier)} and {last}"
         raise ProfileError(
             f"{where}: profile version {content.get('version')!r}, this gtool reads {readable}"
         )
@@ -331,6 +353,7 @@ def profile_from_json(content: dict[str, Any], where: str) -> DeviceProfile:
             epochs={int(k): EpochFactors(**f) for k, f in content["epochs"].items()},
             made_on=dict(content.get("made_on", {})),
             inter_node_collectives=_collective_rows(content.get("inter_node_collectives", {})),
+            cores=content.get("cores", 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"{where}: malformed profile ({type(exc).__name__}: {exc})") from None

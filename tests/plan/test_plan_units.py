@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from gtool.plan.calibration.microbench import calibrate
 from gtool.plan.costmodel.memory import adjacency_bytes
 from gtool.plan.costmodel.minibatch import MiniBatchRun
 from gtool.plan.costmodel.planner import PlanRequest, layouts
-from gtool.plan.costmodel.profile import ProfileError, load_profile, save_profile
+from gtool.plan.costmodel.profile import DeviceProfile, ProfileError, load_profile, save_profile
 from gtool.store.cells import CellCounts, shard_table
 from gtool.store.reader import open_store
 from gtool.store.scan import scan_tiles
@@ -175,8 +176,39 @@ def test_profiles_without_inter_node_rows_price_every_group_with_their_rows(tmp_
     assert loaded.collective(4, inter_node=True) == loaded.collective(4) == intra
     content["version"] = 1
     old.write_text(json.dumps(content))
-    with pytest.raises(ProfileError, match="profile version 1, this gtool reads 2 and 3"):
+    with pytest.raises(ProfileError, match="profile version 1, this gtool reads 2, 3 and 4"):
         load_profile(str(old))
+
+
+def _sharing_profile(cores: int) -> DeviceProfile:
+    """The shipped profile with `cores` and collectives whose CPU work, per call and per wire byte, is
+    half their time alone."""
+    shipped, _ = load_profile(None)
+    rows = {
+        g: replace(c, cpu_latency=c.latency / 2, cpu_seconds_per_byte=c.seconds_per_byte / 2)
+        for g, c in shipped.collectives.items()
+    }
+    return replace(shipped, collectives=rows, cores=cores)
+
+
+def test_with_a_core_per_rank_collectives_take_their_time_alone() -> None:
+    for cores in (0, 8, 64):
+        profile = _sharing_profile(cores)
+        alone = profile.collective(2)
+        assert profile.sharing(8) == 1.0
+        assert profile.collective_seconds(1e6, 2, False, 8) == alone.latency + 1e6 * alone.seconds_per_byte
+
+
+def test_with_more_ranks_than_cores_collectives_take_all_ranks_cpu_work_over_the_cores() -> None:
+    """8 ranks on 2 cores: every group of an axis runs its collective at once, so a collective takes
+    the CPU work of all 8 shared over 2 cores, four times a rank's, whatever the group size."""
+    profile = _sharing_profile(2)
+    assert profile.sharing(8) == 4.0 and profile.sharing(2) == 1.0
+    for g in (2, 4, 8):
+        row = profile.collective(g)
+        work = row.cpu_latency + 1e6 * row.cpu_seconds_per_byte
+        assert profile.collective_seconds(1e6, g, False, 8) == pytest.approx(4 * work)
+        assert profile.collective_seconds(1e6, g, False, 2) == row.latency + 1e6 * row.seconds_per_byte
 
 
 def test_calibration_measures_every_cost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, store: str) -> None:
