@@ -178,8 +178,7 @@ def quick_calibrate(report: Report) -> tuple[DeviceProfile, dict]:
         collectives,
         epochs,
         made_on,
-        {},
-        cores,
+        cores=cores,
     )
     measurements = {
         "spmm": spmm_points,
