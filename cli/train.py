@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from contextlib import nullcontext
 from typing import Any
 
 import typer
@@ -35,58 +36,66 @@ def train(
     Started plainly it runs the ranks as local processes; under torchrun or srun it is one rank of theirs.
     """
     from gtool.interrupts import Interrupts
-    from gtool.store.reader import open_store
-    from gtool.trainer import RankFailed, environment_rank
-    from gtool.trainer import train as run_training
+    from gtool.trainer import RankFailed, environment_rank, started_ranks
 
-    opened = open_store(store)
     launched = environment_rank()
-    if launched is None or launched.rank == 0:  # one listing per run; every rank checks what it reads
-        opened.check_every_chunk()
     try:
         config = TrainConfig.of(store, **options)
-        batch = config.minibatch.batch_size
-        if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
-            raise ValueError(f"{problem} of {store}")  # before any rank starts, and before --grid auto plans
-        replicas, dims = config.minibatch.data_parallel, grid
-        if grid == "auto":
-            from gtool.plan import PlanRequest  # the cost model, only for a grid it picks
-
-            if config.topology.placement is not None:
-                raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
-            topology = config.topology
-            given = given_on_command_line(context, "data_parallel")
-            chosen = config.minibatch.data_parallel if given else None
-            replicas, dims, placement = auto_grid(
-                opened,
-                ranks,
-                plan_profile,
-                lambda p: PlanRequest(
-                    p,
-                    config.model,
-                    ranks_per_node=topology.ranks_per_node(p),
-                    batch_size=batch,
-                    replicas=chosen,
-                ),
-            )
-            config = config.replace(placement=placement)
-        else:
+        if grid != "auto":
             refuse_ranks(ranks)
-        config = config.replace(grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
+            config = config.replace(grid=parse_dims(grid, 3, "--grid"))
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    try:
-        with Interrupts():  # SIGTERM too unwinds: the ranks are stopped and the reason is said
-            run_training(config)
-    except RankFailed as error:
-        if error.details:
-            console.print(error.details, highlight=False, markup=False)
-        print_error(str(error))
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt as interrupt:
-        signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-        ended = labelled(
-            f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
-        )
-        console.print(ended)
-        raise typer.Exit(128 + signum) from None
+    with (started_ranks(config) if grid != "auto" else None) or nullcontext() as started:
+        from gtool.store.reader import open_store  # zarr: imported as the ranks' supervisor imports torch
+        from gtool.trainer import train as run_training
+
+        opened = open_store(store)
+        if launched is None or launched.rank == 0:  # one listing per run; every rank checks what it reads
+            opened.check_every_chunk()
+        try:
+            batch = config.minibatch.batch_size
+            if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
+                raise ValueError(f"{problem} of {store}")  # before any rank starts and --grid auto plans
+            if grid == "auto":
+                config = planned(context, config, opened, ranks, plan_profile)
+        except ValueError as error:
+            raise GtoolError(str(error)) from None
+        try:
+            with Interrupts():  # SIGTERM too unwinds: the ranks are stopped and the reason is said
+                run_training(config, started)
+        except RankFailed as error:
+            if error.details:
+                console.print(error.details, highlight=False, markup=False)
+            print_error(str(error))
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt as interrupt:
+            signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+            ended = labelled(
+                f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
+            )
+            console.print(ended)
+            raise typer.Exit(128 + signum) from None
+
+
+def planned(
+    context: typer.Context, config: TrainConfig, opened: Any, ranks: int, profile: str
+) -> TrainConfig:
+    """`config` on the grid, replicas and placement that `gtool plan` picks for `ranks` ranks."""
+    from gtool.plan import PlanRequest  # the cost model, only for a grid it picks
+
+    if config.topology.placement is not None:
+        raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
+    topology = config.topology
+    given = given_on_command_line(context, "data_parallel")
+    chosen = config.minibatch.data_parallel if given else None
+    batch = config.minibatch.batch_size
+    replicas, dims, placement = auto_grid(
+        opened,
+        ranks,
+        profile,
+        lambda p: PlanRequest(
+            p, config.model, ranks_per_node=topology.ranks_per_node(p), batch_size=batch, replicas=chosen
+        ),
+    )
+    return config.replace(placement=placement, grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)

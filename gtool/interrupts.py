@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gtool.errors import ENDED_BY, InterruptedWhenDone, Terminated
 
@@ -135,7 +135,7 @@ class Interrupts:
         os._exit(0 if self.done is not None else 128 + signum)
 
 
-def end_now(status: int) -> None:
+def end_now(status: int) -> NoReturn:
     """End this process with `status` once its output is flushed, skipping the interpreter's teardown:
     its work is done, and the teardown (torch's, numba's, zarr's IO thread, multiprocessing's exit
     hooks) takes seconds, and at times prints a traceback of a thread that did not stop in time."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gtool.trainer.comm.groups import GroupCache, grid_comm
     from gtool.trainer.comm.timing import PhaseTimer
     from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
+    from gtool.trainer.fit.launching import started_ranks
     from gtool.trainer.fit.train import train
     from gtool.trainer.fit.trainer import Trainer, load_model_rank
     from gtool.trainer.launch.environment import RankEnv, environment_rank

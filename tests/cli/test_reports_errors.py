@@ -59,7 +59,7 @@ def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
     store = SimpleNamespace(num_nodes=10, check_every_chunk=lambda: None)
     monkeypatch.setattr("gtool.store.reader.open_store", lambda path: store)  # imported when run
 
-    def terminated(config) -> None:
+    def terminated(config, started) -> None:
         raise Terminated("terminated by SIGTERM")
 
     monkeypatch.setattr(run, "train", terminated)

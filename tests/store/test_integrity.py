@@ -325,7 +325,7 @@ def test_under_torchrun_only_rank_0_lists_the_store_before_training(
     for name, value in launched.items():
         monkeypatch.setenv(name, value)
     started = []
-    monkeypatch.setattr("gtool.trainer.fit.train.train", started.append)
+    monkeypatch.setattr("gtool.trainer.fit.train.train", lambda config, ranks: started.append(config))
     run = CliRunner().invoke(app, ["train", str(copy), "--grid", "2x1x1", "--epochs", "1"])
     assert (run.exit_code == 2 and "chunk 0: missing" in run.output) if lists else (run.exit_code == 0)
     assert len(started) == (0 if lists else 1)

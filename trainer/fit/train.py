@@ -11,14 +11,16 @@ from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import absolute_location, check_output_file, make_folder, refuse_inside_store
 from gtool.trainer.checkpoints.folder import claim_folder, latest_manifest, refuse_other_shape, run_shape
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.launch.entry import Entry
+from gtool.trainer.fit.launching import RANK_MAIN
 from gtool.trainer.launch.environment import environment_rank
+from gtool.trainer.launch.local import LocalLaunch
 from gtool.trainer.launch.start import start_ranks
 
 
-def train(config: TrainConfig) -> None:
+def train(config: TrainConfig, started: LocalLaunch | None = None) -> None:
     """Run `config` on the ranks of torchrun/srun when started by one, else on local processes (a
-    one-rank grid runs in this process: a second one would only add its memory).
+    one-rank grid runs in this process: a second one would only add its memory), through `started`
+    (from `started_ranks`) when given.
 
     Raises RankFailed (gtool.trainer.launch) naming the rank that failed first and its error.
     """
@@ -29,7 +31,7 @@ def train(config: TrainConfig) -> None:
     checkpoint = config.runtime.checkpoint
     with output_lock(checkpoint, "gtool train") if writer and checkpoint else nullcontext():
         prepare_run_files(config, writer)
-        start_ranks(config, "train", Entry("gtool.trainer.fit.rank", "run_rank"), config)
+        start_ranks(config, "train", RANK_MAIN, config, started=started)
 
 
 def with_absolute_paths(config: TrainConfig) -> TrainConfig:

@@ -5,8 +5,10 @@ that failed first as `RankFailed`.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -99,35 +101,70 @@ def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> 
         print(file=sys.stderr, flush=True)
 
 
-def launch_local(world_size: int, main: Callable[..., Any], *args: Any, label: str | None = None) -> None:
-    """Run main(RankEnv, *args) in `world_size` local processes; raise RankFailed if one fails.
+class LocalLaunch:
+    """The supervisor of `world_size` local ranks running main(RankEnv, *args), spawned as soon as the
+    launcher knows it will start them: it imports torch, gtool and `main`'s module once, and warms numba,
+    while the launcher checks the run; `run` then hands it the ranks' arguments and the ranks are forked
+    from that warm state. Nothing of the launcher's state reaches them but what `main` and `args` carry.
+    Closed without a run (a refusal), the supervisor ends at once."""
 
-    One supervisor process is spawned, imports torch and gtool once and forks the ranks from that warm
-    state (instead of N interpreters importing everything in turn). Nothing of this process's state
-    reaches them but what `main` and `args` carry. `label` (the command) shows ranks getting ready."""
-    refuse_beyond_memory(world_size)
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="gtool-ranks-") as run_dir:
+    def __init__(self, world_size: int, main: Callable[..., Any]):
+        refuse_beyond_memory(world_size)
+        self.world_size = world_size
+        self.run_dir = tempfile.mkdtemp(prefix="gtool-ranks-")
+        context = mp.get_context("spawn")
+        orders, self.orders = context.Pipe(duplex=False)
         with numba_share(world_size), quiet_resource_tracker():
-            supervisor = mp.get_context("spawn").Process(
+            self.supervisor = context.Process(
                 target=supervise,
-                args=(Parent(os.getpid()), world_size, port, run_dir, main, args),
+                args=(Parent(os.getpid()), world_size, self.run_dir, main, orders),
                 name="gtool-ranks",
             )
-            supervisor.start()
-        try:
-            if label is not None:
-                _show_ready(Path(run_dir), world_size, supervisor, label)
-            supervisor.join()
-        finally:
-            if supervisor.is_alive():  # the launcher was interrupted: its ranks die with the supervisor
-                supervisor.kill()
-                supervisor.join()
-        failure = Path(run_dir) / FAILURE
+            self.supervisor.start()
+        orders.close()
+
+    def run(self, *args: Any, label: str | None = None) -> None:
+        """Fork the ranks with `args` and wait for them; raise RankFailed if one fails. `label` (the
+        command) shows them getting ready."""
+        with contextlib.suppress(BrokenPipeError):  # the supervisor is gone: its status says why
+            self.orders.send((free_port(), args))
+        if label is not None:
+            _show_ready(Path(self.run_dir), self.world_size, self.supervisor, label)
+        self.supervisor.join()
+        failure = Path(self.run_dir) / FAILURE
         if failure.exists():
             raise read_failure(failure)
-        if supervisor.exitcode != 0:
-            raise GtoolError(f"the supervisor of the local ranks ended with status {supervisor.exitcode}")
+        status = self.supervisor.exitcode
+        if status != 0:
+            raise GtoolError(f"the supervisor of the local ranks ended with status {status}")
+
+    def close(self) -> None:
+        """End the supervisor if it still runs (the launcher was interrupted, or refused the run: its ranks
+        die with it), and remove the ranks' notes."""
+        self.orders.close()
+        if self.supervisor.is_alive():
+            self.supervisor.kill()
+        self.supervisor.join()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def __enter__(self) -> LocalLaunch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def launch_local(
+    world_size: int,
+    main: Callable[..., Any],
+    *args: Any,
+    label: str | None = None,
+    started: LocalLaunch | None = None,
+) -> None:
+    """Run main(RankEnv, *args) in `world_size` local processes (through `started`, a LocalLaunch of
+    them spawned earlier, when given); raise RankFailed if one fails."""
+    with started or LocalLaunch(world_size, main) as launch:
+        launch.run(*args, label=label)
 
 
 def run_local(world_size: int, main: Callable[..., Any], *args: Any) -> None:

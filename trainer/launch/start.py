@@ -10,7 +10,7 @@ from typing import Any
 from gtool.errors import GtoolError
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank, free_port
-from gtool.trainer.launch.local import launch_local
+from gtool.trainer.launch.local import LocalLaunch, launch_local
 
 
 def run_layout(config: TrainConfig) -> str:
@@ -20,9 +20,25 @@ def run_layout(config: TrainConfig) -> str:
     return f"{replicas} x {grid}" if replicas > 1 else grid
 
 
-def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *args: Any) -> None:
-    """main(RankEnv, *args) on every rank of `config`'s grid, started as `train` is; `command` names the
-    gtool command in what it prints. `main` is best an `Entry`: this process then needs not import it."""
+def local_ranks(config: TrainConfig, main: Callable[..., Any]) -> LocalLaunch | None:
+    """The supervisor of `config`'s local ranks running `main`, spawned now so that it imports torch
+    while this process still checks the run, when this process will start them (no torchrun or srun
+    around it, more than one rank); else None."""
+    if environment_rank() is not None or config.world_size == 1:
+        return None
+    return LocalLaunch(config.world_size, main)
+
+
+def start_ranks(
+    config: TrainConfig,
+    command: str,
+    main: Callable[..., Any],
+    *args: Any,
+    started: LocalLaunch | None = None,
+) -> None:
+    """main(RankEnv, *args) on every rank of `config`'s grid, started as `train` is (local ranks through
+    `started` when given, see `local_ranks`); `command` names the gtool command in what it prints. `main`
+    is best an `Entry`: this process then needs not import it."""
     env = environment_rank()
     if env is None and config.world_size == 1:
         env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
@@ -36,7 +52,8 @@ def start_ranks(config: TrainConfig, command: str, main: Callable[..., Any], *ar
                 file=sys.stderr,
                 flush=True,
             )
-        launch_local(config.world_size, main, *args, label=None if quiet else f"gtool {command}")
+        label = None if quiet else f"gtool {command}"
+        launch_local(config.world_size, main, *args, label=label, started=started)
         return
     if env.world_size != config.world_size:
         raise GtoolError(

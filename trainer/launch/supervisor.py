@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from typing import Any
 
 from gtool.interrupts import end_now
@@ -13,12 +14,18 @@ from gtool.trainer.launch.lineage import Parent
 
 
 def supervise(
-    launcher: Parent, world_size: int, port: int, run_dir: str, main: Callable[..., Any], args: tuple
+    launcher: Parent, world_size: int, run_dir: str, main: Callable[..., Any], orders: Connection
 ) -> None:
-    """Fork and watch the ranks (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher,
+    """Warm numba, wait for the ranks' port and arguments (`orders`: none when the launcher refused the
+    run), fork and watch the ranks (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher,
     which decides; the supervisor dies with it (its ranks with the supervisor)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from gtool.trainer.launch.ranks import fork_ranks
+    from gtool.trainer.launch.ranks import fork_ranks, warm_numba
 
+    warm_numba()
+    try:
+        port, args = orders.recv()
+    except EOFError:
+        end_now(0)
     fork_ranks(world_size, port, run_dir, main, args)
     end_now(0)

@@ -11,8 +11,8 @@ import pytest
 
 from gtool.errors import GtoolError
 from gtool.trainer.checkpoints.files import Checkpoints
-from gtool.trainer.config import TrainConfig
 from gtool.trainer.checkpoints.folder import run_shape
+from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.train import prepare_run_files
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm

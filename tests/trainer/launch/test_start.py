@@ -16,9 +16,9 @@ LAUNCHER = """
 import sys
 import gtool.trainer.launch.start as start
 
-def launch_local(world_size, main, *args, label=None):
+def launch_local(world_size, main, *args, label=None, started=None):
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numba"))
-    print(world_size, main, loaded[:3])
+    print(world_size, main, loaded[:3], type(started).__name__)
 
 start.launch_local = launch_local
 from gtool.cli.main import program
@@ -29,12 +29,14 @@ program()
 
 @pytest.mark.integration
 def test_gtool_train_starts_local_ranks_without_importing_torch(stores: StoreFactory, tmp_path) -> None:
-    """The launcher's checks run before its supervisor imports torch (about a second), not in turn."""
+    """The launcher's checks run while its supervisor, spawned first, imports torch (about a second)."""
     store = stores("sbm:200:2", tiles=2)
     done = subprocess.run(
         [sys.executable, "-c", LAUNCHER, store], capture_output=True, text=True, cwd=tmp_path, check=True
     )
-    assert done.stdout.splitlines()[-1] == "2 Entry(module='gtool.trainer.fit.rank', name='run_rank') []"
+    assert done.stdout.splitlines()[-1] == (
+        "2 Entry(module='gtool.trainer.fit.rank', name='run_rank') [] LocalLaunch"
+    )
 
 
 def test_an_entry_is_unpickled_as_its_function_and_calls_it() -> None:
