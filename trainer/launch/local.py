@@ -111,13 +111,14 @@ class LocalLaunch:
     def __init__(self, world_size: int, main: Callable[..., Any]):
         refuse_beyond_memory(world_size)
         self.world_size = world_size
-        self.run_dir = tempfile.mkdtemp(prefix="gtool-ranks-")
+        self.run_dir: str | None = None
+        """The ranks' notes to the launcher (ready, failure): made by `run`, removed by `close`."""
         context = mp.get_context("spawn")
         orders, self.orders = context.Pipe(duplex=False)
         with numba_share(world_size), quiet_resource_tracker():
             self.supervisor = context.Process(
                 target=supervise,
-                args=(Parent(os.getpid()), world_size, self.run_dir, main, orders),
+                args=(Parent(os.getpid()), world_size, main, orders),
                 name="gtool-ranks",
             )
             self.supervisor.start()
@@ -126,8 +127,9 @@ class LocalLaunch:
     def run(self, *args: Any, label: str | None = None) -> None:
         """Fork the ranks with `args` and wait for them; raise RankFailed if one fails. `label` (the
         command) shows them getting ready."""
+        self.run_dir = tempfile.mkdtemp(prefix="gtool-ranks-")
         with contextlib.suppress(BrokenPipeError):  # the supervisor is gone: its status says why
-            self.orders.send((free_port(), args))
+            self.orders.send((free_port(), self.run_dir, args))
         if label is not None:
             _show_ready(Path(self.run_dir), self.world_size, self.supervisor, label)
         self.supervisor.join()
@@ -145,7 +147,8 @@ class LocalLaunch:
         if self.supervisor.is_alive():
             self.supervisor.kill()
         self.supervisor.join()
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def __enter__(self) -> LocalLaunch:
         return self

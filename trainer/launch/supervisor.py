@@ -13,18 +13,16 @@ from gtool.interrupts import end_now
 from gtool.trainer.launch.lineage import Parent
 
 
-def supervise(
-    launcher: Parent, world_size: int, run_dir: str, main: Callable[..., Any], orders: Connection
-) -> None:
-    """Warm numba, wait for the ranks' port and arguments (`orders`: none when the launcher refused the
-    run), fork and watch the ranks (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher,
-    which decides; the supervisor dies with it (its ranks with the supervisor)."""
+def supervise(launcher: Parent, world_size: int, main: Callable[..., Any], orders: Connection) -> None:
+    """Warm numba, wait for the ranks' port, notes folder and arguments (`orders`: none when the launcher
+    refused the run), fork and watch the ranks (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the
+    launcher, which decides; the supervisor dies with it (its ranks with the supervisor)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from gtool.trainer.launch.ranks import fork_ranks, warm_numba
 
     warm_numba()
     try:
-        port, args = orders.recv()
+        port, run_dir, args = orders.recv()
     except EOFError:
         end_now(0)
     fork_ranks(world_size, port, run_dir, main, args)
