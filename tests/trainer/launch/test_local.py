@@ -1,4 +1,5 @@
-"""Local launches: thread shares, the resource tracker, memory refused before any rank starts."""
+"""Local launches: thread shares, the resource tracker, memory refused before any rank starts, a supervisor
+spawned before its ranks' arguments are known."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from gtool.cli.autogrid import auto_grid
 from gtool.errors import GtoolError
-from gtool.trainer.launch.local import launch_local, numba_share, quiet_resource_tracker
+from gtool.trainer.launch.entry import Entry
+from gtool.trainer.launch.local import LocalLaunch, launch_local, numba_share, quiet_resource_tracker
 
 
 def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -39,3 +41,29 @@ def test_local_ranks_beyond_the_machines_memory_are_refused_before_any_starts() 
         launch_local(10_000_000, print)
     with pytest.raises(GtoolError, match="10000000 local ranks need"):  # before planning for them
         auto_grid(None, 10_000_000, None, print)
+
+
+@pytest.mark.integration
+def test_a_launch_closed_unused_ends_its_supervisor_and_leaves_nothing(tmp_path, monkeypatch) -> None:
+    """The supervisor spawned before the launcher's checks: a refused run ends it, with no notes folder."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    launch = LocalLaunch(2, Entry("os.path", "join"))
+    assert launch.supervisor.is_alive()
+    launch.close()
+    assert launch.supervisor.exitcode is not None
+    assert launch.run_dir is None and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_a_launch_runs_its_ranks_with_the_arguments_sent_later(tmp_path) -> None:
+    out = tmp_path / "ranks"
+    out.mkdir()
+    with LocalLaunch(2, Entry("tests.trainer.launch.test_local", "touch_rank")) as launch:
+        launch.run(str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["0", "1"]
+    assert launch.run_dir is not None and not os.path.exists(launch.run_dir)
+
+
+def touch_rank(env, folder: str) -> None:
+    """A rank's main for the launch above: a file named after the rank."""
+    open(os.path.join(folder, str(env.rank)), "w").close()
