@@ -46,7 +46,8 @@ def train(
             config = config.replace(grid=parse_dims(grid, 3, "--grid"))
     except ValueError as error:
         raise GtoolError(str(error)) from None
-    with (started_ranks(config) if grid != "auto" else None) or nullcontext() as started:
+    started = started_ranks(config) if grid != "auto" else None  # --grid auto: its size is not known yet
+    with started or nullcontext():
         from gtool.store.reader import open_store  # zarr: imported as the ranks' supervisor imports torch
         from gtool.trainer import train as run_training
 

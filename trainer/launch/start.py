@@ -20,13 +20,16 @@ def run_layout(config: TrainConfig) -> str:
     return f"{replicas} x {grid}" if replicas > 1 else grid
 
 
+def starts_local_ranks(config: TrainConfig, env: RankEnv | None) -> bool:
+    """Whether this process (of torchrun's or srun's environment `env`, if any) starts `config`'s ranks as
+    local processes: more than one rank, and no launcher around it or one that started only this rank."""
+    return config.world_size > 1 and (env is None or env.world_size == 1)
+
+
 def local_ranks(config: TrainConfig, main: Callable[..., Any]) -> LocalLaunch | None:
     """The supervisor of `config`'s local ranks running `main`, spawned now so that it imports torch
-    while this process still checks the run, when this process will start them (no torchrun or srun
-    around it, more than one rank); else None."""
-    if environment_rank() is not None or config.world_size == 1:
-        return None
-    return LocalLaunch(config.world_size, main)
+    while this process still checks the run, when this process will start them; else None."""
+    return LocalLaunch(config.world_size, main) if starts_local_ranks(config, environment_rank()) else None
 
 
 def start_ranks(
@@ -40,9 +43,7 @@ def start_ranks(
     `started` when given, see `local_ranks`); `command` names the gtool command in what it prints. `main`
     is best an `Entry`: this process then needs not import it."""
     env = environment_rank()
-    if env is None and config.world_size == 1:
-        env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
-    if env is None or (env.world_size == 1 and config.world_size > 1):
+    if starts_local_ranks(config, env):
         quiet = config.runtime.quiet
         if not quiet:
             print(
@@ -55,6 +56,8 @@ def start_ranks(
         label = None if quiet else f"gtool {command}"
         launch_local(config.world_size, main, *args, label=label, started=started)
         return
+    if env is None:  # a world of one: this process is its rank
+        env = RankEnv(0, 1, 0, LOOPBACK, free_port(), "local")
     if env.world_size != config.world_size:
         raise GtoolError(
             f"grid {run_layout(config)} needs {config.world_size} ranks, "
