@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import typer
 from rich.text import Text
 
+from gtool.collector import hold
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
 from gtool.interrupts import end_now
 from gtool.terminal import labelled, plain_console
@@ -79,6 +80,7 @@ def run(app: Callable[[], object]) -> None:
     profiler or tracer watches the process."""
     global _program
     _program = True
+    hold()  # the command's imports run without the garbage collector (gtool.collector)
     try:
         app()
     except SystemExit as done:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
+from gtool.collector import settle
 from gtool.preprocess import SOURCE_KINDS, Preparation, ShardOptions
 from gtool.units import human_bytes
 
@@ -46,6 +47,7 @@ def shard(
     from gtool.preprocess import shard as run_shard
 
     options = made(ShardOptions, **flags, progress=not quiet)
+    settle()  # imports done: preparing a source may be long, and the cluster's workers fork from here
     # A signal after the store is published, while the pipeline stops its cluster or this prints the
     # summary, ends the command with status 0 saying the store is complete (gtool.interrupts).
     with Interrupts():

@@ -12,6 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
 from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
+from gtool.collector import settle
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
 from gtool.terminal import description_column
@@ -106,6 +107,7 @@ def stats(
     from gtool.store.reader import open_store
 
     opened = open_store(store)
+    settle()  # imports done: the scan may be long (gtool.collector)
     opened.check_every_chunk()  # one listing: metadata claiming chunks never stored is refused, not read
     with scan_progress(quiet) as start_scan:
         report = collect_stats(opened, plan, compare, start_scan)

@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
+from gtool.collector import settle
 from gtool.terminal import description_column, labelled
 
 from .common import QUIET, console, out, reports_errors
@@ -83,6 +84,7 @@ def verify(store: str = typer.Argument(..., help="Store path or fsspec URL."), q
     from gtool.store.verify import store_arrays, total_chunks, verify_store
 
     opened = open_store(store)
+    settle()  # imports done: the scan may be long (gtool.collector)
 
     arrays = store_arrays(opened)
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

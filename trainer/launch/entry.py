@@ -1,6 +1,6 @@
 """A rank's entry point named by its module and function, so that a launcher starts ranks without
 importing what they run (torch, the model): the function is imported where the entry is called or, sent
-to a local launch's supervisor, where it is unpickled, once, before the ranks are forked."""
+to a local launch's supervisor, there, once, before the ranks are forked (`resolved`)."""
 
 from __future__ import annotations
 
@@ -26,5 +26,7 @@ class Entry:
     def __call__(self, *args: Any) -> Any:
         return entry_function(self.module, self.name)(*args)
 
-    def __reduce__(self) -> tuple[Callable[..., Any], tuple[str, str]]:
-        return entry_function, (self.module, self.name)  # unpickled as the function itself
+
+def resolved(main: Callable[..., Any]) -> Callable[..., Any]:
+    """The function `main` names when it is an Entry (imported here), else `main` itself."""
+    return entry_function(main.module, main.name) if isinstance(main, Entry) else main

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from gtool.collector import settle
 from gtool.errors import GtoolError, Terminated
 from gtool.trainer.comm.groups import GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
@@ -33,6 +34,7 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     if device.type == "cpu":
         warm_numba()  # before the timed epochs (a local launch's supervisor did it for its ranks)
+    settle()  # imports done: what they made is frozen (gtool.collector)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     if env.launcher != "local":
         remember_peers(env.rank)

@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+from gtool.collector import settle
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
 from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv, free_port
@@ -130,6 +131,7 @@ class LocalLaunch:
         self.run_dir = tempfile.mkdtemp(prefix="gtool-ranks-")
         with contextlib.suppress(BrokenPipeError):  # the supervisor is gone: its status says why
             self.orders.send((free_port(), self.run_dir, args))
+        settle()  # this launcher now waits for its ranks (gtool.collector)
         if label is not None:
             _show_ready(Path(self.run_dir), self.world_size, self.supervisor, label)
         self.supervisor.join()

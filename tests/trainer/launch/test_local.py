@@ -3,6 +3,7 @@ spawned before its ranks' arguments are known."""
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -67,3 +68,19 @@ def test_a_launch_runs_its_ranks_with_the_arguments_sent_later(tmp_path) -> None
 def touch_rank(env, folder: str) -> None:
     """A rank's main for the launch above: a file named after the rank."""
     open(os.path.join(folder, str(env.rank)), "w").close()
+
+
+@pytest.mark.integration
+def test_forked_ranks_collect_and_keep_their_supervisors_start_frozen(tmp_path) -> None:
+    """The supervisor imports the ranks' code with collection held (gtool.collector) and settles before it
+    forks them: they collect, and leave the frozen start-up they share with it alone."""
+    with LocalLaunch(2, Entry("tests.trainer.launch.test_local", "collection_rank")) as launch:
+        launch.run(str(tmp_path))
+    assert sorted(p.read_text() for p in tmp_path.glob("rank-*")) == ["True True", "True True"]
+
+
+def collection_rank(env, folder: str) -> None:
+    """A rank's main for the launch above: whether it collects, and whether anything is frozen."""
+    state = f"{gc.isenabled()} {gc.get_freeze_count() > 0}"
+    with open(os.path.join(folder, f"rank-{env.rank}"), "w") as note:
+        note.write(state)

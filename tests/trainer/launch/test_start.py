@@ -1,5 +1,5 @@
 """A launcher of local ranks imports no torch (its supervisor does, once, for the ranks it forks), and an
-`Entry` names a rank's function without importing it until it is called or unpickled."""
+`Entry` names a rank's function without importing it until it is called or resolved."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gtool.trainer.launch.entry import Entry
+from gtool.trainer.launch.entry import Entry, resolved
 from tests.support.stores import StoreFactory
 
 LAUNCHER = """
@@ -39,9 +39,13 @@ def test_gtool_train_starts_local_ranks_without_importing_torch(stores: StoreFac
     )
 
 
-def test_an_entry_is_unpickled_as_its_function_and_calls_it() -> None:
+def test_an_entry_travels_unimported_and_resolves_to_its_function() -> None:
+    """A supervisor unpickles an entry without importing its module (collection is held only after), then
+    resolves it; a plain function resolves to itself."""
     entry = Entry("os.path", "join")
-    assert pickle.loads(pickle.dumps(entry)) is __import__("os").path.join
+    assert pickle.loads(pickle.dumps(entry)) == entry
+    assert resolved(entry) is __import__("os").path.join
+    assert resolved(len) is len
     assert entry("a", "b") == "a/b"
 
 
