@@ -1,12 +1,10 @@
 """Python's cyclic garbage collector held off while a process starts, then told what lives for good.
 
-A command imports torch, numba, zarr or Dask before it works: hundreds of thousands of objects that live
-as long as the process. With the collector on, every full collection walks all of them, and starting up
-runs several: a quarter of a short command's time (0.45 s of `gtool train`'s 2.1 s on a small graph). So
-a process holds collection off while it starts (`hold`), and `settle`s where its steady work begins:
-what exists then is frozen (kept out of every later collection; it lives on anyway) and collection
-resumes for what the work makes. Frozen before a fork, the parent's objects are also left alone by the
-children's collections, which would otherwise copy the pages they share (Python's gc documentation).
+Importing torch, numba, zarr or Dask makes some 200,000 objects that live as long as the process; every
+full collection while they are made walks them all (0.45 s of a 2.1 s `gtool train` of a small graph).
+So a process `hold`s collection while it starts and `settle`s where its work begins: what exists then is
+frozen (left out of later collections) and collection resumes. Frozen before a fork, the parent's objects
+are also left alone by the children's collections, which would copy the pages they share.
 """
 
 from __future__ import annotations
