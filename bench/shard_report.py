@@ -1,4 +1,5 @@
-"""`gtool shard ARGS`, and the figures of its summary written as JSON too (for the benchmarks).
+"""`gtool shard ARGS`, run as the `gtool` program runs it, and the figures of its summary written as JSON
+too (for the benchmarks).
 
 python -m bench.shard_report REPORT.json SOURCE [gtool shard options]
 """
@@ -38,9 +39,10 @@ def main() -> None:
         report.write_text(json.dumps(figures(summary), indent=2))
 
     shard_command.print_summary = show_and_save
-    from gtool.cli.main import app
+    from gtool.cli.main import program
 
-    app(["shard", *sys.argv[1:]])
+    sys.argv = ["gtool", "shard", *sys.argv[1:]]
+    program()  # as the `gtool` command runs it: its start-up and its prompt exit included
 
 
 if __name__ == "__main__":
