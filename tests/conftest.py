@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing.process
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,6 +71,18 @@ def input_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("gtool-cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GTOOL_CACHE", str(folder))
+        yield folder
+
+
+@pytest.fixture(autouse=True, scope="session")
+def temporary_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Temporary files of the tests and of the processes they start go to the session's folder ($TMPDIR),
+    not the machine's: a launcher killed by SIGKILL leaves its ranks' notes folder, which nothing can
+    remove then."""
+    folder = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(folder))
+        patch.setattr(tempfile, "tempdir", str(folder))
         yield folder
 
 
