@@ -12,6 +12,7 @@ import typer
 from rich.status import Status
 
 from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
+from gtool.collector import settle
 from gtool.errors import GtoolError
 from gtool.geometry.epochs import batch_problem
 from gtool.terminal import plain_console
@@ -43,6 +44,7 @@ def _calibrate(output: str | None, device: str, threads: int, max_group: int, qu
         if value < 1:
             raise GtoolError(f"{flag} must be >= 1, got {value}")
     check_output_file(Path(output), "-o", "the profile")
+    settle()  # imports done: the calibration takes minutes (gtool.collector)
     if device == "cuda" and (notice := cuda_notice()):
         console.print(notice, highlight=False)
     started = time.perf_counter()
