@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration  # real commands in fresh interpreters
 PROBE = """
 import gc, importlib, os, sys
 
-notes, targets, stop, *command = sys.argv[1:]
+notes, target, stop, *command = sys.argv[1:]
 
 def seen(*args, **kwargs):
     with open(notes, "a") as out:
@@ -24,14 +24,13 @@ def seen(*args, **kwargs):
     if stop == "stop":
         raise SystemExit(0)
 
-for target in targets.split(","):
-    module, name = target.rsplit(".", 1)
-    setattr(importlib.import_module(module), name, seen)
+module, name = target.rsplit(".", 1)
+setattr(importlib.import_module(module), name, seen)
 from gtool.cli.main import program
 sys.argv = ["gtool", *command]
 program()
 """
-"""Runs `gtool` with each target replaced by `seen`, which notes whether the process collects then."""
+"""Runs `gtool` with the target replaced by `seen`, which notes whether the process collects then."""
 
 
 def probed(tmp_path, target: str, args: list[str], stop: bool) -> list[str]:

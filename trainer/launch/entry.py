@@ -10,12 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def entry_function(module: str, name: str) -> Callable[..., Any]:
-    """The function `name` of `module`, imported."""
-    function: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return function
-
-
 @dataclass(frozen=True)
 class Entry:
     """The function `name` of `module`; calling the entry calls it."""
@@ -23,10 +17,15 @@ class Entry:
     module: str
     name: str
 
+    def function(self) -> Callable[..., Any]:
+        """The function named, imported here."""
+        function: Callable[..., Any] = getattr(importlib.import_module(self.module), self.name)
+        return function
+
     def __call__(self, *args: Any) -> Any:
-        return entry_function(self.module, self.name)(*args)
+        return self.function()(*args)
 
 
 def resolved(main: Callable[..., Any]) -> Callable[..., Any]:
     """The function `main` names when it is an Entry (imported here), else `main` itself."""
-    return entry_function(main.module, main.name) if isinstance(main, Entry) else main
+    return main.function() if isinstance(main, Entry) else main
