@@ -36,6 +36,7 @@ from gtool.trainer import (
     load_model_rank,
     rank_device,
     run_local,
+    start_numba,
 )
 
 EPOCH_SCALES = (14, 16)
@@ -54,6 +55,7 @@ def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int,
     config = cases[0][1]
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
     torch.set_num_threads(config.runtime.threads)
+    start_numba()  # these short runs train with the kernels, as the runs whose epochs they calibrate do
     join_world(env, config.runtime.backend, timedelta(seconds=300))
     results: dict[str, list[list[float]]] = {}
     made: GroupCache = {}

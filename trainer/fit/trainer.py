@@ -14,10 +14,12 @@ from gtool.trainer.comm.groups import CommBytes, GridComm
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.optim import build_optimizer
 from gtool.trainer.fit.report import EpochRecord
+from gtool.trainer.launch.numba_start import kernels_pay, start_numba
 from gtool.trainer.minibatch.batch import RankSampler, StepBatch
 from gtool.trainer.minibatch.prefetch import Prefetcher, StepKey
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.models.gcn import ParallelGCN
+from gtool.trainer.nn.dropout.backends import cpu_kernels
 from gtool.trainer.nn.loss import Targets, sampled_epoch_loss
 from gtool.trainer.nn.multilabel import MultiLabelTargets
 
@@ -52,6 +54,15 @@ def logit_targets(
     return kind(labels, split, classes, real_classes, *groups, require_train=rows is None)
 
 
+def uses_cpu_kernels(config: TrainConfig, model: ParallelGCN) -> bool:
+    """Whether a CPU rank trains with numba's kernels: always with the fused RMSNorm (the torch
+    specification sums in another order) and in mini-batches (their cuts are numba's), else when dropout's
+    kernels pay for numba's start over the run (gtool.trainer.launch.numba_start)."""
+    if config.model.components.norm or config.minibatch.batch_size is not None:
+        return True
+    return kernels_pay(config.runtime.epochs * model.mask_elements())
+
+
 class Trainer:
     """The model, targets and optimizer of one rank, stepped one epoch at a time."""
 
@@ -65,6 +76,10 @@ class Trainer:
         self.data = data
         self.device = device
         self.model = ParallelGCN(data, comm, config, device)
+        self.cpu_kernels = device.type == "cpu" and uses_cpu_kernels(config, self.model)
+        """Whether CPU dropout takes numba's kernels (started now, before the timed epochs)."""
+        if self.cpu_kernels:
+            start_numba()
         self.targets = logit_targets(data, self.model, comm, device)
         self.optimizer = build_optimizer(self.model.parameters(), config, len(self.model.vectors()))
         self.schedule: Schedule | None = None
@@ -159,10 +174,11 @@ class Trainer:
         timer.reset()
         self.comm.sent.reset()
         start = time.perf_counter()
-        if self.schedule is None:
-            loss = self.step(epoch)
-        else:
-            loss, waited, cut = self.minibatch_epoch(epoch)
+        with cpu_kernels(self.cpu_kernels):
+            if self.schedule is None:
+                loss = self.step(epoch)
+            else:
+                loss, waited, cut = self.minibatch_epoch(epoch)
         phases = timer.totals()
         seconds = time.perf_counter() - start
         record = EpochRecord(

@@ -1,4 +1,4 @@
-"""A rank joined to its run: threads, device, numba and the grid's process groups set up; and a rank's
+"""A rank joined to its run: threads, device and the grid's process groups set up; and a rank's
 failure raised as that of the rank to blame (a peer that died on this machine, else this rank)."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.failures import RankFailed, rank_failure
 from gtool.trainer.launch.peers import gone_peers, remember_peers
-from gtool.trainer.launch.ranks import warm_numba
 from gtool.trainer.launch.world import join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -32,8 +31,6 @@ def join_grid(env: RankEnv, config: TrainConfig) -> tuple[torch.device, GridComm
     """This rank's threads and device set, joined to the run's world: its device and its grid groups."""
     torch.set_num_threads(config.runtime.threads)
     device = rank_device(env, config.runtime.device_type, config.runtime.backend)
-    if device.type == "cpu":
-        warm_numba()  # before the timed epochs (a local launch's supervisor did it for its ranks)
     settle()  # imports done: what they made is frozen (gtool.collector)
     join_world(env, config.runtime.backend, STARTUP_TIMEOUT)
     if env.launcher != "local":

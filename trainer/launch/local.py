@@ -104,7 +104,7 @@ def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> 
 
 class LocalLaunch:
     """The supervisor of `world_size` local ranks running main(RankEnv, *args), spawned as soon as the
-    launcher knows it will start them: it imports torch, gtool and `main`'s module once, and warms numba,
+    launcher knows it will start them: it imports torch, gtool and `main`'s module once, and starts numba,
     while the launcher checks the run; `run` then hands it the ranks' arguments and the ranks are forked
     from that warm state. Nothing of the launcher's state reaches them but what `main` and `args` carry.
     Closed without a run (a refusal), the supervisor ends at once."""

@@ -99,12 +99,3 @@ def fork_ranks(world_size: int, port: int, run_dir: str, main: Callable[..., Any
                 process.terminate()
         for process in context.processes:
             process.join(timeout=10)
-
-
-def warm_numba() -> None:
-    """Initialize numba's compiler (slow, once a process; then a no-op): in a local launch's supervisor
-    for every rank it forks, else in the rank before its timed epochs, instead of when the first epoch
-    loads its first cached kernel. No kernel runs: threads do not survive a fork, ranks start their own."""
-    from numba.core.registry import cpu_target
-
-    cpu_target.target_context.refresh()

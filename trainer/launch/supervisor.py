@@ -17,16 +17,17 @@ from gtool.trainer.launch.lineage import Parent
 
 
 def supervise(launcher: Parent, world_size: int, main: Callable[..., Any], orders: Connection) -> None:
-    """Import `main` (an Entry, or a function) and warm numba, wait for the ranks' port, notes folder and
+    """Import `main` (an Entry, or a function) and start numba, wait for the ranks' port, notes folder and
     arguments (`orders`: none when the launcher refused the run), fork and watch the ranks
     (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher, which decides; the supervisor dies
     with it (its ranks with the supervisor)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     hold()
-    from gtool.trainer.launch.ranks import fork_ranks, warm_numba
+    from gtool.trainer.launch.numba_start import start_numba
+    from gtool.trainer.launch.ranks import fork_ranks
 
     function = resolved(main)
-    warm_numba()
+    start_numba()
     try:
         port, run_dir, args = orders.recv()
     except EOFError:

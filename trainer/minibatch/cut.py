@@ -3,7 +3,7 @@
 A band's members are the sample's nodes whose stored position lies in the band, in position order
 (`BandNodes`). A shard's sampled block keeps the entries of its member rows whose column is a member
 column, off-diagonal weights rescaled by 1/p (a self-loop, row and column the same member, keeps its
-weight). On the CPU numba passes cut (`_cut_entries`, GIL-free so it runs beside the training step, with
+weight). On the CPU numba passes cut (`cut_kernels`, GIL-free so it runs beside the training step, with
 the band's `column_slots`) and transpose; elsewhere whole-array torch operations (`cut_shard_torch`,
 `transposed_torch`) do the same: the specification the CPU passes are tested against.
 """
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from numba import njit
 
 from gtool.loader import csr_tensor
 
@@ -68,7 +67,9 @@ class SampledBlock:
         """The transpose as CSR: entries stably sorted by column (rows stay ascending within a column); on
         the CPU by a counting sort in one numba pass."""
         if self.cols.device.type == "cpu":
-            arrays = _transposed(self.rows.numpy(), self.cols.numpy(), self.values.numpy(), self.shape[1])
+            from gtool.trainer.minibatch.cut_kernels import transposed  # numba: see its module
+
+            arrays = transposed(self.rows.numpy(), self.cols.numpy(), self.values.numpy(), self.shape[1])
             pointers, rows, values = (torch.from_numpy(array) for array in arrays)
         else:
             pointers, rows, values = transposed_torch(self.rows, self.cols, self.values, self.shape[1])
@@ -81,25 +82,6 @@ def transposed_torch(
     """(pointers, rows, values) of COO entries in column order, stable, in torch operations (any device)."""
     order = torch.argsort(cols, stable=True)
     return _row_pointers(cols, count), rows[order], values[order]
-
-
-@njit(nogil=True, cache=True)
-def _transposed(rows, cols, values, count):
-    """(pointers, rows, values) of the COO entries (rows, cols, values) in column order, stable."""
-    pointers = np.zeros(count + 1, dtype=np.int64)
-    for column in cols:
-        pointers[column + 1] += 1
-    for column in range(count):
-        pointers[column + 1] += pointers[column]
-    placed = pointers[:-1].copy()
-    out_rows = np.empty_like(rows)
-    out_values = np.empty_like(values)
-    for entry in range(cols.shape[0]):
-        at = placed[cols[entry]]
-        out_rows[at] = rows[entry]
-        out_values[at] = values[entry]
-        placed[cols[entry]] = at + 1
-    return pointers, out_rows, out_values
 
 
 def _row_pointers(rows: torch.Tensor, count: int) -> torch.Tensor:
@@ -122,8 +104,10 @@ def cut_shard(
         return cut_shard_torch(shard, rows, cols, rescaling)
     if shard.shape[1] > column_slots.shape[0]:
         raise ValueError(f"a shard of {shard.shape[1]} columns, slots for {column_slots.shape[0]}")
+    from gtool.trainer.minibatch.cut_kernels import cut_entries  # numba: see its module
+
     values = shard.values()
-    block_rows, block_cols, block_values = _cut_entries(
+    block_rows, block_cols, block_values = cut_entries(
         shard.crow_indices().numpy(),
         shard.col_indices().numpy(),
         values.numpy(),
@@ -136,36 +120,6 @@ def cut_shard(
     )
     entries = (torch.from_numpy(block_rows), torch.from_numpy(block_cols), torch.from_numpy(block_values))
     return SampledBlock(*entries, (rows.count, cols.count))
-
-
-@njit(nogil=True, cache=True)
-def _cut_entries(
-    indptr, indices, values, row_positions, row_places, column_positions, column_places, slots, rescaling
-):
-    """(block rows, block columns, values) of the member rows' entries in member columns, in entry order;
-    `slots` (all -1) is set to the member columns' places for the pass and reset after it."""
-    for place in range(column_positions.shape[0]):
-        slots[column_positions[place]] = place
-    total = 0
-    for position in row_positions:
-        total += indptr[position + 1] - indptr[position]
-    block_rows = np.empty(total, dtype=np.int64)
-    block_cols = np.empty(total, dtype=np.int64)
-    block_values = np.empty(total, dtype=values.dtype)
-    kept = 0
-    for row in range(row_positions.shape[0]):
-        position = row_positions[row]
-        for entry in range(indptr[position], indptr[position + 1]):
-            column = slots[indices[entry]]
-            if column >= 0:
-                value = values[entry]
-                block_rows[kept] = row
-                block_cols[kept] = column
-                block_values[kept] = value if row_places[row] == column_places[column] else value * rescaling
-                kept += 1
-    for position in column_positions:
-        slots[position] = -1
-    return block_rows[:kept].copy(), block_cols[:kept].copy(), block_values[:kept].copy()  # not the buffers
 
 
 def cut_shard_torch(

@@ -189,6 +189,17 @@ class ParallelGCN:
         members = None if batch is None else batch.output_members[layer].indices
         return _placement(rows.index * rows.size, rows.size, cols.index * cols.size, cols.size, members)
 
+    def mask_elements(self) -> int:
+        """Elements of the dropout masks one full-graph training epoch computes on this rank: the feature
+        block's (when the rate is not 0) and every block output's."""
+        outputs = [self.layers[index] for index in self.geometry.blocks]
+        bands = [(g.rows, g.out_cols(self.dims[g.layer + 1])) for g in outputs]
+        if self.config.model.dropout_rate > 0:
+            rows, cols = self.feature_place.rows, self.feature_place.cols
+            assert rows is not None  # the features' place has rows
+            bands.append((rows, cols))
+        return sum(rows.size * cols.size for rows, cols in bands)
+
     def forward(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
         """Logits block [rows, class band] (dropout only when `training`); with `batch`, of the mini-batch:
         its members' rows of every block, multiplied by its sampled blocks."""

@@ -1,17 +1,21 @@
 """Which implementation runs a block's dropout passes: numba's kernels on the CPU, Triton's on CUDA when
 triton is installed, and otherwise (other devices or dtypes, CUDA without triton) none, in which case
-`functions` applies the plain torch specification of `masks`."""
+`functions` applies the plain torch specification of `masks`. Within `cpu_kernels(False)` CPU blocks take
+the specification too: it decides the same bits, slower per element, but needs no numba, whose start a
+short run on a small graph need not pay (gtool.trainer.launch.numba_start). The kernel modules are imported
+when first picked, so a process that never picks them never imports numba."""
 
 from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 import torch
 
-from gtool.trainer.nn.dropout import kernels
-
+CPU_KERNELS = "gtool.trainer.nn.dropout.kernels"
 FUSED_DTYPES = (torch.float32, torch.float64)
 TRITON_KERNELS = "gtool.trainer.nn.dropout.triton_kernels"
 TRITON_MISSING = (
@@ -34,21 +38,41 @@ def triton_passes() -> ModuleType | None:
     return optional_module(TRITON_KERNELS)
 
 
-def device_passes(tensor: torch.Tensor, cpu: ModuleType, triton_module: str) -> ModuleType | None:
-    """`cpu` for a float32/float64 CPU tensor, the module `triton_module` for a CUDA one when it imports,
-    else None."""
+_kernels_on_cpu = True
+"""Whether CPU blocks take numba's kernels (`cpu_kernels` sets it for a while)."""
+
+
+@contextmanager
+def cpu_kernels(enabled: bool) -> Iterator[None]:
+    """Within: CPU blocks take numba's kernels (`enabled`) or the torch specification (the same bits)."""
+    global _kernels_on_cpu
+    before, _kernels_on_cpu = _kernels_on_cpu, enabled
+    try:
+        yield
+    finally:
+        _kernels_on_cpu = before
+
+
+def device_passes(tensor: torch.Tensor, cpu_module: str, triton_module: str) -> ModuleType | None:
+    """The module `cpu_module` for a float32/float64 CPU tensor, the module `triton_module` for a CUDA one
+    when it imports, else None."""
     if tensor.dtype not in FUSED_DTYPES:
         return None
     if tensor.device.type == "cpu":
-        return cpu
+        return importlib.import_module(cpu_module)
     if tensor.device.type == "cuda":
         return optional_module(triton_module)
     return None
 
 
-def passes_for(tensor: torch.Tensor) -> ModuleType | None:
-    """The module whose `scale`, `relu_scale` and `scale_flagged` run on `tensor`, or None."""
-    return device_passes(tensor, kernels, TRITON_KERNELS)
+def passes_for(tensor: torch.Tensor, any_rows: bool = False) -> ModuleType | None:
+    """The module whose `scale`, `relu_scale` and `scale_flagged` run on `tensor`, or None; with `any_rows`
+    (a block whose rows are any global ids, a `RowsBlock`) only the CPU kernels, which take them."""
+    if tensor.device.type == "cpu" and not _kernels_on_cpu:
+        return None
+    if any_rows and tensor.device.type != "cpu":
+        return None
+    return device_passes(tensor, CPU_KERNELS, TRITON_KERNELS)
 
 
 def cuda_notice() -> str | None:

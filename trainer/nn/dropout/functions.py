@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from gtool.trainer.nn.dropout import backends, kernels
+from gtool.trainer.nn.dropout import backends
 from gtool.trainer.nn.dropout.masks import Block, MaskSpec, RowsBlock, keep_mask
 
 NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, width=1 << 32)
@@ -23,8 +23,7 @@ NO_DROPOUT = MaskSpec(row_key=0, column_key=0, threshold=0, keep_value=1.0, widt
 
 def _passes(source: torch.Tensor, block: Block | RowsBlock) -> ModuleType | None:
     """The fused kernels for `source` that take `block` (any rows: numba's; contiguous rows: Triton's too)."""
-    passes = backends.passes_for(source)
-    return None if isinstance(block, RowsBlock) and passes is not kernels else passes
+    return backends.passes_for(source, any_rows=isinstance(block, RowsBlock))
 
 
 def _scaled(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:

@@ -10,6 +10,7 @@ from gtool.trainer.nn.dropout import (
     NO_DROPOUT,
     MaskSpec,
     RowsBlock,
+    backends,
     dropout,
     keep_mask,
     kernels,
@@ -84,10 +85,9 @@ def test_masks_keep_the_right_share_without_correlations(rate: float) -> None:
 
 
 @pytest.mark.parametrize("device_path", ["kernels", "torch"])
-def test_dropout_functions_backpropagate_through_the_mask(device_path: str, monkeypatch) -> None:
-    """Gradients equal those of the plain formula; with the torch path (what CUDA runs) as well."""
-    if device_path == "torch":
-        monkeypatch.setattr("gtool.trainer.nn.dropout.backends.passes_for", lambda tensor: None)
+def test_dropout_functions_backpropagate_through_the_mask(device_path: str) -> None:
+    """Gradients equal those of the plain formula; with the torch path (what CUDA runs, and the CPU within
+    `cpu_kernels(False)`) as well."""
     spec, block = MaskSpec.of(5, 1, 2, 0.5, WIDTH), (30, 40, 8, 7)
     x = torch.randn(40, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     upstream = torch.randn(40, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
@@ -97,8 +97,9 @@ def test_dropout_functions_backpropagate_through_the_mask(device_path: str, monk
 
     for ours, plain in [(dropout, plain_dropout), (relu_dropout, plain_relu_dropout)]:
         got, want = x.clone().requires_grad_(), x.clone().requires_grad_()
-        out, reference = ours(got, spec, block), plain(want, spec, block)
-        assert torch.equal(out, reference)
-        (out * upstream).sum().backward()
-        (reference * upstream).sum().backward()
+        with backends.cpu_kernels(device_path == "kernels"):
+            out, reference = ours(got, spec, block), plain(want, spec, block)
+            assert torch.equal(out, reference)
+            (out * upstream).sum().backward()
+            (reference * upstream).sum().backward()
         assert torch.equal(got.grad, want.grad)

@@ -154,7 +154,7 @@ def test_the_cuda_path_launches_one_kernel_per_pass_and_allocates_only_its_resul
     upstream = torch.randn(rows, cols, generator=torch.Generator().manual_seed(3))
 
     def forward_and_backward(passes: ModuleType | None, recorder: _Allocations) -> tuple[list, list]:
-        monkeypatch.setattr(backends, "passes_for", lambda tensor: passes)
+        monkeypatch.setattr(backends, "passes_for", lambda tensor, any_rows=False: passes)
         with recorder:
             out = function(x, spec, block)
         forward = (recorder.launches[:], recorder.operations[:], recorder.allocated[:])
@@ -223,7 +223,7 @@ def test_cuda_kernels_draw_the_specified_masks(monkeypatch) -> None:
                 for block in [*BLOCKS, (12_345, 100_003, 0, 128), ((1 << 31) - 50_000, 100_000, 900, 200)]:
                     x = torch.randn(block[1], block[3], dtype=dtype, device=device)
                     assert_passes_match_the_specification(kernels, x, spec, block)
-        monkeypatch.setattr(backends, "passes_for", lambda tensor: kernels)
+        monkeypatch.setattr(backends, "passes_for", lambda tensor, any_rows=False: kernels)
         x = torch.randn(70_001, 128, device=device, requires_grad=True)
         spec, block = MaskSpec.of(1, 1, 1, 0.5, 128), (5, 70_001, 0, 128)
         out = relu_dropout(x, spec, block)
