@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import torch
 
 from gtool.trainer.launch.environment import free_port
+from gtool.trainer.launch.local import NOTES_STALE_S
 from tests.support.ranks import local_ranks
 from tests.support.storefiles import array_chunks
 from tests.support.stores import StoreFactory
@@ -74,9 +76,13 @@ def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Pa
     run.wait()
     killed_at = latest_epoch(interrupted)
     assert killed_at < epochs, "the run finished before it was killed: give it more epochs"
+    left = list(Path(tempfile.gettempdir()).glob(f"gtool-ranks-{run.pid}@*"))
+    assert len(left) == 1, "a launcher killed by SIGKILL cannot remove its ranks' notes folder"
+    os.utime(left[0], (0, time.time() - 2 * NOTES_STALE_S))  # as if a minute had passed since the kill
 
     resumed = gtool_train(*common, "--checkpoint", str(interrupted), "--resume")
     assert resumed.returncode == 0, resumed.stderr
+    assert not left[0].exists(), "the next launch removes the folder of a launcher that no longer runs"
     assert f"at epoch {killed_at + 1}" in resumed.stdout
     for got, want in zip(final_state(interrupted, 2), final_state(tmp_path / "whole", 2), strict=True):
         for part in ("model", "optimizer"):

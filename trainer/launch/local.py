@@ -9,6 +9,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -28,6 +29,12 @@ from gtool.trainer.launch.lineage import Parent
 from gtool.trainer.launch.supervisor import supervise
 from gtool.units import human_bytes
 
+NOTES_PREFIX = "gtool-ranks-"
+"""The start of the name of a launcher's notes folder (`notes_folder`)."""
+NOTES_TOUCH_S = 10.0
+"""How often a launcher touches its notes folder while its ranks run."""
+NOTES_STALE_S = 60.0
+"""How long a notes folder must have been left untouched before a launch may remove it."""
 READY_WATCH_S = 0.1
 """How often a local launch counts the ranks that are ready, while they start."""
 
@@ -82,6 +89,40 @@ def refuse_beyond_memory(world_size: int) -> None:
         )
 
 
+def notes_folder() -> str:
+    """A new folder for the ranks' notes to this launcher (ready, failure) in the temporary folder, named
+    for this launcher (gtool-ranks-PID@HOST-*), once the folders of this user's launchers on this machine
+    that no longer run are removed: a launcher killed by SIGKILL could not remove its own (the kernel
+    kills its supervisor and ranks with it). A launcher touches its folder while it waits (`wait_for`),
+    so a folder touched lately is kept even when its pid is not one this process sees (a launcher in
+    another pid namespace, such as a container sharing this temporary folder and host name)."""
+    host = socket.gethostname()
+    for folder in Path(tempfile.gettempdir()).glob(f"{NOTES_PREFIX}*@*-*"):
+        if left_behind(folder, host):
+            shutil.rmtree(folder, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{NOTES_PREFIX}{os.getpid()}@{host}-")
+
+
+def left_behind(folder: Path, host: str) -> bool:
+    """Whether `folder` is the notes folder of a launcher of this user on `host` that no longer runs."""
+    launcher = folder.name[len(NOTES_PREFIX) :].rsplit("-", 1)[0]
+    pid, _, its_host = launcher.partition("@")
+    try:
+        status = folder.stat()
+    except OSError:
+        return False
+    mine, quiet = status.st_uid == os.getuid(), time.time() - status.st_mtime > NOTES_STALE_S
+    return mine and quiet and its_host == host and pid.isdigit() and not psutil.pid_exists(int(pid))
+
+
+def wait_for(supervisor: Any, run_dir: str) -> None:
+    """Wait for the supervisor to end, touching the notes folder every NOTES_TOUCH_S (see `notes_folder`)."""
+    while supervisor.is_alive():
+        with contextlib.suppress(OSError):
+            os.utime(run_dir)
+        supervisor.join(timeout=NOTES_TOUCH_S)
+
+
 def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> None:
     """Until every rank of the launch has joined the run (or the supervisor ended): "ranks ready k/N" on
     stderr, updated in place on a terminal, once at the end otherwise."""
@@ -128,13 +169,13 @@ class LocalLaunch:
     def run(self, *args: Any, label: str | None = None) -> None:
         """Fork the ranks with `args` and wait for them; raise RankFailed if one fails. `label` (the
         command) shows them getting ready."""
-        self.run_dir = tempfile.mkdtemp(prefix="gtool-ranks-")
+        self.run_dir = notes_folder()
         with contextlib.suppress(BrokenPipeError):  # the supervisor is gone: its status says why
             self.orders.send((free_port(), self.run_dir, args))
         settle()  # this launcher now waits for its ranks (gtool.collector)
         if label is not None:
             _show_ready(Path(self.run_dir), self.world_size, self.supervisor, label)
-        self.supervisor.join()
+        wait_for(self.supervisor, self.run_dir)
         failure = Path(self.run_dir) / FAILURE
         if failure.exists():
             raise read_failure(failure)

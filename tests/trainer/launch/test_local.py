@@ -5,13 +5,31 @@ from __future__ import annotations
 
 import gc
 import os
+import socket
+import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from gtool.cli.autogrid import auto_grid
 from gtool.errors import GtoolError
 from gtool.trainer.launch.entry import Entry
-from gtool.trainer.launch.local import LocalLaunch, launch_local, numba_share, quiet_resource_tracker
+from gtool.trainer.launch.local import (
+    NOTES_STALE_S,
+    LocalLaunch,
+    launch_local,
+    notes_folder,
+    numba_share,
+    quiet_resource_tracker,
+    wait_for,
+)
+
+PID_MAX = (
+    int(Path("/proc/sys/kernel/pid_max").read_text())
+    if Path("/proc/sys/kernel/pid_max").exists()
+    else 1 << 22
+)
 
 
 def test_spawned_ranks_share_numba_threads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,3 +102,34 @@ def collection_rank(env, folder: str) -> None:
     state = f"{gc.isenabled()} {gc.get_freeze_count() > 0}"
     with open(os.path.join(folder, f"rank-{env.rank}"), "w") as note:
         note.write(state)
+
+
+def test_a_launch_removes_the_notes_folders_of_launchers_that_no_longer_run(tmp_path, monkeypatch) -> None:
+    """Only this user's, on this machine, of a launcher whose pid is gone, untouched for a minute; the new
+    one names this launcher."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    gone, host = PID_MAX + 1, socket.gethostname()  # a pid no process can have
+    folders = {
+        "gone": f"gtool-ranks-{gone}@{host}-a1b2",
+        "running": f"gtool-ranks-{os.getppid()}@{host}-c3d4",
+        "elsewhere": f"gtool-ranks-{gone}@another-{host}-e5f6",
+        "unnamed": "gtool-ranks-g7h8",
+        "touched": f"gtool-ranks-{gone}@{host}-i9j0",  # a launcher whose pid this process cannot see
+    }
+    for what, name in folders.items():
+        (tmp_path / name).mkdir()
+        if what != "touched":
+            os.utime(tmp_path / name, (0, time.time() - 2 * NOTES_STALE_S))
+    made = notes_folder()
+    assert os.path.basename(made).startswith(f"gtool-ranks-{os.getpid()}@{host}-")
+    kept = {path.name for path in tmp_path.iterdir()} - {os.path.basename(made)}
+    assert kept == {name for what, name in folders.items() if what != "gone"}
+
+
+def test_a_launcher_touches_its_notes_folder_while_it_waits(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("gtool.trainer.launch.local.NOTES_TOUCH_S", 0.0)
+    os.utime(tmp_path, (0, 0))
+    alive = iter([True, True, False])
+    supervisor = SimpleNamespace(is_alive=lambda: next(alive), join=lambda timeout: None)
+    wait_for(supervisor, str(tmp_path))
+    assert time.time() - tmp_path.stat().st_mtime < NOTES_STALE_S
