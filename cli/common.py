@@ -13,7 +13,7 @@ from rich.text import Text
 
 from gtool.collector import hold
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
-from gtool.interrupts import end_now
+from gtool.interrupts import SIGNALS, end_now
 from gtool.terminal import labelled, plain_console
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,8 +29,8 @@ QUIET = typer.Option(False, "--quiet", "-q", help="No progress: only the result 
 
 def reports_errors(command: F) -> F:
     """Print a GtoolError as one red line (no traceback) and exit with status 2; Ctrl-C exits 130, SIGTERM
-    (where the command turns it into Terminated) 143; either exits 0 once the work was complete (the command
-    turns it into InterruptedWhenDone), saying so."""
+    and SIGHUP (where the command turns them into Terminated) 143 and 129; each exits 0 once the work was
+    complete (the command turns it into InterruptedWhenDone), saying so."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -43,9 +43,9 @@ def reports_errors(command: F) -> F:
             console.print(labelled("notice:", "bold", f"{exc}; exit status 0"), soft_wrap=True)
             ignore_signals_at_exit()  # a second Ctrl-C while the interpreter exits cannot undo the 0
             raise typer.Exit(0) from None
-        except Terminated:
-            console.print(Text(ENDED_BY[signal.SIGTERM], style="bold red"))
-            raise typer.Exit(128 + signal.SIGTERM) from None
+        except Terminated as ended:
+            console.print(Text(ENDED_BY[ended.signum], style="bold red"))
+            raise typer.Exit(128 + ended.signum) from None
         except KeyboardInterrupt:
             console.print(Text(ENDED_BY[signal.SIGINT], style="bold red"))
             raise typer.Exit(128 + signal.SIGINT) from None
@@ -65,11 +65,11 @@ _program = False
 
 
 def ignore_signals_at_exit() -> None:
-    """The command's work is done and reported: in the `gtool` program, SIGTERM and SIGINT are ignored from
-    now on, while the command returns and the process ends, so that they cannot turn its status into 143,
-    130 or click's 'Aborted!' (1)."""
+    """The command's work is done and reported: in the `gtool` program, SIGTERM, SIGINT and SIGHUP are
+    ignored from now on, while the command returns and the process ends, so that they cannot turn its
+    status into 143, 130, 129 or click's 'Aborted!' (1)."""
     if _program:
-        for number in (signal.SIGTERM, signal.SIGINT):
+        for number in SIGNALS:
             signal.signal(number, signal.SIG_IGN)
 
 

@@ -71,7 +71,7 @@ def train(
             print_error(str(error))
             raise typer.Exit(2) from None
         except KeyboardInterrupt as interrupt:
-            signum = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+            signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT
             ended = labelled(
                 f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
             )

@@ -45,11 +45,21 @@ class DamagedChunkError(StoreError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: the run unwinds as after Ctrl-C, cleaning up what it wrote."""
+    """SIGTERM (or SIGHUP: the terminal closed) arrived: the run unwinds as after Ctrl-C, cleaning up what
+    it wrote; `signum` is the signal (its exit status 128 + signum)."""
+
+    def __init__(self, message: str = "", signum: int = signal.SIGTERM):
+        super().__init__(message)
+        self.signum = signum
 
 
-ENDED_BY: dict[int, str] = {signal.SIGTERM: "terminated", signal.SIGINT: "interrupted"}
-"""The last word of a command that SIGTERM or SIGINT ended (its exit status is then 128 + the signal)."""
+ENDED_BY: dict[int, str] = {
+    signal.SIGTERM: "terminated",
+    signal.SIGINT: "interrupted",
+    signal.SIGHUP: "hung up",
+}
+"""The last word of a command that SIGTERM, SIGINT or SIGHUP ended (its exit status is then 128 + the
+signal)."""
 
 
 class InterruptedWhenDone(KeyboardInterrupt):

@@ -1,4 +1,5 @@
-"""SIGTERM (timeout, SLURM, docker stop) and SIGINT (Ctrl-C) end a run the way an error does: cleaned up.
+"""SIGTERM (timeout, SLURM, docker stop), SIGINT (Ctrl-C) and SIGHUP (the terminal or SSH session closed)
+end a run the way an error does: cleaned up. A SIGHUP that is ignored (`nohup`) stays ignored.
 
 The first signal raises Terminated or KeyboardInterrupt in the main thread so the run unwinds through its
 own cleanup, and starts a watchdog that runs the registered cleanups and exits if the process still runs
@@ -27,11 +28,18 @@ if TYPE_CHECKING:
 
 GRACE_SECONDS = 30.0
 """How long a signalled run may take to unwind before the watchdog cleans up and exits."""
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+"""The signals that raise Terminated (SIGINT raises KeyboardInterrupt)."""
+
+
+def handled_signals() -> list[int]:
+    """The signals a block handles: SIGNALS, but SIGHUP only where it is not ignored (`nohup`)."""
+    return [s for s in SIGNALS if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN]
 
 
 class Interrupts:
-    """Inside the block, SIGTERM and SIGINT end the run as described above; cleanups given to
+    """Inside the block, SIGTERM, SIGINT and SIGHUP end the run as described above; cleanups given to
     `on_abandon` are what the watchdog (or a second signal) runs before exiting. Blocks nest: an inner
     block's completed work, and a signal held there, become the enclosing block's when the inner one ends.
     Outside the main thread, where Python cannot set handlers, nothing changes."""
@@ -53,7 +61,7 @@ class Interrupts:
 
     def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
-            self.previous = {s: signal.signal(s, self.handle) for s in SIGNALS}
+            self.previous = {s: signal.signal(s, self.handle) for s in handled_signals()}
             self.previous_hook, sys.unraisablehook = sys.unraisablehook, self.unraisable
         return self
 
@@ -92,13 +100,14 @@ class Interrupts:
             self.check()
 
     def check(self) -> None:
-        """Raise what a signal received before the work was complete raises (Terminated for SIGTERM, else
-        KeyboardInterrupt), again: the run calls this before it publishes, so that a signal whose exception
-        Python dropped still ends it. Once the work is complete, nothing: the block's end raises."""
+        """Raise what a signal received before the work was complete raises (Terminated for SIGTERM and
+        SIGHUP, else KeyboardInterrupt), again: the run calls this before it publishes, so that a signal
+        whose exception Python dropped still ends it. Once the work is complete, nothing: the block's end
+        raises."""
         if self.received is None or self.done is not None:
             return
-        if self.received == signal.SIGTERM:
-            raise Terminated(f"terminated by {signal.Signals(self.received).name}")
+        if self.received in TERMINATING:
+            raise Terminated(f"terminated by {signal.Signals(self.received).name}", self.received)
         raise KeyboardInterrupt
 
     def after_done(self, signum: int) -> str:

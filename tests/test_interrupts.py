@@ -1,5 +1,6 @@
-"""SIGTERM and Ctrl-C end a command cleaned up: raised in the main thread, raised again where Python dropped
-it, ended by the watchdog or a second signal; once the work is complete, held until the block's end."""
+"""SIGTERM, Ctrl-C and SIGHUP end a command cleaned up: raised in the main thread, raised again where Python
+dropped it, ended by the watchdog or a second signal; once the work is complete, held until the block's
+end."""
 
 from __future__ import annotations
 
@@ -119,3 +120,23 @@ def test_a_signal_during_or_after_the_completing_step_is_held_until_the_work_s_e
         with pytest.raises(Terminated), early.completing("the store S"):  # a signal before: as before
             raise AssertionError("the step ran after a signal")
         assert early.done is None
+
+
+def test_a_hangup_ends_the_run_as_sigterm_does_unless_it_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal or SSH session closing (SIGHUP) killed a run on the spot, leaving its partial store,
+    spill folder and lock; under `nohup` (SIGHUP ignored) the run goes on."""
+    monkeypatch.setattr(interrupts.threading.Thread, "start", lambda thread: None)
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with interrupts.Interrupts() as watch:
+            assert signal.getsignal(signal.SIGHUP) == watch.handle
+            with pytest.raises(Terminated, match="terminated by SIGHUP") as ended:
+                watch.handle(signal.SIGHUP, None)
+        assert ended.value.signum == signal.SIGHUP
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with interrupts.Interrupts():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)

@@ -1,6 +1,6 @@
 """How a command's failures reach the user: an unexpected EOFError (a truncated file read inside a task) is
 an unexpected error with its traceback, not typer's bare "Aborted." (its take on a prompt's end of input);
-SIGTERM during training is said, with its own status."""
+SIGTERM or SIGHUP during training is said, with its own status."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import signal
 from types import SimpleNamespace
 
+import pytest
 import typer
 from typer.testing import CliRunner, Result
 
@@ -43,7 +44,7 @@ def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that
     """In the `gtool` program, signals are ignored from then on: one that came while click returned
     ended the process with 'Aborted!' and status 1, after the store was published."""
     monkeypatch.setattr(common, "_program", True)
-    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         result = run_raising(InterruptedWhenDone("SIGINT came after the store S"))
         assert result.exit_code == 0
@@ -54,18 +55,21 @@ def test_a_signal_once_the_work_is_done_exits_0_and_no_later_signal_changes_that
             signal.signal(number, handler)
 
 
-def test_sigterm_during_training_says_so_and_exits_143(monkeypatch) -> None:
+@pytest.mark.parametrize(("sent", "said"), [(signal.SIGTERM, "terminated"), (signal.SIGHUP, "hung up")])
+def test_sigterm_or_sighup_during_training_says_so_and_exits_with_its_status(
+    monkeypatch, sent: int, said: str
+) -> None:
     """SIGTERM (a scheduler's, docker stop) ended `gtool train` without a word; its ranks noticed later."""
     store = SimpleNamespace(num_nodes=10, check_every_chunk=lambda: None)
     monkeypatch.setattr("gtool.store.reader.open_store", lambda path: store)  # imported when run
 
     def terminated(config, started) -> None:
-        raise Terminated("terminated by SIGTERM")
+        raise Terminated(f"terminated by {signal.Signals(sent).name}", sent)
 
     monkeypatch.setattr(run, "train", terminated)
     result = CliRunner().invoke(app, ["train", "graph.zarr"])
-    assert result.exit_code == 143
-    assert "terminated: the latest complete checkpoint (if any) can be resumed" in result.output
+    assert result.exit_code == 128 + sent
+    assert f"{said}: the latest complete checkpoint (if any) can be resumed" in result.output
 
 
 def test_sigterm_during_verify_says_so_and_exits_143(monkeypatch) -> None:

@@ -173,7 +173,12 @@ def test_a_disk_full_while_writing_tiles_keeps_the_old_store(tmp_path: Path, mon
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    ("sent", "status", "said"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+    ("sent", "status", "said"),
+    [
+        (signal.SIGTERM, 143, "terminated"),
+        (signal.SIGINT, 130, "interrupted"),
+        (signal.SIGHUP, 129, "hung up"),
+    ],
 )
 def test_a_signalled_run_removes_what_it_wrote(tmp_path: Path, sent: int, status: int, said: str) -> None:
     """Signalled once its partial store exists. On a loaded machine the run may complete its work before
@@ -208,7 +213,10 @@ def _group(leader: int) -> list[psutil.Process]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("sent", "said"), [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")])
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted"), (signal.SIGHUP, "hung up")],
+)
 def test_a_signal_to_the_whole_process_group_ends_the_workers_quietly(
     tmp_path: Path, sent: int, said: str
 ) -> None:

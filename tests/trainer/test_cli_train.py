@@ -141,6 +141,24 @@ def test_a_stopped_rank_is_named_when_the_others_give_up(store: str, tmp_path: P
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def test_a_hangup_stops_the_launch_and_every_rank_and_says_so(store: str, tmp_path: Path) -> None:
+    """The terminal closing sends SIGHUP to the whole foreground group: the launcher decides (its supervisor
+    and ranks leave it to it), stops them and ends as SIGTERM would, with 129."""
+    checkpoints = tmp_path / "checkpoints"
+    run = start_gtool_train(
+        store, "--grid", "2x1x1", *MODEL, "--epochs", "100000", "--checkpoint", str(checkpoints)
+    )
+    wait_for(lambda: (checkpoints / "latest.json").exists(), "training to start")
+    children = psutil.Process(run.pid).children(recursive=True)
+    assert len(local_ranks(run.pid)) == 2
+    os.killpg(run.pid, signal.SIGHUP)
+    stderr = run.communicate(timeout=60)[1]
+    assert run.returncode == 129, stderr
+    assert "hung up: the latest complete checkpoint (if any) can be resumed" in stderr, stderr
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
 def test_runs_as_the_ranks_torchrun_starts(store: str) -> None:
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
     torchrun += ["--master-port", str(free_port()), "-m", "gtool.cli", "train", store, "--grid", "2x1x1"]

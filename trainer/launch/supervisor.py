@@ -19,9 +19,10 @@ from gtool.trainer.launch.lineage import Parent
 def supervise(launcher: Parent, world_size: int, main: Callable[..., Any], orders: Connection) -> None:
     """Import `main` (an Entry, or a function) and start numba, wait for the ranks' port, notes folder and
     arguments (`orders`: none when the launcher refused the run), fork and watch the ranks
-    (`ranks.fork_ranks`), then end at once. Ctrl-C reaches the launcher, which decides; the supervisor dies
-    with it (its ranks with the supervisor)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    (`ranks.fork_ranks`), then end at once. Ctrl-C and a hangup (sent to the whole process group) are the
+    launcher's to decide; the supervisor dies with it (its ranks with the supervisor)."""
+    for launchers in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(launchers, signal.SIG_IGN)
     hold()
     from gtool.trainer.launch.numba_start import start_numba
     from gtool.trainer.launch.ranks import fork_ranks
