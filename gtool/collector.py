@@ -10,6 +10,8 @@ are also left alone by the children's collections, which would copy the pages th
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def hold() -> None:
@@ -24,3 +26,17 @@ def settle() -> None:
         return
     gc.freeze()
     gc.enable()
+
+
+@contextmanager
+def held_again() -> Iterator[None]:
+    """Imports a settled process makes late (numba, which only runs that use its kernels start) held and
+    frozen as its start-up's were. A no-op where nothing was settled (a test runner, a Python API user)."""
+    if not gc.isenabled() or gc.get_freeze_count() == 0:
+        yield
+        return
+    hold()
+    try:
+        yield
+    finally:
+        settle()

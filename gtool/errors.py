@@ -63,5 +63,5 @@ signal)."""
 
 
 class InterruptedWhenDone(KeyboardInterrupt):
-    """SIGTERM or SIGINT came once the work asked for was complete (a store published): the run stopped early,
-    but what it made is whole; the message says so (the command line exits 0)."""
+    """SIGTERM, SIGINT or SIGHUP came once the work asked for was complete (a store published): the run
+    stopped early, but what it made is whole; the message says so (the command line exits 0)."""

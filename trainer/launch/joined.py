@@ -3,6 +3,7 @@ failure raised as that of the rank to blame (a peer that died on this machine, e
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -51,8 +52,8 @@ def run_here(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
     stops it after another rank died, the failure is that rank's."""
     try:
         run_rank(env, main, *args)
-    except Terminated:  # torchrun stops the other ranks when one dies, often before they see it go
-        if gone := gone_peers():
+    except Terminated as ended:  # torchrun stops the other ranks when one dies, often before they see it go
+        if ended.signum == signal.SIGTERM and (gone := gone_peers()):  # not a hangup sent to every rank
             stopped = f"its process ended; then {env.launcher} stopped rank {env.rank}"
             raise RankFailed(gone[0], stopped) from None
         raise

@@ -93,7 +93,7 @@ def notes_folder() -> str:
     """A new folder for the ranks' notes to this launcher (ready, failure) in the temporary folder, named
     for this launcher (gtool-ranks-PID@HOST-*), once the folders of this user's launchers on this machine
     that no longer run are removed: a launcher killed by SIGKILL could not remove its own (the kernel
-    kills its supervisor and ranks with it). A launcher touches its folder while it waits (`wait_for`),
+    kills its supervisor and ranks with it). A launcher touches its folder while it waits for its ranks,
     so a folder touched lately is kept even when its pid is not one this process sees (a launcher in
     another pid namespace, such as a container sharing this temporary folder and host name)."""
     host = socket.gethostname()
@@ -118,9 +118,14 @@ def left_behind(folder: Path, host: str) -> bool:
 def wait_for(supervisor: Any, run_dir: str) -> None:
     """Wait for the supervisor to end, touching the notes folder every NOTES_TOUCH_S (see `notes_folder`)."""
     while supervisor.is_alive():
-        with contextlib.suppress(OSError):
-            os.utime(run_dir)
+        touch(run_dir)
         supervisor.join(timeout=NOTES_TOUCH_S)
+
+
+def touch(run_dir: str | Path) -> None:
+    """Mark the notes folder as its launcher's, alive (see `notes_folder`)."""
+    with contextlib.suppress(OSError):
+        os.utime(run_dir)
 
 
 def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> None:
@@ -135,6 +140,7 @@ def _show_ready(run_dir: Path, world_size: int, supervisor: Any, label: str) -> 
         if terminal and ready != shown:
             print(f"\r{label}: ranks ready {ready}/{world_size}", end="", file=sys.stderr, flush=True)
             shown = ready
+        touch(run_dir)
         supervisor.join(timeout=READY_WATCH_S)
     if ready == world_size:
         line = f"{label}: ranks ready {ready}/{world_size} in {time.perf_counter() - started:.1f}s"

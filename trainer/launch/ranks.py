@@ -74,7 +74,7 @@ def stopped_ranks(processes: list[Any]) -> list[int]:
 
 
 def fork_ranks(world_size: int, port: int, run_dir: str, main: Callable[..., Any], args: tuple) -> None:
-    """In a local launch's supervisor (which imported what the ranks run, unpickling `main`, and warmed
+    """In a local launch's supervisor (which imported what the ranks run, unpickling `main`, and started
     numba): fork the ranks, watch them, and leave the failure of the rank that failed first in run_dir."""
     logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)  # RankFailed says who failed
     context = mp.start_processes(

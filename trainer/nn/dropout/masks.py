@@ -86,7 +86,8 @@ def check_block(block: Block) -> None:
 
 
 def keep_mask(spec: MaskSpec, block: Block | RowsBlock, device: torch.device) -> torch.Tensor:
-    """The keep decisions (bool) of a block, in a dozen whole-block integer operations."""
+    """The keep decisions (bool) of a block, in a dozen whole-block integer operations (at rate 0, a
+    read-only broadcast of the real columns: nothing to hash)."""
     if isinstance(block, RowsBlock):
         row_ids, col0, cols = block.rows.to(device), block.first_column, block.columns
     else:
