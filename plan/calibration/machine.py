@@ -6,6 +6,7 @@ and cached under the cache folder, one file per machine.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import platform
 import time
@@ -29,13 +30,22 @@ def _cpu_model() -> str:
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
 
 
+def torch_version() -> str:
+    """torch's version, read from its installed metadata: importing torch would cost `gtool plan` and a
+    `--grid auto` launcher 0.7 s, for a string (torch itself is asked where it has no metadata)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        import torch
+
+        return torch.__version__
+
+
 def machine_key() -> str:
     """What identifies this machine to its profile: host, processor, usable cores, torch and the profile
     format (a change of any calibrates afresh)."""
-    import torch
-
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parts = [platform.node(), platform.machine(), _cpu_model(), str(cores), torch.__version__, str(VERSION)]
+    parts = [platform.node(), platform.machine(), _cpu_model(), str(cores), torch_version(), str(VERSION)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
