@@ -29,14 +29,16 @@ def settle() -> None:
 
 
 @contextmanager
-def held_again() -> Iterator[None]:
-    """Imports a settled process makes late (numba, which only runs that use its kernels start) held and
-    frozen as its start-up's were. A no-op where nothing was settled (a test runner, a Python API user)."""
+def paused() -> Iterator[None]:
+    """No collection during late imports of a process that settled (numba, which only runs that use its
+    kernels start): made while collection runs, they would cost what the start-up's did. What they make
+    is not frozen: the run's own objects exist by then, and frozen, their cycles would never be freed. A
+    no-op where nothing was settled (a test runner, a Python API user)."""
     if not gc.isenabled() or gc.get_freeze_count() == 0:
         yield
         return
-    hold()
+    gc.disable()
     try:
         yield
     finally:
-        settle()
+        gc.enable()

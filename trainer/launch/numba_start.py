@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gtool.collector import held_again
+from gtool.collector import paused
 
 START_SECONDS = 0.35
 """numba's import and compiler start in a process, and its first kernels' loading from the cache, measured
@@ -23,7 +23,7 @@ mask and training epoch (the mask, and the backward pass's scaling): measured in
 def start_numba() -> None:
     """Start numba's compiler (slow once a process, then a no-op), so that no timed epoch pays for it. No
     kernel runs: threads do not survive a fork, and a supervisor's ranks start their own."""
-    with held_again():  # after the rank settled: numba's objects are frozen as the start-up's were
+    with paused():  # a rank settled already: no collection while numba's objects are made
         from numba.core.registry import cpu_target
 
         cpu_target.target_context.refresh()
