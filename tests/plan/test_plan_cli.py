@@ -16,6 +16,7 @@ from gtool.geometry.collectives import bytes_by_group, epoch_collectives
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.shapes import layer_shapes
 from gtool.plan.calibration.machine import torch_version
+from tests.support.imports import REPORTING_GTOOL, imported
 from tests.support.stores import StoreFactory
 
 GTOOL = [sys.executable, "-m", "gtool.cli"]
@@ -171,13 +172,9 @@ def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
     assert json.loads(second.stdout)["profile"].startswith(f"this machine's profile ({cached};")
     assert json.loads(second.stdout)["grids"] == json.loads(first.stdout)["grids"]
     timed = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "gtool.cli", "plan", store, "--ranks", "2"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [*REPORTING_GTOOL, "plan", store, "--ranks", "2"], capture_output=True, text=True, timeout=300
     )
-    imported = {line.rsplit("|", 1)[-1].strip() for line in timed.stderr.splitlines() if "|" in line}
-    assert timed.returncode == 0 and "torch" not in imported  # the cached profile is found without torch
+    assert timed.returncode == 0 and "torch" not in imported(timed.stderr)  # the cached profile, no torch
     shipped = gtool("plan", store, "--ranks", "2", "--json", "--profile", "shipped")
     assert "shipped profile" in json.loads(shipped.stdout)["profile"] and "calibrating" not in shipped.stderr
     both = gtool("plan", store, "--ranks", "2", "--recalibrate", "--profile", "shipped")

@@ -19,6 +19,7 @@ from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit import trainer as fit_trainer
 from gtool.trainer.fit.trainer import Trainer, load_model_rank, uses_cpu_kernels
 from gtool.trainer.launch.numba_start import SPEC_SECONDS_PER_ELEMENT, START_SECONDS, kernels_pay
+from tests.support.imports import REPORTING_GTOOL, imported
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
 
@@ -90,7 +91,7 @@ def test_a_short_small_run_imports_no_numba_and_trains_as_the_kernels_do(
 ) -> None:
     store = stores("sbm:400:4", tiles=2)
     runs = {
-        "spec": [sys.executable, "-X", "importtime", "-m", "gtool.cli"],
+        "spec": REPORTING_GTOOL,
         "kernels": [sys.executable, "-c", IMPORTED_FIRST],
     }
     logs = {}
@@ -101,7 +102,7 @@ def test_a_short_small_run_imports_no_numba_and_trains_as_the_kernels_do(
         assert done.returncode == 0, done.stderr
         logs[name] = [json.loads(line) for line in log.read_text().splitlines()]
         if name == "spec":
-            imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line]
-            assert "torch" in imported and "numba" not in imported
+            modules = imported(done.stderr)
+            assert "torch" in modules and "numba" not in modules
     figures = [[(r["loss"], r.get("accuracy")) for r in logs[name] if "loss" in r] for name in runs]
     assert figures[0] == figures[1] and len(figures[0]) == 3
