@@ -73,7 +73,7 @@ def print_summary(s: ShardSummary, external_cluster: bool = False) -> None:
         )
     table.add_row("tiles", f"{s.tiles} x {s.tiles} per matrix")
     stages = ", ".join(f"{k} {v:.1f}s" for k, v in s.stage_seconds.items() if v >= 0.05)
-    table.add_row("time", f"{s.seconds:.1f} s ({stages})")
+    table.add_row("time", f"{s.seconds:.1f} s ({stages})" if stages else f"{s.seconds:.1f} s")
     if s.stage_io:
         table.add_row("disk I/O", stage_io_text(s))
     uncounted = " (an external cluster's workers not counted)" if external_cluster else ""

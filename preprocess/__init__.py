@@ -1,8 +1,8 @@
 """Out-of-core preprocessing: raw graph -> 2D-tiled Zarr store (`gtool shard`).
 
 pipeline drives the stages: sources/ read the input, edges/ map and reduce the edges into tiles, nodes/
-write the node arrays, all as tasks of engine/, into a store staged by gtool.store.writing; compiled/
-holds the kernels of the hot loops, spill the intermediate files between stages."""
+write the node arrays, all as tasks of engine/, into a store staged by gtool.store.writing; kernels/
+holds the hot loops (numpy's and numba's forms), spill the intermediate files between stages."""
 
 from __future__ import annotations
 

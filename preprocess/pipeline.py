@@ -27,13 +27,12 @@ from typing import Any, TypeVar
 import fsspec
 import numpy as np
 import zarr
-from distributed import Future
 from rich.console import Console
 
 from gtool.cores import available_cores
 from gtool.errors import GtoolError, InputError
 from gtool.interrupts import Interrupts
-from gtool.preprocess import compiled, spill
+from gtool.preprocess import kernels, spill
 from gtool.preprocess.budget import MIN_CHUNK_EDGES, TASKS_PER_WORKER, Budget, default_memory_limit
 from gtool.preprocess.edges.mapper import (
     MapJob,
@@ -56,10 +55,10 @@ from gtool.preprocess.edges.reducer import (
     write_tiles,
 )
 from gtool.preprocess.edges.tile_arrays import create_matrix_groups
-from gtool.preprocess.engine.cluster import Engine, StageRunner, dask_engine, default_workers, run_shape
 from gtool.preprocess.engine.iostats import StageIO
 from gtool.preprocess.engine.monitor import HighWater
-from gtool.preprocess.engine.preload import preload, run_modules
+from gtool.preprocess.engine.serial import SerialRunner
+from gtool.preprocess.engine.shape import Engine, Runner, Task, default_workers, run_shape
 from gtool.preprocess.engine.shared import (
     SHARED_FS,
     Place,
@@ -111,6 +110,9 @@ from gtool.store.writing.staging import StagedOutput, is_url, local_path, publis
 from gtool.version import __version__
 
 T = TypeVar("T")
+
+SMALL_RUN = 1 << 16
+"""Edges and nodes up to which a run's stages (a few tenths of a second) run in the `gtool` process itself."""
 
 
 def shard(
@@ -212,18 +214,13 @@ def shard_locked(
                 source, work_dir(options, scratch), console, options.progress, feature_file
             )
             starting = time.perf_counter()
-            with (
-                dask_engine(
-                    options.scheduler, workers, limit, options.worker_timeout, options.dashboard
-                ) as engine,
-                StageRunner(engine.client, console, options.progress) as stages,
-            ):
+            serial = small_run(source, options)
+            with stage_engine(options, workers, limit, console, serial) as (engine, stages):
                 cluster_seconds = time.perf_counter() - starting
                 ready_workers(engine, options, console, source, feature_file)
                 if engine.external:
                     places = shared_places(output, options, scratch, source, feature_file)
                     check_shared(engine.client, places, options.worker_timeout)
-                stages.on_every_worker(compiled.warm)
                 measured = ShardRun(
                     source, options, staged.path, scratch, stages, engine, limit, feature_file
                 ).execute()
@@ -263,6 +260,35 @@ def shard_locked(
     )
 
 
+def small_run(source: GraphSource, options: ShardOptions) -> bool:
+    """Whether this process runs the stages itself, without a cluster (engine/serial.py): a graph known to
+    have at most SMALL_RUN edges and nodes, with no --features file, on no --scheduler, without --dashboard,
+    and --workers not above 1. Such a graph's stages take less time than the cluster's start."""
+    if options.scheduler or options.dashboard or options.features or (options.workers or 1) > 1:
+        return False
+    nodes, edges = options.num_nodes or source.num_nodes(), source.edge_count()
+    return nodes is not None and edges is not None and max(nodes, edges) <= SMALL_RUN
+
+
+@contextmanager
+def stage_engine(
+    options: ShardOptions, workers: int, limit: int, console: Console | None, serial: bool
+) -> Iterator[tuple[Engine, Runner]]:
+    """The engine and the runner of a run's stages: this process alone for a small run, else the Dask
+    cluster (embedded with `workers` workers, or --scheduler's) and a StageRunner of its client."""
+    if serial:
+        with SerialRunner(console, options.progress) as stages:
+            yield Engine(None, *run_shape(None, 1)), stages
+        return
+    from gtool.preprocess.engine.cluster import StageRunner, dask_engine  # distributed: 0.15 s to import
+
+    with (
+        dask_engine(options.scheduler, workers, limit, options.worker_timeout, options.dashboard) as engine,
+        StageRunner(engine.client, console, options.progress) as stages,
+    ):
+        yield engine, stages
+
+
 def ready_workers(
     engine: Engine,
     options: ShardOptions,
@@ -274,6 +300,8 @@ def ready_workers(
     may run several tasks at once; gtool.preprocess.engine.preload), and link the Dask dashboard when one
     runs. The embedded cluster's workers are forked from this process, which has imported the modules."""
     if engine.external:
+        from gtool.preprocess.engine.preload import preload, run_modules
+
         modules = run_modules(source, features)
         timeout = options.worker_timeout
         bounded(lambda: preload(engine.client, modules), timeout, engine.client, "loading gtool's modules")
@@ -363,7 +391,7 @@ class ShardRun:
         options: ShardOptions,
         store: str,
         scratch: SpillDir,
-        stages: StageRunner,
+        stages: Runner,
         engine: Engine,
         limit: int,
         feature_file: FeatureSource | None = None,
@@ -394,6 +422,7 @@ class ShardRun:
         zarr.open_group(store=self.store, mode="w").attrs[layout.META_KEY] = incomplete_marker()
         n = opts.num_nodes or self.source.num_nodes()
         chunks, chunk_edges = self.edge_chunks(n or 0)
+        self.warm_kernels(chunks, chunk_edges)
         if n is None:
             n, chunks = self.scan(chunks)
         budget = self.budget(n)
@@ -443,6 +472,17 @@ class ShardRun:
             stage_io=self.stages.stage_io(),
             concurrency=self.concurrency,
         )
+
+    def warm_kernels(self, chunks: list[EdgeChunk], chunk_edges: int) -> None:
+        """Have every worker load numba's kernels first, while this process prepares, when the run's entries
+        (both directions of every edge) pay for numba's start. Its edges are the source's count, else those
+        of its full chunks; a lone chunk of a source that does not say is left to its calls to decide
+        (gtool.preprocess.kernels)."""
+        edges = self.source.edge_count()
+        if edges is None:
+            edges = chunk_edges * len(chunks) if len(chunks) > 1 else 0
+        if kernels.compiled_pays(2 * edges):
+            self.stages.on_every_worker(kernels.warm)
 
     def budget(self, n: int) -> Budget:
         return Budget(self.limit, n, self.concurrency, self.processes, self.options.tiles)
@@ -575,7 +615,7 @@ class ShardRun:
         with self.timed("dedupe"):
             grouped = batches(tasks, sizes, cap)
             deduped = self.stages.submit("sort + dedupe", dedupe_batch, grouped, plan)
-            counted: dict[int, list[Future]] = {i: [] for i in range(plan.tiles)}
+            counted: dict[int, list[Task]] = {i: [] for i in range(plan.tiles)}
             for future, group in zip(deduped, grouped, strict=True):
                 for i in sorted({t.i for t in group if t.count_rows}):
                     counted[i].append(future)
@@ -616,7 +656,7 @@ class ShardRun:
         scales: tuple[str, str] | None,
         budget: Budget,
         transposed: bool,
-    ) -> tuple[dict[int, np.ndarray], list[Future]]:
+    ) -> tuple[dict[int, np.ndarray], list[Task]]:
         """Start writing every tile of every matrix (A1 from A0's runs when `transposed`), so that this
         process writes the node arrays meanwhile; returns the T x T nonzero counts per matrix and the
         write tasks."""
@@ -648,16 +688,14 @@ class ShardRun:
         self.release_runs_when_written(writes, [batch for _, batch in work])
         return tile_nnz, writes
 
-    def release_runs_when_written(self, writes: list[Future], batches: list[list[TileWrite]]) -> None:
+    def release_runs_when_written(self, writes: list[Task], batches: list[list[TileWrite]]) -> None:
         """Free each deduplicated run as soon as every tile write that reads it is done (A0's runs are read
         twice when A1 is written as their transpose), while the other tiles are still being written."""
         reads = [[path for tile in batch for path in tile.runs] for batch in batches]
         shared = SharedReads(self.scratch, reads)
         self.stages.when_finished(writes, [functools.partial(shared.done, paths) for paths in reads])
 
-    def start_features(
-        self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget
-    ) -> list[Future]:
+    def start_features(self, features: FeatureSource, pc: np.ndarray, ipc: str, budget: Budget) -> list[Task]:
         """Start writing X'[i] = X[pc[i]] in the background: workers take these tasks whenever the edge
         stages leave them idle (while this process plans a stage or writes node arrays, and at the tail of
         every stage). Features read from a file are permuted by sequential passes (route, then assemble:

@@ -102,7 +102,7 @@ def first_non_finite_row(block: np.ndarray) -> int | None:
 
 SPLITMIX_GOLDEN, SPLITMIX_MIX1, SPLITMIX_MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 """SplitMix64's increment and finalizer multipliers, which every hash of gtool mixes with: the digests of
-node values here, the generated features (gtool.preprocess.compiled.randomfeatures), training's seeds
+node values here, the generated features (gtool.preprocess.kernels.randomfeatures), training's seeds
 (gtool.trainer.nn.randomness)."""
 MIX = (np.uint64(SPLITMIX_MIX1), np.uint64(SPLITMIX_MIX2))
 STEP = np.uint64(SPLITMIX_GOLDEN)

@@ -130,8 +130,8 @@ class MapOutputs:
 
     def entries(self, first: int, last: int) -> np.ndarray:
         """The entries of partitions [first, last) of every chunk: one pass over each file, copying the
-        chunks' ranges in compiled code."""
-        from gtool.preprocess.compiled.shuffle import gather_ranges
+        chunks' ranges at once (gather_ranges)."""
+        from gtool.preprocess.kernels.shuffle import gather_ranges
 
         table = spill.load(self.offsets)
         starts, stops = table[:, first], table[:, last]
@@ -164,7 +164,7 @@ def map_chunk(item: tuple[int, EdgeChunk], job: MapJob) -> MapResult:
 
     Entries (row, col) of a chunk without self-loops: both directions when symmetrizing, (dst, src) when
     directed (row = the node that aggregates its incoming edges); a SelfLoops chunk keeps its (v, v)."""
-    from gtool.preprocess.compiled.shuffle import bucket_entries
+    from gtool.preprocess.kernels.shuffle import bucket_entries
 
     index, chunk = item
     block = chunk.read()

@@ -120,7 +120,7 @@ def added(total: np.ndarray, start: int, counts: np.ndarray, at: int) -> tuple[n
 def dedupe(task: DedupeTask, plan: PartitionPlan) -> tuple[DedupeResult, np.ndarray | None, int]:
     """Run one dedupe task: its run, and for A0 its nonzeros per row (the degrees of A + I) from the row
     it returns on."""
-    from gtool.preprocess.compiled.shuffle import unique_counted
+    from gtool.preprocess.kernels.shuffle import unique_counted
 
     keys = task.inputs.entries(task.first, task.last)
     keys.sort()
@@ -172,7 +172,7 @@ class TileWrite:
 
     def entries(self, round_: int, tile_size: int) -> tuple[np.ndarray, np.ndarray]:
         """Tile-local (row, col), int32 and sorted, of the entries written in one round."""
-        from gtool.preprocess.compiled.tiles import split_keys, transpose_runs
+        from gtool.preprocess.kernels.tiles import split_keys, transpose_runs
 
         if not self.transposed_rows:
             return split_keys(spill.load(self.runs[round_]), tile_size)
@@ -184,7 +184,7 @@ def tile_entries(
     tile: TileWrite, round_: int, plan: PartitionPlan, scales: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """(row, col, val) of the entries one round writes (`scales`: the scale arrays, by spill path)."""
-    from gtool.preprocess.compiled.tiles import weights
+    from gtool.preprocess.kernels.tiles import weights
 
     rows, cols = tile.entries(round_, plan.tile_size)
     if tile.row_scale is None or tile.col_scale is None:

@@ -6,19 +6,15 @@ import functools
 import logging
 import sys
 import threading
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import dask
 from distributed import Client, Future, LocalCluster, as_completed
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from gtool.cores import available_cores
 from gtool.preprocess.engine.iostats import Measured, StageIO, take_totals
 from gtool.preprocess.engine.lost_work import (
     LOST_WORK,
@@ -27,8 +23,8 @@ from gtool.preprocess.engine.lost_work import (
     unreachable_scheduler,
     watching_workers,
 )
+from gtool.preprocess.engine.shape import Engine, run_shape, stage_progress
 from gtool.preprocess.engine.stalls import DEFAULT_TIMEOUT, watching_stalls
-from gtool.terminal import description_column
 
 T = TypeVar("T")
 
@@ -54,44 +50,6 @@ def quiet_dask_logs() -> None:
     for name in ("distributed.worker", "distributed.scheduler", "distributed.client"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("distributed").setLevel(logging.ERROR)
-
-
-def default_workers() -> int:
-    """One worker per available core."""
-    return available_cores()
-
-
-@dataclass(frozen=True)
-class Engine:
-    """The cluster a run uses: its client, how many tasks run at once, and how many worker processes
-    belong to this run's own process tree (they share --memory-limit with it; 0 for threads of this
-    process or an external cluster)."""
-
-    client: Client
-    concurrency: int
-    processes: int
-    external: bool = False
-
-    @property
-    def dashboard(self) -> str | None:
-        """The link to the Dask dashboard when the scheduler runs one that answers from here, else None (the
-        scheduler's HTTP server answers there without one: Dask's dashboard needs bokeh)."""
-        if "dashboard" not in self.client.scheduler_info(n_workers=0).get("services", {}):
-            return None
-        link = self.client.dashboard_link
-        try:
-            with urllib.request.urlopen(link, timeout=2) as answer:
-                return link if answer.status == 200 else None
-        except OSError:
-            return None
-
-
-def run_shape(scheduler: str | None, workers: int) -> tuple[int, int]:
-    """(tasks at once, worker processes in this run's process tree) of the embedded cluster with `workers`
-    workers; for an external cluster, known only once connected, (1, 0): what the budget needs at least."""
-    if scheduler:
-        return 1, 0
-    return workers, workers if workers > 1 else 0
 
 
 @contextmanager
@@ -146,15 +104,7 @@ class StageRunner:
     def __init__(self, client: Client, console: Console | None, show: bool):
         self.client = client
         self.run_id = uuid.uuid4().hex
-        self.progress = Progress(
-            description_column(18),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not show,
-            transient=False,
-        )
+        self.progress = stage_progress(console, show)
         self.pending: set[Future] = set()
         self.labels: dict[str, str] = {}
         """The stage of each submitted task, by key: what an error about a task whose work was lost names."""

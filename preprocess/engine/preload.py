@@ -30,7 +30,7 @@ TASK_MODULES = (
 )
 """The modules of every stage's task functions (each imports what its arguments are made of)."""
 KERNEL_MODULES = tuple(
-    f"gtool.preprocess.compiled.{name}" for name in ("shuffle", "tiles", "randomfeatures", "rmat")
+    f"gtool.preprocess.kernels.compiled.{name}" for name in ("shuffle", "tiles", "randomfeatures", "rmat")
 )
 """numba's kernels' modules (the tasks import them on their threads, several at once on a worker of
 several threads)."""

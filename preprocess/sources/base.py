@@ -110,6 +110,10 @@ class GraphSource(ABC):
     def edge_chunks(self, edges_per_chunk: int) -> Sequence[EdgeChunk]:
         """The edge list cut into chunks of at most about `edges_per_chunk` edges."""
 
+    def edge_count(self) -> int | None:
+        """How many edges the source holds, where that is known without reading them (else None)."""
+        return None
+
     def node_data(self) -> NodeData:
         """Features, labels, split and class count that come with the source."""
         return NodeData()

@@ -32,7 +32,7 @@ edge each)."""
 def rmat_block(scale: int, seed: int, block: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     """`count` R-MAT edges of generator block `block` (vertices in generator order, unscrambled): bit k of
     an edge is drawn as the k-th uint16 array of the block's generator."""
-    from gtool.preprocess.compiled.rmat import set_bits
+    from gtool.preprocess.kernels.rmat import set_bits
 
     rng = np.random.default_rng([seed, block])
     src = np.zeros(count, dtype=np.int64)
@@ -77,6 +77,9 @@ class RmatSource(GraphSource):
 
     def num_nodes(self) -> int:
         return 1 << self.scale
+
+    def edge_count(self) -> int:
+        return self.edges
 
     def edge_chunks(self, edges_per_chunk: int) -> list[RmatChunk]:
         return [
@@ -127,6 +130,9 @@ class GridSource(GraphSource):
 
     def num_nodes(self) -> int:
         return self.rows * self.cols
+
+    def edge_count(self) -> int:
+        return self.rows * (self.cols - 1) + (self.rows - 1) * self.cols
 
     def edge_chunks(self, edges_per_chunk: int) -> list[GridChunk]:
         per = max(1, edges_per_chunk // max(1, 2 * self.cols))

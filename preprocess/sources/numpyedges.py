@@ -101,6 +101,9 @@ class ArrayEdgeSource(FileSource):
         self.fmt = fmt
         self.src, self.dst, self.edges = src, dst, edges
 
+    def edge_count(self) -> int:
+        return self.edges
+
     def prepare(self, workdir: str) -> None:
         src, dst = prepare_arrays([self.src.ref, self.dst.ref], workdir)
         self.src, self.dst = replace(self.src, ref=src), replace(self.dst, ref=dst)

@@ -88,6 +88,9 @@ class ParquetEdgeSource(FileSource):
         metadata = parquet.metadata
         self.group_rows = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
 
+    def edge_count(self) -> int:
+        return sum(self.group_rows)
+
     def edge_chunks(self, edges_per_chunk: int) -> list[ParquetChunk]:
         chunks: list[ParquetChunk] = []
         first_group, first_row, rows = 0, 0, 0

@@ -102,6 +102,9 @@ class SbmSource(GraphSource):
     def num_nodes(self) -> int:
         return self._num_nodes
 
+    def edge_count(self) -> int:
+        return self.edges
+
     def edge_chunks(self, edges_per_chunk: int) -> list[SbmChunk]:
         n, k = self._num_nodes, self.num_classes
         return [

@@ -60,8 +60,9 @@ def test_a_command_reading_a_store_collects_once_it_works(
 
 
 def test_gtool_shard_and_its_forked_workers_collect_once_they_work(tmp_path) -> None:
-    """The command settles before it prepares the source; its workers fork from that settled state."""
-    args = ["shard", "sbm:200:2", "-o", str(tmp_path / "g.zarr"), "--tiles", "2x2", "--workers", "2", "-q"]
-    lines = probed(tmp_path, "gtool.preprocess.compiled.warm", args, stop=False)
+    """The command settles before it prepares the source; its workers fork from that settled state (seen
+    where each loads numba's kernels: a run of two full chunks has every worker do so first)."""
+    args = ["shard", "rmat:18:8", "-o", str(tmp_path / "g.zarr"), "--tiles", "2x2", "--workers", "2", "-q"]
+    lines = probed(tmp_path, "gtool.preprocess.kernels.shuffle.warm", args, stop=False)
     assert len({line.split()[0] for line in lines}) == 2  # one per worker process
     assert {tuple(line.split()[1:]) for line in lines} == {("True", "True")}

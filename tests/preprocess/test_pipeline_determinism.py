@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import zarr
 
+from gtool.preprocess import kernels
 from tests.support.stores import all_arrays, make_store
 
 pytestmark = pytest.mark.integration  # builds stores / runs the command line
@@ -32,6 +33,23 @@ def test_workers_and_chunk_sizes_do_not_change_the_store(tmp_path):
         m.pop("created_at")
     assert meta[0] == meta[1] == meta[2]
     assert stored_files(a) == stored_files(b) == stored_files(c)
+
+
+@pytest.mark.parametrize(
+    ("source", "options"),
+    [
+        ("rmat:11:8", {"perm": "balanced"}),
+        ("sbm:3000:4", {"directed": True}),
+        ("grid:30x41", {"norm": "none", "perm": "single"}),
+    ],
+)
+def test_numpys_kernels_alone_and_numbas_on_a_cluster_write_the_same_files(tmp_path, source, options):
+    """A small run (numpy's kernels, this process alone) and the same run on two forked Dask workers that
+    take numba's kernels (forced before they fork) write the same files."""
+    alone = make_store(source, tmp_path / "a.zarr", tiles=3, **options)
+    with kernels.forced(True):
+        cluster = make_store(source, tmp_path / "b.zarr", tiles=3, workers=2, chunk_edges=5000, **options)
+    assert stored_files(alone) == stored_files(cluster)
 
 
 def stored_files(path: str) -> dict[str, bytes]:

@@ -26,7 +26,7 @@ class RandomFeatures(FeatureSource):
         return self._num_nodes
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
-        from gtool.preprocess.compiled.randomfeatures import uniform_values
+        from gtool.preprocess.kernels.randomfeatures import uniform_values
 
         return uniform_values(rows, self.num_features, self.seed, normalize=True)
 
@@ -34,7 +34,7 @@ class RandomFeatures(FeatureSource):
 def uniform_rows(rows: np.ndarray, num_features: int, seed: int) -> np.ndarray:
     """float32 values in (0, 1], one row per node id of `rows`, a pure function of (seed, node, column):
     value (i, k) comes from the top 24 bits of SplitMix64(rows[i] * F + k + seed * MIX2)."""
-    from gtool.preprocess.compiled.randomfeatures import uniform_values
+    from gtool.preprocess.kernels.randomfeatures import uniform_values
 
     return uniform_values(rows, num_features, seed, normalize=False)
 

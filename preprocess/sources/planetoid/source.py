@@ -91,6 +91,9 @@ class PlanetoidSource(GraphSource):
     def num_nodes(self) -> int:
         return int(self.data.features.shape[0])
 
+    def edge_count(self) -> int:
+        return int(self.lengths.sum())
+
     def edge_chunks(self, edges_per_chunk: int) -> list[AdjacencyChunk]:
         """Runs of whole adjacency lists of about `edges_per_chunk` entries."""
         path, nodes = f"{self.prefix}.graph", len(self.lengths)

@@ -101,7 +101,7 @@ def test_too_small_budget_is_refused_before_extraction_or_cluster(
     papers: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(NpzMember, "pieces", no_decompression)
-    monkeypatch.setattr(pipeline, "dask_engine", no_decompression)
+    monkeypatch.setattr(pipeline, "stage_engine", no_decompression)
     cache = tmp_path / "cache"
     with pytest.raises(GtoolError, match=r"--memory-limit 64.0 MiB is too small for 64 nodes with 1 workers"):
         run(papers, tmp_path / "s.zarr", cache_dir=str(cache), memory_limit=64 << 20)
@@ -339,7 +339,7 @@ def test_a_feature_file_is_checked_before_extraction_or_cluster(
     features = tmp_path / "x.npz"
     np.savez_compressed(features, features=np.ones((rows, columns), dtype=np.float32))
     monkeypatch.setattr(NpzMember, "pieces", no_decompression)
-    monkeypatch.setattr(pipeline, "dask_engine", no_decompression)
+    monkeypatch.setattr(pipeline, "stage_engine", no_decompression)
     with pytest.raises(InputError, match=message):
         run(gzipped_edges(tmp_path), tmp_path / "s.zarr", num_nodes=500, features=str(features))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtool.preprocess.compiled.tiles import split_keys, transpose_runs, weights
+from gtool.preprocess.kernels.tiles import split_keys, transpose_runs, weights
 
 S = 300
 

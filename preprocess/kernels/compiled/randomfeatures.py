@@ -11,7 +11,7 @@ GOLDEN, MIX1, MIX2 = np.uint64(SPLITMIX_GOLDEN), np.uint64(SPLITMIX_MIX1), np.ui
 
 
 @njit(nogil=True, cache=True)
-def _uniform(rows, f, offset, normalize):
+def uniform(rows, f, offset, normalize):
     values = np.empty((rows.shape[0], f), dtype=np.float32)
     scale = np.float32(1.0 / (1 << 24))
     for i in range(rows.shape[0]):
@@ -30,15 +30,3 @@ def _uniform(rows, f, offset, normalize):
             for k in range(f):
                 values[i, k] /= inverse
     return values
-
-
-def uniform_values(rows: np.ndarray, num_features: int, seed: int, normalize: bool) -> np.ndarray:
-    """float32 [len(rows), F]: value (i, k) = (top 24 bits of SplitMix64(rows[i] * F + k + seed * MIX2)
-    + 1) / 2^24, in (0, 1]; with `normalize` each row divided by its sum (taken in float64)."""
-    offset = np.uint64((seed * int(MIX2)) % (1 << 64))
-    return _uniform(np.asarray(rows, dtype=np.int64), num_features, offset, normalize)
-
-
-def warm() -> None:
-    uniform_values(np.arange(2), 3, 0, True)
-    uniform_values(np.arange(2), 3, 0, False)

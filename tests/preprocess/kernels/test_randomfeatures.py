@@ -1,10 +1,10 @@
-"""Generated features: the compiled pass against the SplitMix64 definition written in numpy."""
+"""Generated features: both forms of the kernel against the SplitMix64 definition written in numpy."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtool.preprocess.compiled.randomfeatures import GOLDEN, MIX1, MIX2, uniform_values
+from gtool.preprocess.kernels.randomfeatures import GOLDEN, MIX1, MIX2, uniform_values
 
 
 def numpy_uniform(rows: np.ndarray, f: int, seed: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtool.preprocess.compiled.shuffle import bucket_entries, unique_counted
+from gtool.preprocess.kernels.shuffle import bucket_entries, unique_counted
 from gtool.preprocess.partitions import PartitionPlan
 
 
