@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -230,6 +232,23 @@ def plan_epochs(store: str, ranks_: int, hidden: int, profile: str | None) -> di
     return {g["grid"]: g["epoch_seconds"] for g in json.loads(done.stdout)["grids"]}
 
 
+def auto_pick(store: str, ranks_: int, hidden: int) -> str:
+    """The grid `gtool train --grid auto --ranks P` trains on, its trial of the close grids run afresh (in
+    a cache folder of its own, holding a copy of this machine's profiles)."""
+    from gtool.plan.calibration.machine import FOLDER
+    from gtool.preprocess import cache_folder
+
+    with tempfile.TemporaryDirectory(prefix="bench-plan-auto-") as cache:
+        shutil.copytree(cache_folder(None, None).path / FOLDER, Path(cache) / FOLDER)
+        for trial in (Path(cache) / FOLDER).glob("trials-*.json"):
+            trial.unlink()
+        command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", "auto"]
+        command += ["--ranks", str(ranks_), "--hidden", str(hidden), "--epochs", "1", "-q"]
+        env = {**os.environ, "GTOOL_CACHE": cache}
+        done = subprocess.run(command, check=True, cwd=REPO, capture_output=True, text=True, env=env)
+    return done.stderr.split("--grid auto chose ")[1].split(",")[0]
+
+
 def grid_report(saved: Path, profiles: dict[str, str | None]) -> None:
     """Measured against predicted epoch time of every grid of one saved --grids-of run, per profile, and
     how much slower than the fastest measured grid each profile's pick (what --grid auto takes) runs."""
@@ -246,6 +265,9 @@ def grid_report(saved: Path, profiles: dict[str, str | None]) -> None:
         pick = min(p, key=p.__getitem__)
         over = 100 * (measured[pick] / fastest - 1)
         print(f"{name}: picks {pick}, {over:.1f}% slower than the fastest measured")
+    pick = auto_pick(store, ranks(rows[0]["grid"]), hidden)
+    over = 100 * (measured[pick] / fastest - 1)
+    print(f"--grid auto (this machine, its trial run now): picks {pick}, {over:.1f}% slower than the fastest")
 
 
 def main() -> None:

@@ -12,15 +12,17 @@ from gtool.errors import GtoolError
 from .common import console
 
 if TYPE_CHECKING:
-    from gtool.plan import DeviceProfile, PlanRequest
+    from gtool.geometry.grid import ProcessGrid
+    from gtool.plan import DeviceProfile, PlanRequest, Timing
     from gtool.store.reader import Store
+    from gtool.trainer import TrainConfig
 
 GRID = typer.Option(
     "1x1x1",
     metavar="GXxGYxGZ",
     help="Process grid (train: times --data-parallel, the ranks), or auto: the grid gtool plan finds "
     "fastest for training the model on --ranks ranks (train with --batch-size: the replicas too, unless "
-    "--data-parallel is given).",
+    "--data-parallel is given; full-graph local ranks first time the grids predicted close to it, once).",
 )
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
@@ -34,11 +36,16 @@ PLAN_PROFILE = typer.Option(
 
 
 def auto_grid(
-    store: Store, ranks: int | None, profile: str | None, request: Callable[[int], PlanRequest]
+    store: Store,
+    ranks: int | None,
+    profile: str | None,
+    request: Callable[[int], PlanRequest],
+    timing: Timing | None = None,
 ) -> tuple[int, str, str]:
     """`--grid auto`: gtool plan's best (replicas, grid) for request(P), P the world size of torchrun/srun
     or --ranks (replicas 1 unless the run is mini-batch), as D, GXxGYxGZ and the grid's placement (every
-    rank plans alike, so every rank finds the same)."""
+    rank plans alike, so every rank finds the same). With `timing`, local ranks time the grids predicted
+    close to the best (ranks of torchrun or srun would each time something else)."""
     from gtool.plan import choose_layout
     from gtool.trainer import environment_rank, refuse_beyond_memory
 
@@ -54,7 +61,7 @@ def auto_grid(
     planned = request(ranks)
     alone = env is None or env.world_size == 1  # ranks of torchrun/srun must all plan with one profile
     cost_profile, note = machine_profile(profile, False, may_calibrate=alone)
-    replicas, grid, why = choose_layout(store, planned, cost_profile, note)
+    replicas, grid, why = choose_layout(store, planned, cost_profile, note, timing if alone else None)
     if env is None or env.rank == 0:
         console.print(why, highlight=False, soft_wrap=True)
     return replicas, "x".join(map(str, grid.dims)), grid.placement
@@ -74,6 +81,23 @@ def machine_profile(
             status.update(what)
 
         return plan_profile(profile, recalibrate, report, may_calibrate)
+
+
+def timed_trial(config: TrainConfig) -> Timing:
+    """The timing of --grid auto for `config`: its grids' epochs from this machine's trials (shown on
+    stderr while they run)."""
+    from gtool.plan import time_grids
+
+    def timing(grids: list[ProcessGrid], predicted: float) -> dict[str, float] | None:
+        with console.status("") as status:
+
+            def report(what: str) -> None:
+                console.print(what, highlight=False, soft_wrap=True)
+                status.update("timing grids: " + ", ".join(map(str, grids)))
+
+            return time_grids(config, grids, predicted, report)
+
+    return timing
 
 
 def refuse_ranks(ranks: int | None) -> None:

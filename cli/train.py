@@ -16,7 +16,7 @@ from gtool.terminal import labelled
 from gtool.topology import Topology
 from gtool.trainer import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
-from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks, timed_trial
 from .common import console, print_error, reports_errors
 from .options import given_on_command_line, with_options
 
@@ -98,5 +98,6 @@ def planned(
         lambda p: PlanRequest(
             p, config.model, ranks_per_node=topology.ranks_per_node(p), batch_size=batch, replicas=chosen
         ),
+        timed_trial(config) if batch is None else None,
     )
     return config.replace(placement=placement, grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)

@@ -48,7 +48,7 @@ PHASES = ("seconds", "spmm", "dense", "comm")
 Report = Callable[[str], None]
 
 
-def _epoch_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int, out: str) -> None:
+def timed_epochs_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup: int, out: str) -> None:
     """One of k ranks: train every case (all grids of k ranks) for its epochs and write the phase times
     of each epoch after the first `warmup` to OUT.RANK (settings come as arguments: a spawned process
     sees the module's defaults, not a caller's)."""
@@ -189,7 +189,7 @@ def calibrate_epochs(
                 for grid in _grids(k)
             }
             out = str(Path(scratch) / f"k{k}")
-            run_local(k, _epoch_rank, list(cases.items()), WARMUP, out)
+            run_local(k, timed_epochs_rank, list(cases.items()), WARMUP, out)
             per_rank = [json.loads(Path(f"{out}.{rank}").read_text()) for rank in range(k)]
             measured = {name: [mine[name] for mine in per_rank] for name in cases}
             fitted = _factors(measured, cases, base)

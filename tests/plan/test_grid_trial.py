@@ -1,0 +1,100 @@
+"""`--grid auto` times the grids the model predicts close to the best and takes the fastest measured:
+which grids it times, what it chooses, when it trusts the model, and its trial cached per machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gtool.architecture import ModelConfig
+from gtool.geometry.grid import ProcessGrid
+from gtool.plan.calibration import trials
+from gtool.plan.costmodel.auto import TRIAL_GRIDS, TRIAL_SPREAD, choose_layout, trial_grids
+from gtool.plan.costmodel.planner import PlanRequest, make_plan
+from gtool.plan.costmodel.profile import load_profile
+from gtool.store.reader import open_store
+from gtool.trainer import TrainConfig
+from tests.support.stores import StoreFactory
+
+
+@pytest.fixture(scope="module")
+def store(stores: StoreFactory) -> str:
+    return stores("sbm:2000:4", tiles=4)
+
+
+def test_the_grids_timed_are_those_predicted_close_to_the_best(store: str) -> None:
+    profile, _ = load_profile(None)
+    plan = make_plan(open_store(store), PlanRequest(8, ModelConfig(hidden=16)), profile)
+    timed = trial_grids(plan)
+    assert timed[0] is plan.best and 1 < len(timed) <= TRIAL_GRIDS
+    assert all(g.fits and g.time.total <= TRIAL_SPREAD * plan.best.time.total for g in timed)
+    rest = plan.grids[len(timed) :]
+    assert plan.grids[: len(timed)] == timed  # the best predicted first
+    assert len(timed) == TRIAL_GRIDS or rest[0].time.total > TRIAL_SPREAD * plan.best.time.total
+    mini_batch = make_plan(open_store(store), PlanRequest(8, ModelConfig(hidden=16), batch_size=64), profile)
+    assert trial_grids(mini_batch) == []
+
+
+def test_the_fastest_measured_grid_is_chosen_and_the_model_s_pick_where_none_was_timed(store: str) -> None:
+    profile, _ = load_profile(None)
+    request = PlanRequest(8, ModelConfig(hidden=16))
+    timed: list[list[ProcessGrid]] = []
+
+    def timing(grids: list[ProcessGrid], predicted: float) -> dict[str, float]:
+        timed.append(grids)
+        return {str(grid): 1.0 for grid in grids} | {str(grids[-1]): 0.5}
+
+    replicas, grid, why = choose_layout(open_store(store), request, profile, "note", timing)
+    assert replicas == 1 and grid == timed[0][-1] and "the fastest measured epoch, 0.5 s" in why
+    assert f"the model's pick, {timed[0][0]}, took 100% longer" in why
+    model, picked, said = choose_layout(open_store(store), request, profile, "note", lambda grids, p: None)
+    assert picked == timed[0][0] and "fastest predicted epoch" in said
+
+
+@pytest.mark.integration
+def test_a_trial_times_every_grid_once_and_is_cached(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    config = TrainConfig.of(store, hidden=16)
+    grids = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1), ProcessGrid(1, 1, 2, "xyz")]
+    said: list[str] = []
+    assert trials.time_grids(config, grids, trials.TRIAL_SECONDS, said.append) is None  # too long: the model
+    assert said == [] and not trials.trials_path().exists()
+    measured = trials.time_grids(config, grids, 0.001, said.append)
+    assert measured is not None and sorted(measured) == ["1x1x2", "1x2x1", "2x1x1"]
+    assert all(0 < seconds < 60 for seconds in measured.values())
+    assert "timing 3 grids" in said[0] and str(trials.trials_path()) in said[0]
+
+    def no_ranks(*args: object) -> None:
+        raise AssertionError("the cached trial ran again")
+
+    monkeypatch.setattr(trials, "run_local", no_ranks)
+    assert trials.time_grids(config, grids, 0.001, said.append) == measured
+    assert "as timed on this machine before" in said[-1]
+
+
+def test_another_model_or_a_damaged_cache_is_timed_afresh(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    ran: list[int] = []
+
+    def fake_ranks(ranks: int, main: object, cases: list, warmup: int, out: str) -> None:
+        """Every rank's steady epochs (each epoch's phases, seconds first): rank r's epoch k takes r + k s."""
+        ran.append(ranks)
+        for rank in range(ranks):
+            epochs = {name: [[rank + k, 0, 0, 0] for k in range(warmup, 3)] for name, _ in cases}
+            Path(f"{out}.{rank}").write_text(json.dumps(epochs))
+
+    monkeypatch.setattr(trials, "run_local", fake_ranks)
+    trials.trials_path().parent.mkdir(parents=True)
+    trials.trials_path().write_text("not json")
+    grids = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1)]
+    config = TrainConfig.of(store, hidden=16)
+    assert trials.time_grids(config, grids, 0.001, print) == {"2x1x1": 2.5, "1x2x1": 2.5}  # slowest rank
+    assert trials.time_grids(config, grids, 0.001, print) is not None and ran == [2]
+    trials.time_grids(config.replace(hidden=8), grids, 0.001, print)
+    assert ran == [2, 2] and len(json.loads(trials.trials_path().read_text())) == 2
