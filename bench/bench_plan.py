@@ -239,7 +239,9 @@ def auto_pick(store: str, ranks_: int, hidden: int) -> str:
     from gtool.preprocess import cache_folder
 
     with tempfile.TemporaryDirectory(prefix="bench-plan-auto-") as cache:
-        shutil.copytree(cache_folder(None, None).path / FOLDER, Path(cache) / FOLDER)
+        profiles = cache_folder(None, None).path / FOLDER
+        if profiles.is_dir():
+            shutil.copytree(profiles, Path(cache) / FOLDER)
         for trial in (Path(cache) / FOLDER).glob("trials-*.json"):
             trial.unlink()
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", "auto"]

@@ -26,12 +26,13 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench.cgroup import run_capped
-from bench.common import RESULTS, measured
+from bench.common import REPO, RESULTS, measured
 
 FEATURE_STAGES = ("route features", "assemble features", "permute features")
 
@@ -94,16 +95,13 @@ def timed_run(source: str, workers: int, extra: list[str], settle: float) -> dic
     return run
 
 
-WARM_UP = "rmat:12:4"
-
-
 def compile_kernels() -> None:
-    """One small shard, untimed: numba compiles the kernels into its on-disk cache the first time they run
-    after an install, which would otherwise land on the first count timed alone (a machine that has
-    sharded once has them compiled)."""
-    print(f"untimed: gtool shard {WARM_UP} (compiles the kernels once)", flush=True)
-    measured(gtool_shard(WARM_UP, 4, []))
-    shutil.rmtree(store_of(WARM_UP), ignore_errors=True)
+    """Untimed: numba compiles the kernels into its on-disk cache the first time they run after an install,
+    which would otherwise land on the first count timed alone (a machine that has sharded a large graph
+    once has them compiled)."""
+    print("untimed: gtool.preprocess.kernels.warm() (compiles numba's kernels once)", flush=True)
+    warm = "from gtool.preprocess import kernels; kernels.warm()"
+    subprocess.run([sys.executable, "-c", warm], check=True, cwd=REPO)
 
 
 def sweep(source: str, counts: list[int], extra: list[str], rounds: int, settle: float) -> list[dict]:

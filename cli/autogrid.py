@@ -84,18 +84,15 @@ def machine_profile(
 
 
 def timed_trial(config: TrainConfig) -> Timing:
-    """The timing of --grid auto for `config`: its grids' epochs from this machine's trials (shown on
-    stderr while they run)."""
+    """The timing of --grid auto for `config`: its grids' epochs from this machine's trials (said on
+    stderr, with a spinner while they run, unless --quiet)."""
     from gtool.plan import time_grids
 
-    def timing(grids: list[ProcessGrid], predicted: float) -> dict[str, float] | None:
-        with console.status("") as status:
-
-            def report(what: str) -> None:
-                console.print(what, highlight=False, soft_wrap=True)
-                status.update("timing grids: " + ", ".join(map(str, grids)))
-
-            return time_grids(config, grids, predicted, report)
+    def timing(grids: list[ProcessGrid], predicted: list[float]) -> dict[str, float] | None:
+        if config.runtime.quiet:
+            return time_grids(config, grids, predicted, lambda what: None)
+        with console.status("--grid auto: grids " + ", ".join(map(str, grids))):
+            return time_grids(config, grids, predicted, lambda what: console.print(what, highlight=False))
 
     return timing
 

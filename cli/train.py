@@ -58,12 +58,12 @@ def train(
             batch = config.minibatch.batch_size
             if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
                 raise ValueError(f"{problem} of {store}")  # before any rank starts and --grid auto plans
-            if grid == "auto":
-                config = planned(context, config, opened, ranks, plan_profile)
         except ValueError as error:
             raise GtoolError(str(error)) from None
         try:
-            with Interrupts():  # SIGTERM too unwinds: the ranks are stopped and the reason is said
+            with Interrupts():  # SIGTERM too unwinds: the ranks (--grid auto's trial's too) are stopped
+                if grid == "auto":
+                    config = planned(context, config, opened, ranks, plan_profile)
                 run_training(config, started)
         except RankFailed as error:
             if error.details:
@@ -100,4 +100,7 @@ def planned(
         ),
         timed_trial(config) if batch is None else None,
     )
-    return config.replace(placement=placement, grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
+    try:
+        return config.replace(placement=placement, grid=parse_dims(dims, 3, "--grid"), data_parallel=replicas)
+    except ValueError as error:
+        raise GtoolError(str(error)) from None

@@ -440,7 +440,8 @@ class ShardRun:
             ipc = ipr if not two else self.scratch.save(inverse(pc, self.threads), "perm", "ipc.npy")
         transposed = two and not opts.directed
         matrices = (MatrixMap(0, ipr, ipc),) + ((MatrixMap(1, ipc, ipr),) if two and not transposed else ())
-        feature_writes = self.start_features(features, pc, ipc, budget)
+        with self.timed("features"):  # the tasks themselves when this process runs them (a small run)
+            feature_writes = self.start_features(features, pc, ipc, budget)
         job = MapJob(plan, matrices, opts.directed, str(self.scratch.path))
         maps = self.map_stage(inputs, job)
         input_edges = sum(m.edges for m in maps)

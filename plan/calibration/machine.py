@@ -53,12 +53,19 @@ def machine_profile_path() -> Path:
     return cache_folder(None, None).path / FOLDER / f"profile-{machine_key()}.json"
 
 
+def machine_trials_path() -> Path:
+    """This machine's `--grid auto` trials (gtool.plan.calibration.trials), measured again after
+    `gtool plan --recalibrate`."""
+    return cache_folder(None, None).path / FOLDER / f"trials-{machine_key()}.json"
+
+
 def plan_profile(
     path: str | None, recalibrate: bool, report: Callable[[str], None], may_calibrate: bool = True
 ) -> tuple[DeviceProfile, str]:
     """The profile to plan with, and a line saying which it is. Without `path`, this machine's cached one,
-    calibrated first when there is none (or `recalibrate`); when it may not calibrate (ranks of torchrun
-    or srun would each measure something else and choose different grids), the shipped one."""
+    calibrated first when there is none (or `recalibrate`, which also forgets its `--grid auto` trials);
+    when it may not calibrate (ranks of torchrun or srun would each measure something else and choose
+    different grids), the shipped one."""
     if path == SHIPPED:
         return load_profile(None)
     if path:
@@ -70,6 +77,8 @@ def plan_profile(
             return profile, f"this machine's profile ({cached}; `gtool plan --recalibrate` measures it again)"
         except ProfileError:
             pass  # damaged or from an older gtool: measured again below
+    if recalibrate:
+        machine_trials_path().unlink(missing_ok=True)
     if not may_calibrate:
         profile, note = load_profile(None)
         return profile, f"{note} (no calibration of this machine yet: run `gtool plan --recalibrate` once)"

@@ -17,9 +17,9 @@ model's error between grids of a few axes reaches 20-30% (docs/plan.md, --grid a
 TRIAL_GRIDS = 8
 """At most this many grids are timed, the best predicted first."""
 
-Timing = Callable[[list[ProcessGrid], float], dict[str, float] | None]
-"""Seconds of an epoch by grid (as GXxGYxGZ) of the given grids, measured, or None when timing them would
-take too long (the predicted seconds of the fastest's epoch given)."""
+Timing = Callable[[list[ProcessGrid], list[float]], dict[str, float] | None]
+"""Seconds of an epoch by grid (as GXxGYxGZ) of the given grids, measured, or None when they are not timed
+(it would take too long, judged by the predicted seconds of each grid's epoch given, or it failed)."""
 
 
 def trial_grids(plan: Plan) -> list[GridEstimate]:
@@ -42,7 +42,9 @@ def choose_layout(
         raise GtoolError(f"--grid auto: {plan.reason}")
     best = plan.best
     tried = trial_grids(plan) if timing is not None else []
-    measured = timing([g.grid for g in tried], best.time.total) if timing and len(tried) > 1 else None
+    measured = None
+    if timing is not None and len(tried) > 1:
+        measured = timing([g.grid for g in tried], [g.time.total for g in tried])
     if not measured:
         why = f"--grid auto chose {best.layout}, placed {best.grid.placement}: {plan.reason} [{note}]"
         return best.replicas, best.grid, why

@@ -56,7 +56,8 @@ def weights(
         from gtool.preprocess.kernels.compiled import tiles
 
         return tiles.weigh(rows, cols, np.asarray(row_scale), np.asarray(col_scale), row_base, col_base)
-    product = np.asarray(row_scale)[row_base + rows.astype(np.int64)] * np.asarray(col_scale)[col_base + cols]
+    row_at, col_at = row_base + rows.astype(np.int64), col_base + cols.astype(np.int64)
+    product = np.asarray(row_scale)[row_at] * np.asarray(col_scale)[col_at]
     return product.astype(np.float32)
 
 

@@ -4,6 +4,9 @@ which grids it times, what it chooses, when it trusts the model, and its trial c
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,12 +14,15 @@ import pytest
 from gtool.architecture import ModelConfig
 from gtool.geometry.grid import ProcessGrid
 from gtool.plan.calibration import trials
+from gtool.plan.calibration.machine import machine_trials_path, plan_profile
 from gtool.plan.costmodel.auto import TRIAL_GRIDS, TRIAL_SPREAD, choose_layout, trial_grids
 from gtool.plan.costmodel.planner import PlanRequest, make_plan
 from gtool.plan.costmodel.profile import load_profile
 from gtool.store.reader import open_store
-from gtool.trainer import TrainConfig
+from gtool.trainer import RankFailed, TrainConfig
 from tests.support.stores import StoreFactory
+
+GTOOL = [sys.executable, "-m", "gtool.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +48,7 @@ def test_the_fastest_measured_grid_is_chosen_and_the_model_s_pick_where_none_was
     request = PlanRequest(8, ModelConfig(hidden=16))
     timed: list[list[ProcessGrid]] = []
 
-    def timing(grids: list[ProcessGrid], predicted: float) -> dict[str, float]:
+    def timing(grids: list[ProcessGrid], predicted: list[float]) -> dict[str, float]:
         timed.append(grids)
         return {str(grid): 1.0 for grid in grids} | {str(grids[-1]): 0.5}
 
@@ -61,19 +67,22 @@ def test_a_trial_times_every_grid_once_and_is_cached(
     config = TrainConfig.of(store, hidden=16)
     grids = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1), ProcessGrid(1, 1, 2, "xyz")]
     said: list[str] = []
-    assert trials.time_grids(config, grids, trials.TRIAL_SECONDS, said.append) is None  # too long: the model
-    assert said == [] and not trials.trials_path().exists()
-    measured = trials.time_grids(config, grids, 0.001, said.append)
+    long = [trials.TRIAL_SECONDS / 3] * 3
+    assert trials.time_grids(config, grids, long, said.append) is None  # too long: the model's pick stands
+    assert said == [] and not machine_trials_path().exists()
+    measured = trials.time_grids(config, grids, [0.001] * 3, said.append)
     assert measured is not None and sorted(measured) == ["1x1x2", "1x2x1", "2x1x1"]
     assert all(0 < seconds < 60 for seconds in measured.values())
-    assert "timing 3 grids" in said[0] and str(trials.trials_path()) in said[0]
+    assert "timing the 3 grids" in said[0] and str(machine_trials_path()) in said[0]
 
     def no_ranks(*args: object) -> None:
         raise AssertionError("the cached trial ran again")
 
     monkeypatch.setattr(trials, "run_local", no_ranks)
-    assert trials.time_grids(config, grids, 0.001, said.append) == measured
+    assert trials.time_grids(config, grids, [0.001] * 3, said.append) == measured
     assert "as timed on this machine before" in said[-1]
+    plan_profile(None, True, said.append, may_calibrate=False)  # --recalibrate forgets the trials
+    assert not machine_trials_path().exists()
 
 
 def test_another_model_or_a_damaged_cache_is_timed_afresh(
@@ -90,11 +99,48 @@ def test_another_model_or_a_damaged_cache_is_timed_afresh(
             Path(f"{out}.{rank}").write_text(json.dumps(epochs))
 
     monkeypatch.setattr(trials, "run_local", fake_ranks)
-    trials.trials_path().parent.mkdir(parents=True)
-    trials.trials_path().write_text("not json")
-    grids = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1)]
+    machine_trials_path().parent.mkdir(parents=True)
+    machine_trials_path().write_text("not json")
+    grids, quick = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1)], [0.001, 0.001]
     config = TrainConfig.of(store, hidden=16)
-    assert trials.time_grids(config, grids, 0.001, print) == {"2x1x1": 2.5, "1x2x1": 2.5}  # slowest rank
-    assert trials.time_grids(config, grids, 0.001, print) is not None and ran == [2]
-    trials.time_grids(config.replace(hidden=8), grids, 0.001, print)
-    assert ran == [2, 2] and len(json.loads(trials.trials_path().read_text())) == 2
+    assert trials.time_grids(config, grids, quick, print) == {"2x1x1": 2.5, "1x2x1": 2.5}  # slowest rank
+    assert trials.time_grids(config, grids, quick, print) is not None and ran == [2]
+    trials.time_grids(config.replace(hidden=8), grids, quick, print)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")  # the ranks would run otherwise
+    trials.time_grids(config, grids, quick, print)
+    assert ran == [2, 2, 2] and len(json.loads(machine_trials_path().read_text())) == 3
+
+
+def test_a_failed_trial_leaves_the_model_s_pick_and_caches_nothing(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+
+    def failing(*args: object) -> None:
+        raise RankFailed(1, "out of memory", "Traceback: ... MemoryError")
+
+    monkeypatch.setattr(trials, "run_local", failing)
+    said: list[str] = []
+    grids = [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1)]
+    assert trials.time_grids(TrainConfig.of(store), grids, [0.001, 0.001], said.append) is None
+    assert "the trial failed (rank 1 failed: out of memory); the model's pick stands:" in said[1]
+    assert said[2] == "Traceback: ... MemoryError" and not machine_trials_path().exists()
+
+
+def test_the_trial_s_estimate_counts_the_start_every_load_and_every_epoch() -> None:
+    assert trials.trial_seconds([]) == trials.START_SECONDS
+    per_grid = 2 * (trials.TRIAL_EPOCHS + 1)
+    assert trials.trial_seconds([0.5, 1.0]) == pytest.approx(trials.START_SECONDS + per_grid * 1.5)
+
+
+@pytest.mark.integration
+def test_gtool_train_grid_auto_times_the_close_grids_once(store: str, tmp_path: Path) -> None:
+    args = [*GTOOL, "train", store, "--grid", "auto", "--ranks", "2", "--hidden", "16", "--epochs", "1"]
+    env = {**os.environ, "GTOOL_CACHE": str(tmp_path)}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert first.returncode == 0, first.stderr
+    said = " ".join(first.stderr.split())
+    assert "--grid auto: timing the" in said and "the fastest measured epoch" in said
+    again = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert "as timed on this machine before" in " ".join(again.stderr.split())
+    assert again.stderr.split("--grid auto chose ")[1][:5] == first.stderr.split("--grid auto chose ")[1][:5]
