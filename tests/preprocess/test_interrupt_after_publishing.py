@@ -53,7 +53,7 @@ def test_a_signal_after_publishing_exits_0_saying_the_store_is_complete(
     monkeypatch.setattr(owner, name, signalled)
     monkeypatch.setattr(interrupts.Interrupts, "abandon_later", lambda self, signum: None)  # no watchdog
     out = tmp_path / "s.zarr"
-    big = "grid:260x260"  # 67,600 nodes: more than a run without a cluster takes (pipeline.SMALL_RUN)
+    big = "grid:370x370"  # 136,900 nodes: more than a run without a cluster takes (pipeline.SMALL_RUN)
     result = CliRunner().invoke(app, ["shard", big, "-o", str(out), "-t", "2x2", "-w", "1", "-q"])
     assert result.exit_code == 0, result.output
     assert f"notice: SIGTERM {COMPLETE.format(out)}" in " ".join(result.output.split())

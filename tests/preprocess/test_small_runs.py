@@ -38,7 +38,7 @@ def test_an_edge_array_file_counts_its_edges(tmp_path):
         ("sbm:2000:4", {"dashboard": True}, False),
         (f"grid:1x{SMALL_RUN}", {}, True),
         (f"grid:1x{SMALL_RUN + 1}", {}, False),
-        ("rmat:14:8", {}, False),
+        ("rmat:15:8", {}, False),
     ],
 )
 def test_which_runs_are_small(spec, options, small):
@@ -51,7 +51,7 @@ def test_an_edge_file_of_unknown_size_is_not_small(tmp_path):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("spec", "cluster"), [("sbm:2000:4", False), ("grid:300x300", True)])
+@pytest.mark.parametrize(("spec", "cluster"), [("sbm:2000:4", False), ("grid:400x400", True)])
 def test_gtool_shard_starts_a_cluster_only_for_a_larger_graph(tmp_path, spec, cluster):
     out = tmp_path / "g.zarr"
     command = [*REPORTING_GTOOL, "shard", spec, "-o", str(out), "--tiles", "2x2", "-q"]
