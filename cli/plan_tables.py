@@ -71,6 +71,7 @@ def memory_table(best: GridEstimate) -> Table:
 
 def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) -> list[Table]:
     """The ranked grids, the pick and its memory, for a terminal `width` columns wide."""
+    from gtool.plan import TRIAL_SPREAD, trial_grids
     r = plan.request
     widths = " -> ".join(map(str, plan.widths))
     title = (
@@ -85,6 +86,14 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) ->
         "best", f"{plan.best.layout}, placed {plan.best.grid.placement}" if plan.best else "none fits"
     )
     summary.add_row("why", plan.reason)
+    if len(timed := trial_grids(plan)) > 1:
+        grids = ", ".join(str(g.grid) for g in timed)
+        summary.add_row(
+            "auto",
+            f"`gtool train --grid auto` on local ranks times the {len(timed)} grids predicted within "
+            f"{TRIAL_SPREAD:g}x of the best ({grids}) for a few epochs, once per store, model and machine, "
+            "and trains on the fastest measured",
+        )
     tables = [unbroken_figures(grid_table(title, plan, top), width), summary]
     if plan.best is not None:
         tables.append(memory_table(plan.best))

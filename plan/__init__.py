@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from gtool.plan.calibration.machine import SHIPPED, plan_profile
     from gtool.plan.calibration.microbench import calibrate
     from gtool.plan.calibration.trials import time_grids
-    from gtool.plan.costmodel.auto import Timing, choose_layout
+    from gtool.plan.costmodel.auto import TRIAL_SPREAD, Timing, choose_layout, trial_grids
     from gtool.plan.costmodel.planner import GridEstimate, Plan, PlanRequest, make_plan
     from gtool.plan.costmodel.profile import DeviceProfile, load_profile, save_profile
 

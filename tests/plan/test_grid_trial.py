@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from gtool.architecture import ModelConfig
+from gtool.cli.main import app
 from gtool.geometry.grid import ProcessGrid
 from gtool.plan.calibration import trials
 from gtool.plan.calibration.machine import machine_trials_path, plan_profile
@@ -57,6 +59,17 @@ def test_the_fastest_measured_grid_is_chosen_and_the_model_s_pick_where_none_was
     assert f"the model's pick, {timed[0][0]}, took 100% longer" in why
     model, picked, said = choose_layout(open_store(store), request, profile, "note", lambda grids, p: None)
     assert picked == timed[0][0] and "fastest predicted epoch" in said
+
+
+def test_gtool_plan_names_the_grids_grid_auto_would_time(store: str) -> None:
+    profile, _ = load_profile(None)
+    timed = trial_grids(make_plan(open_store(store), PlanRequest(8, ModelConfig(hidden=16)), profile))
+    shown = CliRunner().invoke(app, ["plan", store, "--ranks", "8", "--hidden", "16", "--profile", "shipped"])
+    said = " ".join(shown.stdout.split())
+    assert shown.exit_code == 0 and f"times the {len(timed)} grids predicted within 1.5x of the best" in said
+    assert ", ".join(str(g.grid) for g in timed) in said
+    batch = ["plan", store, "--ranks", "8", "--hidden", "16", "--profile", "shipped", "--batch-size", "64"]
+    assert "--grid auto` on local ranks times" not in CliRunner().invoke(app, batch).stdout
 
 
 @pytest.mark.integration
