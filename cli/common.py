@@ -12,7 +12,7 @@ import typer
 from rich.text import Text
 
 from gtool.collector import hold
-from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, Terminated
+from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, signum_of
 from gtool.interrupts import SIGNALS, end_now
 from gtool.terminal import labelled, plain_console
 
@@ -43,12 +43,10 @@ def reports_errors(command: F) -> F:
             console.print(labelled("notice:", "bold", f"{exc}; exit status 0"), soft_wrap=True)
             ignore_signals_at_exit()  # a second Ctrl-C while the interpreter exits cannot undo the 0
             raise typer.Exit(0) from None
-        except Terminated as ended:
-            console.print(Text(ENDED_BY[ended.signum], style="bold red"))
-            raise typer.Exit(128 + ended.signum) from None
-        except KeyboardInterrupt:
-            console.print(Text(ENDED_BY[signal.SIGINT], style="bold red"))
-            raise typer.Exit(128 + signal.SIGINT) from None
+        except KeyboardInterrupt as ended:  # Terminated too
+            signum = signum_of(ended)
+            console.print(Text(ENDED_BY[signum], style="bold red"))
+            raise typer.Exit(128 + signum) from None
         except EOFError as exc:  # typer would print only "Aborted." (it takes it for a prompt's end of input)
             raise RuntimeError(f"unexpected end of data: {exc}") from exc
 

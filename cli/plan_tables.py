@@ -72,6 +72,7 @@ def memory_table(best: GridEstimate) -> Table:
 def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) -> list[Table]:
     """The ranked grids, the pick and its memory, for a terminal `width` columns wide."""
     from gtool.plan import TRIAL_SPREAD, trial_grids
+
     r = plan.request
     widths = " -> ".join(map(str, plan.widths))
     title = (

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 from contextlib import nullcontext
 from typing import Any
 
 import typer
 
 from gtool.architecture import ModelConfig
-from gtool.errors import ENDED_BY, GtoolError, Terminated
+from gtool.errors import ENDED_BY, GtoolError, signum_of
 from gtool.geometry.epochs import batch_problem
 from gtool.geometry.grid import parse_dims
 from gtool.terminal import labelled
@@ -71,7 +70,7 @@ def train(
             print_error(str(error))
             raise typer.Exit(2) from None
         except KeyboardInterrupt as interrupt:
-            signum = interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT
+            signum = signum_of(interrupt)
             ended = labelled(
                 f"{ENDED_BY[signum]}:", "bold red", "the latest complete checkpoint (if any) can be resumed"
             )

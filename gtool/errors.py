@@ -62,6 +62,11 @@ ENDED_BY: dict[int, str] = {
 signal)."""
 
 
+def signum_of(interrupt: KeyboardInterrupt) -> int:
+    """The signal that ended a run: a Terminated's own, else SIGINT (Ctrl-C)."""
+    return interrupt.signum if isinstance(interrupt, Terminated) else signal.SIGINT
+
+
 class InterruptedWhenDone(KeyboardInterrupt):
     """SIGTERM, SIGINT or SIGHUP came once the work asked for was complete (a store published): the run
     stopped early, but what it made is whole; the message says so (the command line exits 0)."""

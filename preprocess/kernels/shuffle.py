@@ -27,10 +27,10 @@ def bucket_entries(
     """Tile-local keys of the entries (rows[k], cols[k]) (and (cols[k], rows[k]) with `mirror`), in
     partition order, and the entry count of every partition (int32). Entries with rows[k] == cols[k] are
     dropped unless `keep_loops`."""
+    row_inverse, col_inverse = np.asarray(row_inverse), np.asarray(col_inverse)
     if compiled_pays(rows.shape[0] * (1 + mirror)):
         from gtool.preprocess.kernels.compiled import shuffle
 
-        row_inverse, col_inverse = np.asarray(row_inverse), np.asarray(col_inverse)
         s, tiles, slabs, slab_rows, count = plan.tile_size, plan.tiles, plan.slabs, plan.slab_rows, plan.count
         return shuffle.bucket(
             rows, cols, mirror, keep_loops, row_inverse, col_inverse, s, tiles, slabs, slab_rows, count
@@ -38,11 +38,10 @@ def bucket_entries(
     if not keep_loops:
         kept = rows != cols
         rows, cols = rows[kept], cols[kept]
-    r = np.asarray(row_inverse)[rows].astype(np.int64)
-    c = np.asarray(col_inverse)[cols].astype(np.int64)
+    r, c = row_inverse[rows].astype(np.int64), col_inverse[cols].astype(np.int64)
     if mirror:
-        r = np.stack([r, np.asarray(row_inverse)[cols]], axis=1).ravel()
-        c = np.stack([c, np.asarray(col_inverse)[rows]], axis=1).ravel()
+        r = np.stack([r, row_inverse[cols]], axis=1).ravel()
+        c = np.stack([c, col_inverse[rows]], axis=1).ravel()
     s = plan.tile_size
     tile_row, local_row = np.divmod(r, s)
     parts = (tile_row * plan.tiles + c // s) * plan.slabs + local_row // plan.slab_rows

@@ -192,13 +192,10 @@ class ParallelGCN:
     def mask_elements(self) -> int:
         """Elements of the dropout masks one full-graph training epoch computes on this rank: the feature
         block's (when the rate is not 0) and every block output's."""
-        outputs = [self.layers[index] for index in self.geometry.blocks]
-        bands = [(g.rows, g.out_cols(self.dims[g.layer + 1])) for g in outputs]
+        places = [self.output_placement(index, None) for index in self.geometry.blocks]
         if self.config.model.dropout_rate > 0:
-            rows, cols = self.feature_place.rows, self.feature_place.cols
-            assert rows is not None  # the features' place has rows
-            bands.append((rows, cols))
-        return sum(rows.size * cols.size for rows, cols in bands)
+            places.append(self.feature_placement(None))
+        return sum(place[1] * place[3] for place in places if isinstance(place, tuple))  # no batch: tuples
 
     def forward(self, epoch: int, training: bool, batch: StepBatch | None = None) -> torch.Tensor:
         """Logits block [rows, class band] (dropout only when `training`); with `batch`, of the mini-batch:

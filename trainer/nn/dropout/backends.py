@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
 import torch
+
+from gtool.collector import paused
 
 CPU_KERNELS = "gtool.trainer.nn.dropout.kernels"
 FUSED_DTYPES = (torch.float32, torch.float64)
@@ -53,13 +56,22 @@ def cpu_kernels(enabled: bool) -> Iterator[None]:
         _kernels_on_cpu = before
 
 
+def cpu_module_loaded(name: str) -> ModuleType:
+    """The CPU kernels' module `name`, imported the first time with collection paused: it starts numba,
+    whose many objects a settled rank would otherwise walk (gtool.collector.paused)."""
+    if (module := sys.modules.get(name)) is not None:
+        return module
+    with paused():
+        return importlib.import_module(name)
+
+
 def device_passes(tensor: torch.Tensor, cpu_module: str, triton_module: str) -> ModuleType | None:
     """The module `cpu_module` for a float32/float64 CPU tensor, the module `triton_module` for a CUDA one
     when it imports, else None."""
     if tensor.dtype not in FUSED_DTYPES:
         return None
     if tensor.device.type == "cpu":
-        return importlib.import_module(cpu_module)
+        return cpu_module_loaded(cpu_module)
     if tensor.device.type == "cuda":
         return optional_module(triton_module)
     return None
