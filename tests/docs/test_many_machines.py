@@ -1,5 +1,5 @@
-"""docs/many-machines.md's simulation on one machine runs as written: a `dask scheduler` and two `dask
-worker`s started from folders of their own, `gtool shard --scheduler` on them, and `gtool verify`."""
+"""docs/howto/many-machines.md's simulation on one machine runs as written: a `dask scheduler` and two
+`dask worker`s started from folders of their own, `gtool shard --scheduler` on them, and `gtool verify`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.support.paths import REPO
 
 pytestmark = pytest.mark.integration  # runs a scheduler, workers and the command line
 
-PAGE = REPO / "docs" / "many-machines.md"
+PAGE = REPO / "docs" / "howto" / "many-machines.md"
 
 
 def simulation() -> str:

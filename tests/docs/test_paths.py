@@ -30,7 +30,7 @@ CLIMBING = re.compile(r"(?:^|(?<=[\s`'\"(\[=<]))((?:\.\./)+[^\s`'\")\]>,;]*)", r
 
 
 def pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def modules() -> list[Path]:

@@ -1,5 +1,5 @@
-"""docs/python.md's user-defined stack (`stack.py`) trains like its serial twin: per-epoch losses equal
-(float64, dropout 0) on grids 2x2x2 and 3x2x1 (one spawned world of 8 ranks; N = 2000, which 3 bands do
+"""docs/howto/own-model.md's user-defined stack (`stack.py`) trains like its serial twin: per-epoch losses
+equal (float64, dropout 0) on grids 2x2x2 and 3x2x1 (one spawned world of 8 ranks; N = 2000, which 3 bands do
 not divide); with dropout 0.5 every grid equals 1x1x1; and the script runs as written (1x1x1 in this
 process), twice in a row."""
 
@@ -23,13 +23,14 @@ from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.local import launch_local
 from gtool.trainer.models.blocks import CrossEntropy, GCNConv, Linear, Skip
 from gtool.trainer.models.grid import Grid
-from tests.docs.test_python_examples import PAGE
+from tests.support.paths import REPO
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import CPU, joined_world, single_rank_comm
 
 GRIDS = [(2, 2, 2), (3, 2, 1)]
 DROPPED = [(1, 1, 1), *GRIDS]
 RELATIVE = 1e-5
+PAGE = REPO / "docs" / "howto" / "own-model.md"
 
 
 def write_script(folder: Path) -> Path:
