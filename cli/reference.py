@@ -55,7 +55,7 @@ def command_section(command: Any, ctx: Any) -> list[str]:
 
 def pages() -> dict[str, str]:
     """Every page of the reference by file name: README.md (the commands), then one per command."""
-    group = typer.main.get_command(app)
+    group: Any = typer.main.get_command(app)  # a Group: its commands
     root = group.make_context("gtool", [], resilient_parsing=True)
     index = ["# Command-line reference", "", GENERATED, "", inspect.cleandoc(group.help or ""), ""]
     index += ["| command | what it does |", "| --- | --- |"]
