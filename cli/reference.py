@@ -43,7 +43,7 @@ def parameter_rows(command: Any, ctx: Any) -> tuple[list[str], list[str]]:
 
 def command_section(command: Any, ctx: Any) -> list[str]:
     """A command's usage, help text and parameter tables."""
-    lines = [f"    {ctx.command_path} {' '.join(command.collect_usage_pieces(ctx))}", ""]
+    lines = ["```text", f"{ctx.command_path} {' '.join(command.collect_usage_pieces(ctx))}", "```", ""]
     lines += [inspect.cleandoc(command.help or ""), ""]
     arguments, options = parameter_rows(command, ctx)
     if arguments:
