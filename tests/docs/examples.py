@@ -16,12 +16,13 @@ outside a fence (an indented `gtool ...` line) is an example no test would run: 
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.paths import REPO
 
-FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.S | re.M)
+FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M)
 INFO = re.compile(r"^(?P<lang>bash|python|text)(?: title=(?P<title>\S+)| not-run: (?P<reason>\S.*))?$")
 COMMAND = re.compile(r"^ {4,}(?:\$ )?(?:gtool|python|torchrun|srun|pip|dask|bench/\S+)\s.*$", re.M)
 """An indented line that starts with a command: an example outside a fence."""
@@ -62,7 +63,8 @@ def blocks(page: Path) -> list[Block]:
         if info is None:
             form = match.group("info")
             raise ValueError(f"{name(page)}:{line}: ```{form} is not a form tests/docs/examples.py knows")
-        found.append(Block(info["lang"], match.group("body"), line, info["title"], info["reason"]))
+        body = textwrap.dedent(match.group("body"))  # a block inside a list item is indented
+        found.append(Block(info["lang"], body, line, info["title"], info["reason"]))
     return found
 
 

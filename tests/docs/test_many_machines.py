@@ -22,7 +22,7 @@ PAGE = REPO / "docs" / "howto" / "many-machines.md"
 def simulation() -> str:
     """The ```bash block of the page's "Try it on one machine" section."""
     section = PAGE.read_text().split("### Try it on one machine", 1)[1]
-    return re.findall(r"^```bash\n(.*?)^```$", section, flags=re.S | re.M)[0]
+    return re.findall(r"^```bash[^\n]*\n(.*?)^```$", section, flags=re.S | re.M)[0]
 
 
 @pytest.mark.skipif(
