@@ -1,12 +1,10 @@
 """numba's kernels of every room: cached outside the source tree, compiled once per machine.
 
-numba keeps a compiled kernel beside its source (__pycache__), under the checkout's path: a fresh install,
-another checkout or a read-only tree compiles again, in every process that calls it (8 ranks on 2 cores
-took 17 s). A kernel made by `kernel` is cached in CACHE/numba/VERSION/ROOM (`kernel_cache_folder`),
-shared by every process and checkout of this gtool version on the machine; numba keys each entry by the
-source's contents (`SharedLocator`), Python's and numba's versions and the CPU. Where no entry fits, one
-process of the machine compiles while the others wait for it (a lock in the temporary folder), and says so
-in one line on stderr; the others then load what it wrote.
+numba keeps a compiled kernel beside its source (__pycache__), under the checkout's path: a fresh install
+compiled it again in every process that called it (8 ranks on 2 cores took 17 s). A `kernel` is cached in
+kernel_cache_folder()/VERSION/ROOM, shared by every process and checkout of this version (numba keys each
+entry by the source's contents, Python's and numba's versions and the CPU). Where none fits, one process
+of the machine compiles while the others wait for it (a lock), saying so in one line on stderr.
 """
 
 from __future__ import annotations
