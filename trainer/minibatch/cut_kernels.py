@@ -4,10 +4,11 @@ module of their own, imported when a CPU cut first runs: a process that never cu
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gtool.compiled import kernel
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def transposed(rows, cols, values, count):
     """(pointers, rows, values) of the COO entries (rows, cols, values) in column order, stable."""
     pointers = np.zeros(count + 1, dtype=np.int64)
@@ -26,7 +27,7 @@ def transposed(rows, cols, values, count):
     return pointers, out_rows, out_values
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def cut_entries(
     indptr, indices, values, row_positions, row_places, column_positions, column_places, slots, rescaling
 ):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from gtool.compiled import kernel
 from gtool.store.values import SPLITMIX_GOLDEN, SPLITMIX_MIX1, SPLITMIX_MIX2
 
 GOLDEN, MIX1, MIX2 = np.uint64(SPLITMIX_GOLDEN), np.uint64(SPLITMIX_MIX1), np.uint64(SPLITMIX_MIX2)
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def uniform(rows, f, offset, normalize):
     values = np.empty((rows.shape[0], f), dtype=np.float32)
     scale = np.float32(1.0 / (1 << 24))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gtool.compiled import kernel
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def set_bits(draws, first_bit, a, ab, abc, src, dst):
     for e in range(src.shape[0]):
         s, d = src[e], dst[e]

@@ -10,10 +10,11 @@ partitions, a second scatters the keys into partition order (a counting sort: st
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gtool.compiled import kernel
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def bucket(rows, cols, mirror, keep_loops, row_inverse, col_inverse, s, tiles, slabs, slab_rows, count):
     n = rows.shape[0]
     size = 2 * n if mirror else n
@@ -47,7 +48,7 @@ def bucket(rows, cols, mirror, keep_loops, row_inverse, col_inverse, s, tiles, s
     return out, counts.astype(np.int32)
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def gather(source, starts, stops, out):
     filled = 0
     for k in range(starts.shape[0]):
@@ -57,7 +58,7 @@ def gather(source, starts, stops, out):
     return filled
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def unique(keys, s, row_start, num_rows, slab_rows, slabs):
     row_counts = np.zeros(num_rows, dtype=np.int32)
     slab_counts = np.zeros(slabs, dtype=np.int64)

@@ -4,10 +4,11 @@ transposes (a counting sort by column, which keeps rows sorted within each colum
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gtool.compiled import kernel
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def split(keys, s):
     rows = np.empty(keys.shape[0], dtype=np.int32)
     cols = np.empty(keys.shape[0], dtype=np.int32)
@@ -17,7 +18,7 @@ def split(keys, s):
     return rows, cols
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def count_columns(keys, s, lo, hi, counts):
     for k in range(keys.shape[0]):
         c = keys[k] % s
@@ -25,7 +26,7 @@ def count_columns(keys, s, lo, hi, counts):
             counts[c - lo + 1] += 1
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def scatter_columns(keys, s, lo, hi, slots, rows_of_columns):
     for k in range(keys.shape[0]):
         c = keys[k] % s
@@ -34,7 +35,7 @@ def scatter_columns(keys, s, lo, hi, slots, rows_of_columns):
             slots[c - lo] += 1
 
 
-@njit(nogil=True, cache=True)
+@kernel(nogil=True)
 def weigh(rows, cols, row_scale, col_scale, row_base, col_base):
     vals = np.empty(rows.shape[0], dtype=np.float32)
     for k in range(rows.shape[0]):

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from gtool.compiled import parallel_kernel
 from gtool.trainer.nn.dropout.masks import MASK32, MIX_MULTIPLIERS, Block, MaskSpec, RowsBlock, check_block
 
 _LOW = np.uint64(MASK32)
@@ -43,7 +44,7 @@ def kept(hashed, column, width, column_key, threshold):
     return threshold == 0 or _mix32(hashed ^ _mix32(np.uint64(column) ^ column_key)) >= threshold
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _scale(source, out, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
@@ -53,7 +54,7 @@ def _scale(source, out, row_ids, col0, width, row_key, column_key, threshold, ke
             out[i, j] = source[i, j] * keep_value if keep else 0.0
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _relu_scale(source, out, flag, row_ids, col0, width, row_key, column_key, threshold, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
@@ -65,7 +66,7 @@ def _relu_scale(source, out, flag, row_ids, col0, width, row_key, column_key, th
             flag[i, j] = keep
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _scale_flagged(source, flag, out, keep_value):
     rows, cols = source.shape
     for i in prange(rows):
@@ -73,9 +74,18 @@ def _scale_flagged(source, flag, out, keep_value):
             out[i, j] = source[i, j] * keep_value if flag[i, j] else 0.0
 
 
-def share_threads() -> None:
-    """Run numba's passes on as many threads as torch uses (one rank of several must not take all)."""
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+def share_threads() -> int:
+    """The threads of the passes: as many as torch uses (one rank of several must not take all), at most
+    NUMBA_NUM_THREADS. One thread runs the serial compiles (gtool.compiled.ParallelKernel), which start no
+    thread pool; more are set on numba's pool, whose launch (with the OpenMP layer) sets OpenMP's thread
+    count, torch's too, to NUMBA_NUM_THREADS: torch's count is set back."""
+    threads = torch.get_num_threads()
+    shared = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
+    if shared > 1:
+        numba.set_num_threads(shared)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+    return shared
 
 
 def mask_arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
@@ -93,11 +103,11 @@ def mask_arguments(spec: MaskSpec, block: Block | RowsBlock) -> tuple:
 
 def scale(source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock) -> torch.Tensor:
     """source * (keep_value where kept, else 0) for a CPU block."""
-    share_threads()
+    threads = share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
     keep_value = source.new_tensor(spec.keep_value).numpy()[()]
-    _scale(source.numpy(), out.numpy(), *mask_arguments(spec, block), keep_value)
+    _scale.on(threads)(source.numpy(), out.numpy(), *mask_arguments(spec, block), keep_value)
     return out
 
 
@@ -105,19 +115,23 @@ def relu_scale(
     source: torch.Tensor, spec: MaskSpec, block: Block | RowsBlock
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """relu(source) dropped and scaled, and the flag of the elements that passed (positive and kept)."""
-    share_threads()
+    threads = share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
     flag = torch.empty(source.shape, dtype=torch.bool)
     keep_value = source.new_tensor(spec.keep_value).numpy()[()]
-    _relu_scale(source.numpy(), out.numpy(), flag.numpy(), *mask_arguments(spec, block), keep_value)
+    _relu_scale.on(threads)(
+        source.numpy(), out.numpy(), flag.numpy(), *mask_arguments(spec, block), keep_value
+    )
     return out, flag
 
 
 def scale_flagged(source: torch.Tensor, flag: torch.Tensor, keep_value: float) -> torch.Tensor:
     """source * keep_value where `flag`, else 0."""
-    share_threads()
+    threads = share_threads()
     source = source.contiguous()
     out = torch.empty_like(source)
-    _scale_flagged(source.numpy(), flag.numpy(), out.numpy(), source.new_tensor(keep_value).numpy()[()])
+    _scale_flagged.on(threads)(
+        source.numpy(), flag.numpy(), out.numpy(), source.new_tensor(keep_value).numpy()[()]
+    )
     return out

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import prange
 
+from gtool.compiled import parallel_kernel
 from gtool.trainer.nn.dropout.kernels import kept, mask_arguments, row_hash, share_threads
 from gtool.trainer.nn.dropout.masks import Block, MaskSpec, RowsBlock
 
@@ -20,7 +21,7 @@ CHUNK_ROWS = 1024
 """Rows of one partial of backward's column sums."""
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _row_squares(z, out):
     rows, cols = z.shape
     for i in prange(rows):
@@ -31,7 +32,7 @@ def _row_squares(z, out):
         out[i] = total
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _forward(
     z, inverse_rms, gamma, residual, out, row_ids, col0, width, row_key, column_key, threshold, keep
 ):
@@ -46,7 +47,7 @@ def _forward(
             out[i, j] = dropped if residual is None else residual[i, j] + dropped
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _backward_sums(
     z,
     inverse_rms,
@@ -79,7 +80,7 @@ def _backward_sums(
             row_dots[i] = total
 
 
-@njit(parallel=True, cache=True)
+@parallel_kernel()
 def _backward_input(
     z, inverse_rms, gamma, grad, row_means, out, row_ids, col0, width, row_key, column_key, threshold, keep
 ):
@@ -102,9 +103,9 @@ def _keep(spec: MaskSpec, dtype: torch.dtype) -> np.floating:
 
 def row_squares(z: torch.Tensor) -> torch.Tensor:
     """Each row's sum of squares over the block's columns."""
-    share_threads()
+    threads = share_threads()
     out = torch.empty(z.shape[0], dtype=z.dtype)
-    _row_squares(z.numpy(), out.numpy())
+    _row_squares.on(threads)(z.numpy(), out.numpy())
     return out
 
 
@@ -117,11 +118,11 @@ def forward(
     placement: Block | RowsBlock,
 ) -> torch.Tensor:
     """residual + dropout(relu(z * inverse_rms * gamma)), in one pass."""
-    share_threads()
+    threads = share_threads()
     out = torch.empty_like(z)
     extra = None if residual is None else residual.numpy()
     arguments = (*mask_arguments(spec, placement), _keep(spec, z.dtype))
-    _forward(z.numpy(), inverse_rms.numpy(), gamma.numpy(), extra, out.numpy(), *arguments)
+    _forward.on(threads)(z.numpy(), inverse_rms.numpy(), gamma.numpy(), extra, out.numpy(), *arguments)
     return out
 
 
@@ -136,12 +137,12 @@ def backward_sums(
     """(t, the scale's gradient) with g the gradient through dropout and ReLU and n = z * inverse_rms:
     t = sum over the block's columns of g * gamma * n per row, and the scale's gradient the sum over the
     block's rows of g * n per column."""
-    share_threads()
+    threads = share_threads()
     rows, cols = z.shape
     row_dots = torch.empty(rows, dtype=z.dtype)
     partials = torch.zeros(-(-rows // CHUNK_ROWS), cols, dtype=torch.float64)
     arguments = (*mask_arguments(spec, placement), _keep(spec, z.dtype))
-    _backward_sums(
+    _backward_sums.on(threads)(
         z.numpy(),
         inverse_rms.numpy(),
         gamma.numpy(),
@@ -163,10 +164,10 @@ def backward_input(
     placement: Block | RowsBlock,
 ) -> torch.Tensor:
     """dz = inverse_rms * (g * gamma - n * row_means), in one pass (row_means: t / width, t over the row)."""
-    share_threads()
+    threads = share_threads()
     out = torch.empty_like(z)
     arguments = (*mask_arguments(spec, placement), _keep(spec, z.dtype))
-    _backward_input(
+    _backward_input.on(threads)(
         z.numpy(),
         inverse_rms.numpy(),
         gamma.numpy(),
