@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from gtool.errors import GtoolError
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import (
     AGGREGATE_FIRST,
@@ -31,6 +34,39 @@ DEFAULT_DROPOUT = {"full-graph": 0.5, "mini-batch": 0.1}
 """Measured on sbm:20000:4 (docs/train.md, "Models"): a mini-batch step's sampled subgraph already drops
 about 90% of each node's neighbours, and 0.5 more on top trains 5 points below full-graph in 20 epochs."""
 NORMS = ("rms", "none")
+
+
+def parse_model(text: str, flag: str = "--model") -> str:
+    """gcn, scalegnn, or FILE.py:NAME (a user's model; its file made absolute, as ranks run elsewhere)."""
+    if text in MODELS:
+        return text
+    path, colon, name = text.rpartition(":")
+    if not colon or not path.endswith(".py") or not name.isidentifier():
+        raise ValueError(f"{flag} must be one of {', '.join(MODELS)} or FILE.py:NAME, got {text!r}")
+    return f"{Path(path).expanduser().absolute()}:{name}"
+
+
+def refuse_missing_model(spec: str) -> None:
+    """A GtoolError when a user's model FILE.py:NAME names no file, or a file that defines no top-level
+    NAME (read, not imported: checked before any rank starts, without torch)."""
+    path, _, name = spec.rpartition(":")
+    source = Path(path)
+    if not source.is_file():
+        raise GtoolError(f"--model {spec}: no file {source}")
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+    except (SyntaxError, UnicodeDecodeError, OSError) as exc:
+        raise GtoolError(f"--model {spec}: {source} cannot be read as Python ({exc})") from None
+    defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    assigned = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    if name not in defined | assigned:
+        raise GtoolError(f"--model {spec}: {source} defines no {name}")
 
 
 @dataclass(frozen=True)
@@ -61,8 +97,10 @@ class ModelConfig(Options):
     model: str = option(
         "gcn",
         "gcn: GCN layers with ReLU and dropout between them; scalegnn: an input projection, GCN layers each "
-        "followed by RMSNorm, ReLU, dropout and a residual add, and an output head (all with bias).",
-        choices=MODELS,
+        "followed by RMSNorm, ReLU, dropout and a residual add, and an output head (all with bias); "
+        "FILE.py:NAME: the model function NAME of FILE.py builds from gtool's blocks (examples/stack.py).",
+        parse=parse_model,
+        metavar="MODEL",
     )
     layers: int = option(3, "GCN layers (in either model).", minimum=1, short="-l")
     hidden: int = option(128, "Width of the hidden layers.", minimum=1)
@@ -129,9 +167,14 @@ class ModelConfig(Options):
         return DEFAULT_DROPOUT["full-graph"] if self.dropout is None else self.dropout
 
     @property
+    def builtin(self) -> bool:
+        """Whether the model is one of gtool's (else a user's FILE.py:NAME)."""
+        return self.model in MODELS
+
+    @property
     def components(self) -> Components:
-        """The model's components, as its switches leave them."""
-        defaults = MODEL_COMPONENTS[self.model]
+        """The model's components, as its switches leave them (a user's model is priced as a GCN)."""
+        defaults = MODEL_COMPONENTS.get(self.model, MODEL_COMPONENTS["gcn"])
         given = {
             "input_projection": self.input_projection,
             "norm": None if self.norm is None else self.norm == "rms",

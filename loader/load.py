@@ -88,6 +88,7 @@ def load_rank(
         labels=labels,
         split=split,
         label_rows=geometry.label_rows,
+        label_order=order,
         read=stats,
     )
 

@@ -63,7 +63,7 @@ class RankData:
       layer_keys[l] names layer l's.
     - features: X'[row band, feature band] (zero-padded), X' = features in pc order, for layer 0's input
       block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F).
-    - labels / split: the last layer's row band in the last layer's order (padded with -1).
+    - labels / split: the last layer's row band in the last layer's order, `label_order` (padded with -1).
     """
 
     grid: ProcessGrid
@@ -79,6 +79,8 @@ class RankData:
     split: torch.Tensor
     label_rows: Band
     start: Roles = (0, 1, 2)
+    label_order: str = "r"
+    """The node order of the label rows (the last layer's output order)."""
     read: ReadStats = field(default_factory=ReadStats)
 
     @property

@@ -23,15 +23,26 @@ if TYPE_CHECKING:
     from gtool.trainer.config import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
     from gtool.trainer.fit.launching import started_ranks
     from gtool.trainer.fit.train import train
-    from gtool.trainer.fit.trainer import Trainer, load_model_rank
+    from gtool.trainer.fit.trainer import Trainer, model_grid
     from gtool.trainer.launch.environment import RankEnv, environment_rank
     from gtool.trainer.launch.failures import RankFailed
     from gtool.trainer.launch.hugepages import enable_huge_pages
     from gtool.trainer.launch.local import launch_local, refuse_beyond_memory, run_local
     from gtool.trainer.launch.numba_start import start_numba
     from gtool.trainer.launch.world import join_world, rank_device
-    from gtool.trainer.models.blocks import Bias, CrossEntropy, GCNConv, Linear, NormReluDropout, Skip
-    from gtool.trainer.models.grid import Grid, Layout
+    from gtool.trainer.models.blocks import (
+        Bias,
+        CrossEntropy,
+        Dropout,
+        GCNConv,
+        Linear,
+        NormReluDropout,
+        Skip,
+    )
+    from gtool.trainer.models.features import Features
+    from gtool.trainer.models.grid import Grid, Layout, Step
+    from gtool.trainer.models.network import Network, build_network
+    from gtool.trainer.models.stack import Stack, gcn, scalegnn
     from gtool.trainer.nn.dropout import MaskSpec, cuda_notice, relu_dropout
     from gtool.trainer.predict.job import checkpoint_model, prediction_job
     from gtool.trainer.predict.job import predict as run_prediction

@@ -33,7 +33,7 @@ from gtool.trainer import (
     Trainer,
     grid_comm,
     join_world,
-    load_model_rank,
+    model_grid,
     rank_device,
     run_local,
     start_numba,
@@ -63,9 +63,7 @@ def timed_epochs_rank(env: RankEnv, cases: list[tuple[str, TrainConfig]], warmup
         grid = config.process_grid
         comm = grid_comm(grid, config.runtime.timeout, PhaseTimer(device), device, made)
         comm.cast_all_reduces(config.cast_dtype)
-        data = load_model_rank(config, grid, env.rank, device)
-        trainer = Trainer(data, comm, config, device)
-        del data
+        trainer = Trainer(model_grid(config, comm, device), config)
         records = [trainer.train_epoch(epoch) for epoch in range(1, config.runtime.epochs + 1)]
         results[name] = [[getattr(r, phase) for phase in PHASES] for r in records[warmup:]]
         del trainer

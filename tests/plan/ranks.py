@@ -14,7 +14,7 @@ import torch
 from gtool.store.reader import Store, TileData
 from gtool.trainer.comm.groups import GridComm, GroupCache
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.launch.environment import RankEnv
 from tests.support.tensorbytes import LiveTensorBytes
 from tests.trainer.cases import grid_comm, joined_world
@@ -23,9 +23,7 @@ CPU = torch.device("cpu")
 
 
 def _measure(config: TrainConfig, comm: GridComm, track_memory: bool) -> dict:
-    data = load_model_rank(config, comm.grid, comm.rank)
-    trainer = Trainer(data, comm, config, CPU)
-    del data
+    trainer = Trainer(model_grid(config, comm), config)
     memory = LiveTensorBytes() if track_memory else contextlib.nullcontext()
     with memory:
         record = trainer.train_epoch(1)

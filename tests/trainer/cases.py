@@ -20,16 +20,16 @@ import torch.distributed as dist
 
 from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid
-from gtool.geometry.layers import order_of_layer_output
+from gtool.geometry.layers import order_of_layer_output, padded_slice
 from gtool.trainer.comm.groups import AxisGroup, GridComm, GroupCache, build_grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.world import join_world
-from gtool.trainer.models.gcn import ParallelGCN, padded_slice
-from gtool.trainer.models.places import block_of as place_block
+from gtool.trainer.models.network import FEATURES, Network, placed_parameters
 from gtool.trainer.models.serial import SerialGCN
+from gtool.trainer.nn.sharded import block_of as place_block
 from tests.trainer.references import Reference, stored_order_reference, unpermuted_reference
 
 CPU = torch.device("cpu")
@@ -48,9 +48,16 @@ class Case:
 
 def single_rank_comm() -> GridComm:
     """The communicator of a 1x1x1 grid: every group is this rank alone, so nothing needs a process group."""
+    return offline_comm(ProcessGrid(1, 1, 1), 0)
+
+
+def offline_comm(grid: ProcessGrid, rank: int) -> GridComm:
+    """Rank `rank`'s place in `grid` without process groups: for what a rank builds or cuts alone."""
     timer = PhaseTimer(CPU)
-    alone = AxisGroup(1, 0, None, timer, CPU)
-    return GridComm(ProcessGrid(1, 1, 1), 0, (alone, alone, alone), alone, timer)
+    coords = grid.coords(rank)
+    axes = tuple(AxisGroup(grid.dims[axis], coords[axis], None, timer, CPU) for axis in range(3))
+    everyone = AxisGroup(grid.size, rank, None, timer, CPU)
+    return GridComm(grid, rank, axes, everyone, timer)  # type: ignore[arg-type]
 
 
 def block_of(full: torch.Tensor, rows: Band, cols: Band) -> torch.Tensor:
@@ -73,14 +80,19 @@ def _reference(case: Case) -> Reference:
     return build(config.store, config.model.layers, config.torch_dtype)
 
 
-def gradient_error(model: ParallelGCN, serial: SerialGCN) -> float:
+def gradient_error(model: Network, serial: SerialGCN) -> float:
     """Largest error of this rank's parameter-gradient blocks against the serial gradients (every
-    parameter, by name)."""
+    parameter, by name: the serial twins carry the parallel blocks' names; learned features, whose rows
+    are in the store's order, show in the losses and logits)."""
     worst = 0.0
-    for name, place in model.places.items():
-        block, full = model.blocks[name], serial.parameters[name].grad
+    placed = placed_parameters(model)
+    assert set(placed) == set(serial.parameters), (sorted(placed), sorted(serial.parameters))
+    for name, block in placed.items():
+        if name == FEATURES:
+            continue
+        full = serial.parameters[name].grad
         assert full is not None, f"the serial model's {name} has no gradient"
-        want = place_block(full, place)
+        want = place_block(full, block.place)
         worst = max(worst, scaled_error(block.assemble(block.shard.grad), want, full))
     return worst
 
@@ -89,11 +101,11 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
     """Error of this rank's logits block against the serial logits of the same nodes, and the largest
     magnitude in its padding rows (which must stay zero)."""
     logits = trainer.logits()
-    geometry = trainer.model.geometry
-    band = geometry.output_rows
+    grid, layout = trainer.grid, trainer.model.output
+    band = grid.node_band(layout.roles[1])
     full = serial.forward(0, training=False).detach()[torch.from_numpy(rows)]
     got = logits[: band.real]
-    want = block_of(full, band, geometry.output_cols())[: band.real]
+    want = block_of(full, band, grid.feature_band(layout.roles[2], layout.width))[: band.real]
     padding = float(logits[band.real :].abs().max()) if band.real < band.size else 0.0
     return scaled_error(got, want, full), padding
 
@@ -101,20 +113,20 @@ def _logits_error(trainer: Trainer, serial: SerialGCN, rows: np.ndarray) -> tupl
 def _replicas(trainer: Trainer, comm: GridComm, loss: float) -> dict[str, torch.Tensor]:
     """Blocks keyed so that ranks holding a replica of the same block use the same key."""
     coords, model = comm.coords, trainer.model
-    row_axis, col_axis = model.geometry.output_axes
+    _, row_axis, col_axis = model.output.roles
     logits = f"logits/{coords[row_axis]}/{coords[col_axis]}"
     replicas = {logits: trainer.logits(), "loss": torch.tensor(loss)}
-    for name, place in model.places.items():
+    for name, block in placed_parameters(model).items():
+        place = block.place
         rows = None if place.rows is None else place.rows.index
-        replicas[f"{name}/{rows}/{place.cols.index}"] = model.blocks[name].full().detach()
+        replicas[f"{name}/{rows}/{place.cols.index}"] = block.full().detach()
     return replicas
 
 
 def run_case(case: Case, comm: GridComm, out: Path) -> None:
     """Train `case` on this rank next to the serial model and save the errors and replicas."""
     config = case.config
-    data = load_model_rank(config, comm.grid, comm.rank)
-    trainer = Trainer(data, comm, config, CPU)
+    trainer = Trainer(model_grid(config, comm), config)
     reference = _reference(case)
     serial = SerialGCN(reference.graph, config)
     errors = {"loss": 0.0, "grad": 0.0}

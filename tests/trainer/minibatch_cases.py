@@ -14,7 +14,7 @@ from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.loop import checkpoint_shape
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.minibatch.schedule import Schedule
 from gtool.trainer.models.serial import SerialGCN, SerialSample, torch_csr
 from tests.support.reference import rescaled_subgraph
@@ -35,7 +35,7 @@ class MiniBatchCase:
 
 def _trainer(case: MiniBatchCase, comm: GridComm) -> Trainer:
     config = case.config
-    return Trainer(load_model_rank(config, comm.grid, comm.rank), comm, config, CPU)
+    return Trainer(model_grid(config, comm), config)
 
 
 def _train(trainer: Trainer, epochs: range) -> list:

@@ -11,7 +11,7 @@ from gtool.trainer.comm.groups import GroupCache
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.loop import fit
 from gtool.trainer.fit.report import Reporter
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.predict.forward import predict_on
 from gtool.trainer.predict.job import prediction_job
@@ -35,9 +35,8 @@ def run_trainings(env: RankEnv, trainings: list[Training]) -> None:
             config = training.config
             comm = grid_comm(config, made)
             if comm is not None:
-                data = load_model_rank(config, comm.grid, comm.rank)
                 reporter = Reporter(comm.rank == 0, config.runtime.log, append=False)
-                fit(Trainer(data, comm, config, CPU), reporter, CPU)
+                fit(Trainer(model_grid(config, comm), config), reporter, CPU)
             dist.barrier()  # the checkpoint is complete before any rank reads it
             for output, (grid, embeddings) in training.predictions.items():
                 job = prediction_job(  # the last epoch's model, which the tests' references train to

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gtool.geometry.grid import ProcessGrid
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from tests.support.operators import WAITS_FOR_DEVICE, OperatorLog
 from tests.support.stores import StoreFactory
-from tests.trainer.cases import CPU, single_rank_comm
+from tests.trainer.cases import single_rank_comm
 
 
 def epoch_operators(store: str) -> Counter[str]:
     """The operators of one training step (dropout 0.5, 3 layers, 1x1x1) after a warm-up step."""
     config = TrainConfig.of(store, hidden=8, dropout=0.5, agg_blocks=2)
-    trainer = Trainer(load_model_rank(config, ProcessGrid(1, 1, 1), 0), single_rank_comm(), config, CPU)
+    trainer = Trainer(model_grid(config, single_rank_comm()), config)
     trainer.step(1)
     with OperatorLog() as log:
         trainer.step(2)

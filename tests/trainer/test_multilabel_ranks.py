@@ -12,10 +12,10 @@ import pytest
 
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.launch.local import launch_local
 from tests.support.stores import StoreFactory
-from tests.trainer.cases import CPU, run_world
+from tests.trainer.cases import run_world
 
 WORLD = 4
 BASE = {"layers": 2, "hidden": 8, "dropout": 0.5, "lr": 0.05}
@@ -30,7 +30,7 @@ class RankCase:
 
 def run_case(case: RankCase, comm: GridComm, out: Path) -> None:
     """Two epochs, each evaluated; every figure written as its float's hex (the exact bits)."""
-    trainer = Trainer(load_model_rank(case.config, comm.grid, comm.rank), comm, case.config, CPU)
+    trainer = Trainer(model_grid(case.config, comm), case.config)
     figures = []
     for epoch in (1, 2):
         record = trainer.train_epoch(epoch)

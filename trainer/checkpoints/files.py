@@ -83,7 +83,7 @@ class Checkpoints:
         writes them and every replica reads them back."""
         parts = {LATEST: (epoch, epoch_dir(epoch), {**state, "epoch": epoch})}
         if best is not None and best[0] != self.best_epoch:
-            parts[BEST] = (best[0], best_dir(best[0]), {"model": best[1], "epoch": best[0]})
+            parts[BEST] = (best[0], best_dir(best[0]), {**best[1], "epoch": best[0]})
         for _, name, content in parts.values():
             (self.directory / name).mkdir(parents=True, exist_ok=True)
             if self.comm.replica == 0:

@@ -164,13 +164,22 @@ class AxisGroup:
         and exchanged: the parts received, `receive_splits` of them, concatenated in group order. Counts
         the bytes received, or sent with `count_sent` (either way those of the block on the side whose
         layout is fixed: a residual's output block)."""
+        pending, out = self.all_to_all_async(send, send_splits, receive_splits, count_sent)
+        pending.wait()
+        return out
+
+    def all_to_all_async(
+        self, send: torch.Tensor, send_splits: list[int], receive_splits: list[int], count_sent: bool = False
+    ) -> tuple[Pending, torch.Tensor]:
+        """`all_to_all` started: its pending collective and the buffer the parts arrive in (`send` keeps
+        its values until the wait)."""
         if self.group is None:
-            return send
+            return Pending(None, self.timer), send
         out = send.new_empty(sum(receive_splits))
         self._count("all_to_all", send if count_sent else out)
-        with self.timer.phase("comm"):
-            dist.all_to_all_single(out, send.contiguous(), receive_splits, send_splits, group=self.group)
-        return out
+        send = send.contiguous()
+        work = dist.all_to_all_single(out, send, receive_splits, send_splits, group=self.group, async_op=True)
+        return Pending(work, self.timer), out
 
     def reduce_scatter(self, full: torch.Tensor) -> torch.Tensor:
         """This rank's part of the sum over the group of the 1-D `full` (size * shard elements)."""

@@ -19,10 +19,15 @@ from gtool.trainer.fit.trainer import Trainer
 
 
 def checkpoint_shape(trainer: Trainer) -> dict:
-    """What a checkpoint must agree on with the run resuming it."""
-    model = trainer.model
-    layers = {"transform_first": [layer.transform_first for layer in model.layers], "dims": model.dims}
-    return {**run_shape(trainer.config), **layers, "num_nodes": model.num_nodes}
+    """What a checkpoint must agree on with the run resuming it: gtool's models record their widths and
+    layer orders, a user's its input and output widths."""
+    model, store = trainer.config.model, trainer.grid.store
+    features, classes = store.num_features, store.num_classes
+    dims = model.widths(features, classes) if model.builtin else [features, trainer.model.output.width]
+    layers = {"dims": dims, "num_classes": trainer.model.output.width}
+    if model.builtin:
+        layers["transform_first"] = list(model.orders(features, classes))
+    return {**run_shape(trainer.config), **layers, "num_nodes": trainer.grid.num_nodes}
 
 
 def peak_memory(comm: GridComm, device: torch.device) -> list[dict[str, float]]:
@@ -42,6 +47,11 @@ def resume(
         reporter.message(f"no checkpoint in {checkpoints.directory} yet: starting at epoch 1")
         return History(), 1
     manifest, state = point
+    if "places" not in state:
+        raise GtoolError(
+            f"--resume: {manifest['path']} was written by an earlier gtool, whose optimizer state this one "
+            "cannot continue; gtool predict still reads it, or train afresh without --resume"
+        )
     trainer.load_state(state)
     if manifest["epoch"] >= trainer.config.runtime.epochs:
         reporter.message(
@@ -51,12 +61,6 @@ def resume(
     else:
         reporter.message(f"resuming from {manifest['path']} at epoch {manifest['epoch'] + 1}")
     return History(**manifest["history"]), manifest["epoch"] + 1
-
-
-def model_copy(trainer: Trainer) -> dict[str, torch.Tensor]:
-    """This rank's parameter parts as they are now, copied to the CPU (the best model's, till a
-    checkpoint writes them)."""
-    return {name: part.to("cpu", copy=True) for name, part in trainer.model.state().items()}
 
 
 def written(checkpoints: Checkpoints, epoch: int) -> str:
@@ -95,7 +99,7 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
             record.eval_seconds = time.perf_counter() - start
         history.update(record)
         if checkpoints is not None and history.best_epoch == epoch:
-            best = (epoch, model_copy(trainer))
+            best = (epoch, trainer.model_copy())
         summary.epochs.append(record)
         reporter.epoch(record)
         if not math.isfinite(record.loss):  # the same on every rank: all stop, before checkpointing it

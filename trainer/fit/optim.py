@@ -7,8 +7,6 @@ state is plain tensors, which is all a checkpoint needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from gtool.trainer.config import TrainConfig
@@ -76,16 +74,15 @@ class Adam:
             avg_sq.copy_(state[f"exp_avg_sq.{i}"])
 
 
-def build_optimizer(params: Sequence[torch.Tensor], config: TrainConfig, vectors: int = 0) -> Adam:
-    """Adam or AdamW with `config.optimizer.lr` over `params`, the first layer's weight (or its part) first
-    and the last `vectors` (biases, norm scales) never decayed.
+def build_optimizer(groups: tuple[list, list, list], config: TrainConfig) -> Adam:
+    """Adam or AdamW with `config.optimizer.lr` over the `groups` of `models.network.decay_groups`: the
+    first layer's weight (or its part), the later matrices, and the biases and norm scales (never decayed).
 
     `--weight-decay-first-only` decays that first parameter alone (Kipf & Welling). Learned features
     count as a later layer: decayed only when every layer is.
     """
-    first, *rest = params[: len(params) - vectors]
+    first, later, vectors = groups
     later_decay = 0.0 if config.optimizer.weight_decay_first_only else config.optimizer.weight_decay
-    groups = [([first], config.optimizer.weight_decay), (rest, later_decay)]
-    if vectors:
-        groups.append((list(params[len(params) - vectors :]), 0.0))
-    return Adam(groups, config.optimizer.lr, decoupled=config.optimizer.algorithm == "adamw")
+    decayed = [(first, config.optimizer.weight_decay), (later, later_decay)]
+    never = [(vectors, 0.0)] if vectors else []
+    return Adam(decayed + never, config.optimizer.lr, decoupled=config.optimizer.algorithm == "adamw")

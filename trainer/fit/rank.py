@@ -12,7 +12,7 @@ from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.loop import fit
 from gtool.trainer.fit.report import Reporter, Summary
-from gtool.trainer.fit.trainer import Trainer, load_model_rank
+from gtool.trainer.fit.trainer import Trainer, model_grid
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.joined import join_grid
 from gtool.trainer.launch.start import run_layout
@@ -39,12 +39,14 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     if device.type == "cuda" and (notice := cuda_notice()):
         reporter.message(notice)
     started = time.perf_counter()
-    data = load_model_rank(config, grid, comm.rank, device)
+    seat = model_grid(config, comm, device)
+    trainer = Trainer(seat, config)
     dist.all_reduce(torch.zeros(1, device=device))
-    meta = data.meta
+    meta = seat.store.meta
     placed = "" if grid.placement == DEFAULT_PLACEMENT else f" placed {grid.placement}"
     batches = f", mini-batches of {config.minibatch.batch_size} nodes" if config.minibatch.batch_size else ""
-    first = [str(layer) for layer, transform_first in enumerate(data.orders) if transform_first]
+    layer_orders = config.model.orders(meta.num_features, meta.num_classes) if config.model.builtin else ()
+    first = [str(layer) for layer, transform_first in enumerate(layer_orders) if transform_first]
     orders = f"; A (F W) in layer {', '.join(first)}" if first else ""
     targets = "binary tasks (multi-label)" if meta.labels.multi_label else "classes"
     reporter.message(
@@ -52,7 +54,6 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
         f"grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
         f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
     )
-    trainer = Trainer(data, comm, config, device)
     try:
         summary = fit(trainer, reporter, device)
     finally:

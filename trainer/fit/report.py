@@ -21,7 +21,8 @@ METRIC_NAMES = {ACCURACY: "accuracy", ROCAUC: "ROC-AUC"}
 
 @dataclass
 class EpochRecord:
-    """One training epoch as rank 0 saw it; accuracies only on evaluated epochs."""
+    """One training epoch as rank 0 saw it; accuracies only on evaluated epochs. Its phases (spmm, dense,
+    comm, reshard, other: `comm.timing.PHASES`) add up to `seconds`."""
 
     epoch: int
     loss: float
@@ -41,6 +42,10 @@ class EpochRecord:
     """Mini-batch: seconds the cuts took, mostly in the background beside the steps (on the same cores)."""
     rocauc: dict[str, float] | None = None
     """Multi-label stores: ROC-AUC per split on evaluated epochs (in place of `accuracy`)."""
+    reshard: float = 0.0
+    """Seconds moving residuals to their output's layout (their all-to-alls' waits counted in comm)."""
+    other: float = 0.0
+    """Seconds in no other phase: autograd's own passes, Python, the optimizer's bookkeeping."""
 
     @property
     def scores(self) -> dict[str, float] | None:

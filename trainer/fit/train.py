@@ -7,6 +7,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from pathlib import Path
 
+from gtool.architecture import refuse_missing_model
 from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import absolute_location, check_output_file, make_folder, refuse_inside_store
 from gtool.trainer.checkpoints.folder import claim_folder, latest_manifest, refuse_other_shape, run_shape
@@ -26,6 +27,8 @@ def train(config: TrainConfig, started: LocalLaunch | None = None) -> None:
     """
     config = with_absolute_paths(config)
     refuse_files_in_store(config)
+    if not config.model.builtin:
+        refuse_missing_model(config.model.model)
     env = environment_rank()
     writer = env is None or env.rank == 0
     checkpoint = config.runtime.checkpoint

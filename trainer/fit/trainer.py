@@ -7,8 +7,7 @@ import time
 
 import torch
 
-from gtool.geometry.grid import ProcessGrid
-from gtool.loader import RankData, load_rank
+from gtool.loader import load_rank
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import CommBytes, GridComm
 from gtool.trainer.config import TrainConfig
@@ -18,85 +17,74 @@ from gtool.trainer.launch.numba_start import kernels_pay, start_numba
 from gtool.trainer.minibatch.batch import RankSampler, StepBatch
 from gtool.trainer.minibatch.prefetch import Prefetcher, StepKey
 from gtool.trainer.minibatch.schedule import Schedule
-from gtool.trainer.models.gcn import ParallelGCN
+from gtool.trainer.models.grid import Grid, Step
+from gtool.trainer.models.network import (
+    Network,
+    build_network,
+    decay_groups,
+    has_norm,
+    mask_elements,
+)
+from gtool.trainer.models.state import load_model_state, model_state
 from gtool.trainer.nn.dropout.backends import cpu_kernels
-from gtool.trainer.nn.loss import Targets, sampled_epoch_loss
-from gtool.trainer.nn.multilabel import MultiLabelTargets
+from gtool.trainer.nn.loss import sampled_epoch_loss
 
 
-def load_model_rank(
-    config: TrainConfig, grid: ProcessGrid, rank: int, device: torch.device | str = "cpu"
-) -> RankData:
-    """What rank `rank` of `grid` needs for `config`'s model: its layers' orders follow --layer-order."""
+def model_grid(config: TrainConfig, comm: GridComm, device: torch.device | str = "cpu") -> Grid:
+    """This rank's seat for `config`'s model, its store opened once: for gtool's models, everything their
+    layers multiply by and take read in one pass (`load_rank`); a user's model's blocks read theirs as
+    they are built."""
     store = open_store(config.store)
-    orders = config.model.orders(store.num_features, store.num_classes)
-    return load_rank(store, grid=grid, rank=rank, layers=orders, device=device, start=config.model.start)
+    model = config.model
+    data = None
+    if model.builtin:
+        orders = model.orders(store.num_features, store.num_classes)
+        data = load_rank(
+            store, grid=comm.grid, rank=comm.rank, layers=orders, device=device, start=model.start
+        )
+    dtype, seed = config.torch_dtype, config.runtime.seed
+    return Grid(comm, store, dtype, torch.device(device), seed, data, model)
 
 
-def logit_targets(
-    data: RankData, model: ParallelGCN, comm: GridComm, device: torch.device, rows: torch.Tensor | None = None
-) -> Targets | MultiLabelTargets:
-    """Labels and splits of the logits block, or of its `rows` (a mini-batch's members): class ids and
-    softmax cross-entropy, or on a multi-label store K binary tasks (MultiLabelTargets)."""
-    geometry, num_classes = model.geometry, data.meta.num_classes
-    rows_band = geometry.output_rows
-    if data.label_rows != rows_band or data.labels.shape[0] != rows_band.size:
-        raise ValueError(f"rank {comm.rank}: labels cover {data.label_rows}, the logits block is {rows_band}")
-    class_band = geometry.output_cols()
-    classes = class_band.index * class_band.size
-    real_classes = max(0, min(class_band.size, num_classes - classes))
-    labels, split = data.labels.to(device), data.split.to(device)
-    if rows is not None:
-        labels, split = labels[rows], split[rows]
-    row_axis, col_axis = geometry.output_axes
-    groups = (comm.axes[row_axis], comm.axes[col_axis])
-    kind = MultiLabelTargets if data.meta.labels.multi_label else Targets
-    return kind(labels, split, classes, real_classes, *groups, require_train=rows is None)
-
-
-def uses_cpu_kernels(config: TrainConfig, model: ParallelGCN) -> bool:
+def uses_cpu_kernels(config: TrainConfig, network: Network) -> bool:
     """Whether a CPU rank trains with numba's kernels: always with the fused RMSNorm (the torch
     specification sums in another order) and in mini-batches (their cuts are numba's), else when dropout's
     kernels pay for numba's start over the run (gtool.trainer.launch.numba_start)."""
-    if config.model.components.norm or config.minibatch.batch_size is not None:
+    if has_norm(network) or config.minibatch.batch_size is not None:
         return True
-    return kernels_pay(config.runtime.epochs * model.mask_elements())
+    return kernels_pay(config.runtime.epochs * mask_elements(network))
 
 
 class Trainer:
     """The model, targets and optimizer of one rank, stepped one epoch at a time."""
 
-    def __init__(self, data: RankData, comm: GridComm, config: TrainConfig, device: torch.device):
-        if data.layers != config.model.layers:
-            raise ValueError(
-                f"rank data was loaded for {data.layers} layers, the run has {config.model.layers}"
-            )
-        self.comm = comm
+    def __init__(self, grid: Grid, config: TrainConfig, network: Network | None = None):
+        self.grid = grid
+        self.comm = grid.comm
         self.config = config
-        self.data = data
-        self.device = device
-        self.model = ParallelGCN(data, comm, config, device)
-        self.cpu_kernels = device.type == "cpu" and uses_cpu_kernels(config, self.model)
+        self.device = grid.device
+        self.model = build_network(grid, config.model) if network is None else network
+        self.cpu_kernels = self.device.type == "cpu" and uses_cpu_kernels(config, self.model)
         """Whether CPU dropout takes numba's kernels (started now, before the timed epochs)."""
         if self.cpu_kernels:
             start_numba()
-        self.targets = logit_targets(data, self.model, comm, device)
-        self.optimizer = build_optimizer(self.model.parameters(), config, len(self.model.vectors()))
+        self.targets = grid.targets(self.model.output)
+        self.optimizer = build_optimizer(decay_groups(self.model), config)
         self.schedule: Schedule | None = None
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:
-            self.schedule = Schedule(data.meta.num_nodes, config.minibatch.batch_size, comm.replicas)
-            sampler = RankSampler(
-                data, config.store, self.schedule, device, config.model.agg_blocks, config.torch_dtype
-            )
-            self.batches = Prefetcher(sampler, config.runtime.seed, device)
+            self.logit_rows = grid.needs_rows(self.model.output)
+            self.schedule = Schedule(grid.num_nodes, config.minibatch.batch_size, self.comm.replicas)
+            self.batches = Prefetcher(RankSampler(grid, self.schedule), config.runtime.seed, self.device)
 
     def step(self, epoch: int) -> torch.Tensor:
         """One forward/backward pass with dropout and one optimizer step; the loss stays on the device
         (nothing in the step waits for the device)."""
         timer = self.comm.timer
         self.optimizer.zero_grad()
-        logits = self.model.forward(epoch, training=True)
+        self.grid.begin(Step(epoch))
+        self.model.train()
+        logits = self.model()
         loss = self.targets.loss(logits, timer)
         del logits
         loss.backward()
@@ -115,8 +103,11 @@ class Trainer:
         self.optimizer.zero_grad()
         stepped = None
         if batch is not None:
-            logits = self.model.forward(epoch, training=True, batch=batch)
-            targets = logit_targets(self.data, self.model, self.comm, self.device, batch.target_rows)
+            self.grid.begin(Step(epoch, batch.sample))
+            self.model.train()
+            logits = self.model()
+            rows = self.grid.members(self.logit_rows).positions
+            targets = self.grid.targets(self.model.output, rows)
             loss = targets.loss(logits, timer)
             del logits
             loss.backward()
@@ -131,7 +122,7 @@ class Trainer:
         per part); a replica without a step contributes zeros."""
         if self.comm.data is None:
             return
-        for param in self.model.parameters():
+        for param in self.optimizer.params:
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
             self.comm.data.all_reduce(param.grad)
@@ -188,6 +179,8 @@ class Trainer:
             spmm=phases["spmm"],
             dense=phases["dense"],
             comm=phases["comm"],
+            reshard=phases["reshard"],
+            other=phases["other"],
         )
         record.comm_bytes = self.comm_bytes()  # before the losses of the replicas are gathered
         if self.schedule is None:
@@ -211,8 +204,10 @@ class Trainer:
 
     def logits(self) -> torch.Tensor:
         """This rank's logits block without dropout."""
+        self.grid.begin(Step())
+        self.model.eval()
         with torch.no_grad():
-            return self.model.forward(0, training=False)
+            return self.model()
 
     @property
     def metric(self) -> str:
@@ -224,9 +219,15 @@ class Trainer:
         return self.targets.scores(self.logits())
 
     def state(self) -> dict:
-        """What a checkpoint keeps of this rank: parameter parts and optimizer state."""
-        return {"model": self.model.state(), "optimizer": self.optimizer.state_dict()}
+        """What a checkpoint keeps of this rank: parameter parts, their places, and optimizer state."""
+        return {**model_state(self.model), "optimizer": self.optimizer.state_dict()}
+
+    def model_copy(self) -> dict:
+        """This rank's parameter parts as they are now, copied to the CPU, and their places (the best
+        model's, till a checkpoint writes them)."""
+        state = model_state(self.model)
+        return {**state, "model": {name: part.to("cpu", copy=True) for name, part in state["model"].items()}}
 
     def load_state(self, state: dict) -> None:
-        self.model.load_state(state["model"])
+        load_model_state(self.model, state)
         self.optimizer.load_state_dict(state["optimizer"])

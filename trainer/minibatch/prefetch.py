@@ -68,9 +68,8 @@ class Prefetcher:
 def _used_on_current_stream(batch: StepBatch) -> None:
     """Tell the caching allocator that the batch's memory, made on the side stream, is used on this one."""
     stream = torch.cuda.current_stream()
-    members = [*batch.input_members, *batch.output_members]
-    tensors = [batch.input_rows, batch.target_rows, *batch.dropout_rows, *(m.positions for m in members)]
-    for adjacency in batch.adjacency:
+    tensors = [t for m in batch.members.values() for t in (m.positions, m.indices)]
+    for adjacency in batch.adjacency.values():
         for _, _, block in adjacency.blocks + adjacency.transpose_blocks:
             tensors += [block.crow_indices(), block.col_indices(), block.values()]
     for tensor in tensors:

@@ -1,9 +1,10 @@
-"""A user's seat on the 3D grid (the Python API, docs/python.md): the rank's groups, its store, and the
-layouts activations take as they flow through a stack of blocks (`models.blocks`).
+"""A rank's seat on the 3D grid: its groups, its store (opened once), what it has read of it, and the step
+the blocks of a model run in (the full graph, or a mini-batch's sample), docs/python.md.
 
 A `Layout` names an activation block by the roles (a, b, c) its next operation plays: the block holds
 rows of node band b, in node order `order` ('r' or 'c', the store's two permutations), and columns of
-feature band c of `width`, and is replicated over the a-axis (docs/3d-gcn.md).
+feature band c of `width`, and is replicated over the a-axis (docs/3d-gcn.md). Blocks are made once and
+run in any step: each asks the grid, when it runs, for the adjacency and the rows of the current step.
 """
 
 from __future__ import annotations
@@ -16,40 +17,98 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from gtool.architecture import ModelConfig
 from gtool.geometry.bands import Band, band
 from gtool.geometry.grid import ProcessGrid, as_grid
-from gtool.geometry.layers import XYZ, Roles
-from gtool.loader import AdjacencyShard, load_feature_block, load_label_rows, read_node_ids, read_positions
+from gtool.geometry.layers import XYZ, ShardKey
+from gtool.loader import (
+    AdjacencyShard,
+    RankData,
+    load_feature_block,
+    load_label_rows,
+    load_layer_shard,
+    read_node_ids,
+    read_positions,
+)
 from gtool.store.reader import Store, StoreLike, as_store
 from gtool.trainer.comm.groups import AxisGroup, GridComm, grid_comm
 from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.launch.environment import RankEnv, environment_rank
 from gtool.trainer.launch.world import join_world
+from gtool.trainer.nn.adjacency import BlockedAdjacency
 from gtool.trainer.nn.loss import Targets
+from gtool.trainer.nn.multilabel import MultiLabelTargets
+
+BandKey = tuple[str, Band]
+"""(node order 'r' or 'c', band): a band of positions in one order."""
 
 
 @dataclass(frozen=True)
 class Layout:
     """An activation block's layout: the roles of the operation it feeds, its node order and width."""
 
-    roles: Roles
+    roles: tuple[int, int, int]
     order: str
     width: int
 
 
-class Grid:
-    """One rank's part of a grid of ranks training on a store: made by `Grid.join` on every rank."""
+@dataclass(frozen=True)
+class Sample:
+    """A mini-batch step's part of the graph on this rank: its number, each adjacency shard's sampled
+    block (BlockedAdjacency) and each band's members (minibatch.cut.BandMembers), by key."""
 
-    def __init__(self, comm: GridComm, store: Store, dtype: torch.dtype, device: torch.device, seed: int):
+    number: int
+    adjacency: dict[ShardKey, Any]
+    members: dict[BandKey, Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the blocks run in: an epoch (which keys dropout masks) and a mini-batch's `batch` (None: the
+    full graph)."""
+
+    epoch: int = 0
+    batch: Sample | None = None
+
+    @property
+    def number(self) -> int | None:
+        return None if self.batch is None else self.batch.number
+
+
+class Grid:
+    """One rank's part of a grid of ranks training on a store: made by `Grid.join` on every rank (or by
+    `gtool train` around the ranks it starts), shared by every block of a model."""
+
+    def __init__(
+        self,
+        comm: GridComm,
+        store: Store,
+        dtype: torch.dtype,
+        device: torch.device,
+        seed: int,
+        data: RankData | None = None,
+        options: ModelConfig | None = None,
+    ):
         self.comm = comm
         self.store = store
         self.dtype = dtype
         self.device = device
         self.seed = seed
-        self.epoch = 0
+        self.options = ModelConfig() if options is None else options
+        """The run's model options (--hidden, --dropout, ...), for a user's model to follow."""
+        self.agg_blocks = self.options.agg_blocks
         self.num_nodes = store.num_nodes
         self.two_matrices = store.two_matrices
-        self.shards: dict[tuple, AdjacencyShard] = {}
+        self.step = Step()
+        self.shards: dict[ShardKey, AdjacencyShard] = dict(data.shards) if data is not None else {}
+        self.convs: dict[ShardKey, tuple[BandKey, BandKey]] = {}
+        """The shards the model multiplies by, with the bands of their rows and columns."""
+        self.bands: set[BandKey] = set()
+        """Every band whose rows a block of the model needs in a mini-batch."""
+        self._data = data
+        self._blocked: dict[ShardKey, BlockedAdjacency] = {}
+        self._features: torch.Tensor | None = None
+        self._labels: dict[BandKey, tuple[torch.Tensor, torch.Tensor]] = {}
         self._keys = 0
 
     @classmethod
@@ -101,6 +160,14 @@ class Grid:
     def coords(self) -> tuple[int, int, int]:
         return self.comm.coords
 
+    @property
+    def timer(self) -> PhaseTimer:
+        return self.comm.timer
+
+    @property
+    def epoch(self) -> int:
+        return self.step.epoch
+
     def axis(self, axis: int) -> AxisGroup:
         return self.comm.axes[axis]
 
@@ -118,8 +185,12 @@ class Grid:
         return self._keys - 1
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch whose dropout masks the blocks draw next."""
-        self.epoch = epoch
+        """The epoch whose dropout masks the blocks draw next (full graph)."""
+        self.step = Step(epoch)
+
+    def begin(self, step: Step) -> None:
+        """The step the blocks run in next."""
+        self.step = step
 
     @property
     def input(self) -> Layout:
@@ -132,24 +203,76 @@ class Grid:
             return order
         return "c" if order == "r" else "r"
 
-    def features(self) -> torch.Tensor:
-        """This rank's block of the stored features, in the layout `input`."""
-        rows, cols = self.node_band(XYZ[1]), self.feature_band(XYZ[2], self.store.num_features)
-        return load_feature_block(self.store, rows, cols, self.device).to(self.dtype)
+    def band_key(self, layout: Layout) -> BandKey:
+        """The band of a block's rows, named as a mini-batch's members are (pr's on a one-matrix store)."""
+        return (layout.order if self.two_matrices else "r", self.node_band(layout.roles[1]))
 
-    def targets(self, layout: Layout) -> Targets:
-        """The labels and splits of the rows of logits in `layout` (its width: the classes)."""
+    def needs_rows(self, layout: Layout) -> BandKey:
+        """Note that a block needs the rows of `layout`'s band in a mini-batch; returns its key."""
+        key = self.band_key(layout)
+        self.bands.add(key)
+        return key
+
+    def shard(self, key: ShardKey, loads: Any) -> AdjacencyShard:
+        """The adjacency shard `key`, read once (`loads`: the layer geometry that reads it)."""
+        if key not in self.shards:
+            self.shards[key] = load_layer_shard(self.store, loads, self.device)
+        return self.shards[key]
+
+    def adjacency(self, key: ShardKey) -> BlockedAdjacency:
+        """The current step's block of shard `key`: the whole shard, or the sample's block of it."""
+        batch = self.step.batch
+        if batch is not None:
+            return batch.adjacency[key]
+        if key not in self._blocked:
+            self._blocked[key] = BlockedAdjacency.of(self.shards[key], self.agg_blocks, self.dtype)
+        return self._blocked[key]
+
+    def members(self, key: BandKey) -> Any:
+        """The current sample's members of band `key` (BandMembers; None: the full graph, every row)."""
+        batch = self.step.batch
+        return None if batch is None else batch.members[key]
+
+    def features(self) -> torch.Tensor:
+        """This rank's block of the stored features, in the layout `input` (read once)."""
+        if self._features is None:
+            rows, cols = self.node_band(XYZ[1]), self.feature_band(XYZ[2], self.store.num_features)
+            data = self._data
+            if data is not None and data.feature_rows == rows and data.feature_cols == cols:
+                block = data.features
+            else:
+                block = load_feature_block(self.store, rows, cols, self.device)
+            self._features = block.to(self.device, self.dtype)
+        return self._features
+
+    def _label_rows(self, layout: Layout) -> tuple[torch.Tensor, torch.Tensor]:
+        key = self.band_key(layout)
+        if key not in self._labels:
+            data, rows = self._data, key[1]
+            same_order = not self.two_matrices or data is not None and data.label_order == key[0]
+            if data is not None and data.label_rows == rows and same_order:
+                self._labels[key] = (data.labels.to(self.device), data.split.to(self.device))
+            else:
+                self._labels[key] = load_label_rows(self.store, key[0], rows, self.device)
+        return self._labels[key]
+
+    def targets(self, layout: Layout, rows: torch.Tensor | None = None) -> Targets | MultiLabelTargets:
+        """The labels and splits of the logits in `layout` (its width: the classes, or a multi-label
+        store's tasks), or of their `rows` (a mini-batch's members)."""
         classes = self.store.num_classes
         if layout.width != classes:
             raise ValueError(
                 f"logits need {classes} columns (the store's classes), the layout has {layout.width}"
             )
+        labels, split = self._label_rows(layout)
+        if rows is not None:
+            labels, split = labels[rows], split[rows]
         _, b, c = layout.roles
-        rows, class_band = self.node_band(b), self.feature_band(c, classes)
-        labels, split = load_label_rows(self.store, layout.order, rows, self.device)
+        class_band = self.feature_band(c, classes)
         first = class_band.index * class_band.size
         real = max(0, min(class_band.size, classes - first))
-        return Targets(labels, split, first, real, self.axis(b), self.axis(c))
+        kind = MultiLabelTargets if self.store.meta.labels.multi_label else Targets
+        return kind(labels, split, first, real, self.axis(b), self.axis(c), require_train=rows is None)
 
     def positions(self, order: str, rows: Band, other: str) -> torch.Tensor:
         """The positions in order `other` of the real rows of band `rows` in order `order`."""

@@ -1,6 +1,5 @@
-"""Where each parameter of a model lives on a grid: the block of the full tensor a rank holds, and the axis
-whose group splits that block into the ranks' flat parts. One definition for training, checkpoints and
-re-gridding (gtool predict on another grid)."""
+"""gtool's models' initial parameters, and where each parameter of theirs lived on a grid by its name in
+checkpoints written before the places were recorded (checkpoints.regrid reads those)."""
 
 from __future__ import annotations
 
@@ -9,35 +8,21 @@ from dataclasses import dataclass
 import torch
 
 from gtool.architecture import ModelConfig
-from gtool.geometry.bands import Band, band
+from gtool.geometry.bands import band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import (
     XYZ,
     LayerGeometry,
     LinearGeometry,
     linear_geometry,
-    padded_slice,
     rank_layers,
     roles_after,
 )
 from gtool.trainer.nn.randomness import DENSE_WEIGHTS, initial_weight
+from gtool.trainer.nn.sharded import Place
 
 NORM_SCALE = 0.1
 """The initial RMSNorm scale (docs/train.md, "Models": 8 layers on Cora, 0.778 with 1, 0.793 with 0.1)."""
-
-
-@dataclass(frozen=True)
-class Place:
-    """A rank's block of a parameter: rows x cols of a matrix (rows None: a vector's cols), split over the
-    group of grid axis `axis`."""
-
-    rows: Band | None
-    cols: Band
-    axis: int
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.cols.size,) if self.rows is None else (self.rows.size, self.cols.size)
 
 
 @dataclass(frozen=True)
@@ -57,11 +42,6 @@ class StackGeometry:
     def blocks(self) -> range:
         """The GCN layers followed by a block: all but the last, and the last too before an output head."""
         return range(len(self.layers) if self.head is not None else len(self.layers) - 1)
-
-    def residual(self, layer: int) -> bool:
-        """Whether layer `layer` adds its input to its output (its widths must match)."""
-        parts = self.config.components
-        return parts.residual and layer in self.blocks and self.dims[layer] == self.dims[layer + 1]
 
     def places(self) -> dict[str, Place]:
         """Every parameter's place, in the optimizer's order: weights (forward order), then vectors."""
@@ -89,24 +69,6 @@ class StackGeometry:
         if parts.bias and self.head is not None:
             places["head.bias"] = Place(None, self.head.out_cols(classes), self.head.roles[1])
         return places
-
-    @property
-    def output_rows(self) -> Band:
-        """The logits' row band (the last GCN layer's; a head keeps rows)."""
-        return self.layers[-1].rows
-
-    @property
-    def output_axes(self) -> tuple[int, int]:
-        """The axes whose bands the logits' rows and columns are."""
-        if self.head is not None:
-            return self.head.roles[1], self.head.roles[0]
-        return self.layers[-1].row_axis, self.layers[-1].out_col_axis
-
-    def output_cols(self) -> Band:
-        """The logits' class band."""
-        if self.head is not None:
-            return self.head.out_cols(self.num_classes)
-        return self.layers[-1].out_cols(self.num_classes)
 
 
 def stack_geometry(
@@ -138,18 +100,6 @@ def feature_place(grid: ProcessGrid, rank: int, num_nodes: int, num_features: in
     return Place(band(coords[1], dims[1], num_nodes), band(coords[2], dims[2], num_features), 0)
 
 
-def block_of(full: torch.Tensor, place: Place) -> torch.Tensor:
-    """The zero-padded block of the full tensor `full` at `place`."""
-    block = full.new_zeros(place.shape)
-    if place.rows is None:
-        real = full[padded_slice(place.cols)]
-        block[: real.shape[0]] = real
-    else:
-        real = full[padded_slice(place.rows), padded_slice(place.cols)]
-        block[: real.shape[0], : real.shape[1]] = real
-    return block
-
-
 def initial_parameters(
     config: ModelConfig, seed: int, num_features: int, num_classes: int, dtype: torch.dtype
 ) -> dict[str, torch.Tensor]:
@@ -177,8 +127,3 @@ def initial_parameters(
     if parts.bias and parts.output_head:
         full["head.bias"] = torch.zeros(num_classes, dtype=dtype)
     return full
-
-
-def is_vector(name: str) -> bool:
-    """Biases and norm scales: no weight decay, one value per column."""
-    return name.split(".")[0] in ("bias", "scale") or name.endswith(".bias")

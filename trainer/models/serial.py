@@ -14,10 +14,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from gtool.architecture import ModelConfig
 from gtool.loader import RankData, csr_tensor
 from gtool.store.layout import SPLIT_CODES
 from gtool.trainer.config import TrainConfig
-from gtool.trainer.models.places import initial_parameters, is_vector
+from gtool.trainer.models.places import initial_parameters
 from gtool.trainer.nn.dropout import MaskSpec, keep_mask
 from gtool.trainer.nn.fused.reference import NORM_EPS
 
@@ -109,51 +110,193 @@ class SerialSample:
     step: int
 
 
+class SerialContext:
+    """What the serial twins run in: the graph's matrices (or a sample's), the rows a residual takes across
+    node orders, the epoch and step that key dropout masks, and whether masks draw with F.dropout."""
+
+    def __init__(self, graph: SerialGraph, epoch: int, sample: SerialSample | None, torch_dropout: bool):
+        layers = len(graph.matrices)
+        self.matrices = graph.matrices if sample is None else [sample.matrix] * layers
+        self.moved = graph.residual_rows if sample is None else None
+        self.epoch = epoch
+        self.step = None if sample is None else sample.step
+        self.torch_dropout = torch_dropout
+
+
+class SerialDropout(torch.nn.Module):
+    """`blocks.Dropout`'s twin: the same masks by row index of the whole graph (or the sample)."""
+
+    def __init__(self, p: float, key: int, seed: int):
+        super().__init__()
+        self.p, self.key, self.seed = p, key, seed
+
+    def drop(self, x: torch.Tensor, context: SerialContext) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        if context.torch_dropout:
+            return torch.nn.functional.dropout(x, self.p)
+        rows, width = x.shape
+        spec = MaskSpec.of(self.seed, self.key, context.epoch, self.p, width, context.step)
+        return x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
+
+    def forward(self, x: torch.Tensor, context: SerialContext) -> torch.Tensor:
+        return self.drop(x, context)
+
+
+class SerialNormReluDropout(SerialDropout):
+    """`blocks.NormReluDropout`'s twin: RMSNorm (if a scale), ReLU, dropout, plus the residual."""
+
+    def __init__(self, p: float, key: int, seed: int, scale: torch.Tensor | None):
+        super().__init__(p, key, seed)
+        if scale is not None:
+            self.scale = torch.nn.Parameter(scale)
+
+    def forward(
+        self, z: torch.Tensor, context: SerialContext, residual: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        if hasattr(self, "scale"):
+            wide = z.to(torch.promote_types(z.dtype, torch.float32))
+            inverse = torch.rsqrt(wide.square().mean(dim=1, keepdim=True) + NORM_EPS)
+            z = (wide * inverse * self.scale).to(z.dtype)
+        y = self.drop(torch.relu(z), context)
+        return y if residual is None else y + residual
+
+
+class SerialGCNConv(torch.nn.Module):
+    """`blocks.GCNConv`'s twin: (A X) W with layer `layer`'s matrix of the context."""
+
+    def __init__(self, weight: torch.Tensor, layer: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight)
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor, context: SerialContext) -> torch.Tensor:
+        matrix, transpose = context.matrices[self.layer]
+        return _SparseMatmul.apply(x, matrix, transpose) @ self.weight
+
+
+class SerialLinear(torch.nn.Module):
+    """`blocks.Linear`'s twin: X W."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight
+
+
+class SerialBias(torch.nn.Module):
+    """`blocks.Bias`'s twin."""
+
+    def __init__(self, value: torch.Tensor):
+        super().__init__()
+        self.bias = torch.nn.Parameter(value)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.bias
+
+
+class SerialStack(torch.nn.Module):
+    """`stack.Stack`'s twin, built from the twins with the same names, so that their parameters pair."""
+
+    def __init__(self, config: ModelConfig, seed: int, features: torch.Tensor, num_classes: int):
+        super().__init__()
+        parts, rate, num_features = config.components, config.dropout_rate, features.shape[1]
+        initial = initial_parameters(config, seed, num_features, num_classes, features.dtype)
+        full = {name: value.to(features.device) for name, value in initial.items()}
+        self.dims = config.widths(num_features, num_classes)
+        self.input_dropout = SerialDropout(rate, 0, seed)
+        self.projection = SerialLinear(full["projection.weight"]) if parts.input_projection else None
+        has_projection_bias = parts.input_projection and parts.bias
+        self.projection_bias = SerialBias(full["projection.bias"]) if has_projection_bias else None
+        self.convs = torch.nn.ModuleList(SerialGCNConv(full[f"weight.{i}"], i) for i in range(config.layers))
+        self.biases = torch.nn.ModuleList(
+            SerialBias(full[f"bias.{i}"]) for i in range(config.layers) if parts.bias
+        )
+        blocks = config.layers if parts.output_head else config.layers - 1
+        self.acts = torch.nn.ModuleList(
+            SerialNormReluDropout(rate, i + 1, seed, full.get(f"scale.{i}")) for i in range(blocks)
+        )
+        self.residual = [parts.residual and self.dims[i] == self.dims[i + 1] for i in range(blocks)]
+        self.head = SerialLinear(full["head.weight"]) if parts.output_head else None
+        self.head_bias = SerialBias(full["head.bias"]) if parts.output_head and parts.bias else None
+
+    def forward(self, x: torch.Tensor, context: SerialContext) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output head's input (the last GCN layer's without a head) and the logits."""
+        x = self.input_dropout(x, context)
+        if self.projection is not None:
+            x = self.projection(x)
+            if self.projection_bias is not None:
+                x = self.projection_bias(x)
+        for layer, conv in enumerate(self.convs):
+            z = conv(x, context)
+            if len(self.biases):
+                z = self.biases[layer](z)
+            if layer >= len(self.acts):
+                return x, z
+            residual = None
+            if self.residual[layer]:
+                rows = None if context.moved is None else context.moved[layer]
+                residual = x if rows is None else x[rows]
+            x = self.acts[layer](z, context, residual)
+        assert self.head is not None
+        logits = self.head(x)
+        return x, logits if self.head_bias is None else self.head_bias(logits)
+
+
+class SerialFeatures(torch.nn.Module):
+    """`features.Features`'s twin: the whole graph's input features, learned or not."""
+
+    def __init__(self, features: torch.Tensor, learnable: bool):
+        super().__init__()
+        self.features = torch.nn.Parameter(features.clone()) if learnable else None
+        self.given = features
+
+    def block(self) -> torch.Tensor:
+        return self.given if self.features is None else self.features
+
+
+class SerialNetwork(torch.nn.Module):
+    """`network.Network`'s twin: the input features (learned or not) and the serial stack."""
+
+    def __init__(self, graph: SerialGraph, config: TrainConfig):
+        super().__init__()
+        model = config.model
+        features = graph.features
+        if model.normalize_features == "row":
+            norms = features.abs().sum(dim=1, keepdim=True)
+            features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
+        self.features = SerialFeatures(features, model.learnable_features)
+        self.model = SerialStack(model, config.runtime.seed, features, graph.num_classes)
+
+    def input_block(self) -> torch.Tensor:
+        return self.features.block()
+
+
 class SerialGCN:
-    """The model of `config` (gcn or the ScaleGNN stack, with its switches) with its optimizer."""
+    """The model of `config` (gcn or the ScaleGNN stack, with its switches) with its optimizer: the
+    serial twin of a run (its parameters by the parallel network's names)."""
 
     def __init__(self, graph: SerialGraph, config: TrainConfig, torch_dropout: bool = False):
         self.graph = graph
         self.config = config
         self.torch_dropout = torch_dropout
-        model, dtype = config.model, config.torch_dtype
-        features = graph.features
-        if model.normalize_features == "row":
-            norms = features.abs().sum(dim=1, keepdim=True)
-            features = features / torch.where(norms > 0, norms, torch.ones_like(norms))
-        self.features = features.clone().requires_grad_(model.learnable_features)
-        full = initial_parameters(model, config.runtime.seed, features.shape[1], graph.num_classes, dtype)
-        self.parameters = {name: value.to(features.device).requires_grad_() for name, value in full.items()}
-        self.weights = [self.parameters[f"weight.{layer}"] for layer in range(model.layers)]
-        self.dims = model.widths(features.shape[1], graph.num_classes)
-        self.blocks = model.layers if model.components.output_head else model.layers - 1
-        matrices = [p for name, p in self.parameters.items() if not is_vector(name)]
-        vectors = [p for name, p in self.parameters.items() if is_vector(name)]
-        later = matrices[1:] + ([self.features] if model.learnable_features else [])
+        self.network = SerialNetwork(graph, config)
+        self.parameters = dict(self.network.named_parameters())
+        matrices = [p for name, p in self.parameters.items() if p.dim() == 2 and name != "features.features"]
+        learned = [p for name, p in self.parameters.items() if name == "features.features"]
+        vectors = [p for p in self.parameters.values() if p.dim() == 1]
         later_decay = 0.0 if config.optimizer.weight_decay_first_only else config.optimizer.weight_decay
         kind = torch.optim.AdamW if config.optimizer.algorithm == "adamw" else torch.optim.Adam
         groups = [
             {"params": matrices[:1], "weight_decay": config.optimizer.weight_decay},
-            {"params": later, "weight_decay": later_decay},
+            {"params": matrices[1:] + learned, "weight_decay": later_decay},
             {"params": vectors, "weight_decay": 0.0},
         ]
         self.optimizer = kind(groups, lr=config.optimizer.lr)
         labelled = graph.labels >= 0
         self.masks = {name: labelled & (graph.split == code) for name, code in SPLIT_CODES.items()}
-
-    def _dropout(self, x: torch.Tensor, index: int, epoch: int, step: int | None) -> torch.Tensor:
-        """Dropout of the input of GCN layer `index` (0: the features; L: the output head's)."""
-        rate = self.config.model.dropout_rate
-        if self.torch_dropout:
-            return torch.nn.functional.dropout(x, rate)
-        rows, width = x.shape
-        spec = MaskSpec.of(self.config.runtime.seed, index, epoch, rate, width, step)
-        return x * torch.where(keep_mask(spec, (0, rows, 0, width), x.device), spec.keep_value, 0.0)
-
-    def _dense(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        x = x @ self.parameters[f"{name}.weight"]
-        bias = self.parameters.get(f"{name}.bias")
-        return x if bias is None else x + bias
 
     def forward(self, epoch: int, training: bool, sample: SerialSample | None = None) -> torch.Tensor:
         """Logits of every node (rows in the order of the last layer's matrix), or of the `sample`'s nodes
@@ -165,37 +308,12 @@ class SerialGCN:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The output head's input (the last GCN layer's without a head: `gtool predict --embeddings`) and
         the logits, as `forward`."""
-        model = self.config.model
-        parts = model.components
-        dropping = training and model.dropout_rate > 0
-        matrices, moved = self.graph.matrices, self.graph.residual_rows
-        x = self.features
+        self.network.train(training)
+        x = self.network.input_block()
         if sample is not None:
-            x, matrices = x[sample.nodes], [sample.matrix] * model.layers
-            moved = [None] * model.layers
-        step = None if sample is None else sample.step
-        if dropping:
-            x = self._dropout(x, 0, epoch, step)
-        if parts.input_projection:
-            x = self._dense(x, "projection")
-        for layer, (matrix, transpose) in enumerate(matrices):
-            z = _SparseMatmul.apply(x, matrix, transpose) @ self.weights[layer]
-            if f"bias.{layer}" in self.parameters:
-                z = z + self.parameters[f"bias.{layer}"]
-            if layer >= self.blocks:
-                return x, z
-            if parts.norm:
-                wide = z.to(torch.promote_types(z.dtype, torch.float32))
-                inverse = torch.rsqrt(wide.square().mean(dim=1, keepdim=True) + NORM_EPS)
-                z = (wide * inverse * self.parameters[f"scale.{layer}"]).to(z.dtype)
-            y = torch.relu(z)
-            if dropping:
-                y = self._dropout(y, layer + 1, epoch, step)
-            if parts.residual and self.dims[layer] == self.dims[layer + 1]:
-                rows = moved[layer] if moved is not None else None
-                y = y + (x if rows is None else x[rows])
-            x = y
-        return x, self._dense(x, "head")
+            x = x[sample.nodes]
+        context = SerialContext(self.graph, epoch, sample, self.torch_dropout)
+        return self.network.model(x, context)
 
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(logits, labels)

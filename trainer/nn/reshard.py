@@ -6,6 +6,12 @@ block of the new layout from its own plane. A row goes to the rank whose new row
 in the new node order (positions found once per run from the stored permutations, O(N/P) per rank); both
 sides order a pair's rows by that position, so only values travel. Backward, one replica of each output
 block (coordinate 0 on the new replica axis) sends its gradient back, and the input's replicas sum theirs.
+
+A grid of one rank holds both layouts: its move is a row permutation within the block (`LocalMove`), one
+cached index_select each way and no collective. Elsewhere `reshard_start` begins the all-to-all and
+`Resharding.wait` ends it, so that a layer computes while its residual travels (ScaleGNN's overlap of
+the residual with SpMM, GEMM and norm), forward and backward alike. All of it is timed as "reshard"
+(the wait for the collective as "comm").
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import torch
 from gtool.geometry.bands import band, band_size
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import Roles
-from gtool.trainer.comm.groups import AxisGroup
+from gtool.trainer.comm.groups import AxisGroup, Pending
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,42 @@ class Piece:
 
 
 @dataclass(frozen=True)
+class LocalMove:
+    """A reshard within one rank: input rows `sources` land on output rows `targets`, in that order. When
+    they are every row of both blocks (a `permutation`), they are kept as gather indices instead:
+    `sources[i]` is output row i's input row and `targets[j]` input row j's output row, so that each way
+    is one index_select and nothing is zero-filled."""
+
+    sources: torch.Tensor
+    targets: torch.Tensor
+    permutation: bool
+
+    @staticmethod
+    def of(sent: torch.Tensor, filled: torch.Tensor, in_rows: int, out_rows: int) -> LocalMove:
+        if sent.numel() != in_rows or filled.numel() != out_rows:
+            return LocalMove(sent, filled, False)
+        sources, targets = torch.empty_like(filled), torch.empty_like(sent)
+        sources[filled] = sent
+        targets[sent] = filled
+        return LocalMove(sources, targets, True)
+
+    def forward(self, block: torch.Tensor, out_shape: tuple[int, int]) -> torch.Tensor:
+        if self.permutation:
+            return block.index_select(0, self.sources)
+        return block.new_zeros(out_shape).index_copy_(0, self.targets, block.index_select(0, self.sources))
+
+    def backward(self, grad: torch.Tensor, in_shape: tuple[int, int]) -> torch.Tensor:
+        if self.permutation:
+            return grad.index_select(0, self.targets)
+        return grad.new_zeros(in_shape).index_copy_(0, self.sources, grad.index_select(0, self.targets))
+
+
+@dataclass(frozen=True)
 class Moves:
     """One rank's part of a reshard: the pieces of its input block it sends and of its output block it
     fills, per peer in grid order; backward, the gradient of the filled pieces goes back when `returns`
-    (coordinate 0 on the output's replica axis) and comes back for the sent pieces in `returned`."""
+    (coordinate 0 on the output's replica axis) and comes back for the sent pieces in `returned`. On a
+    grid of one rank `local` holds the move instead of the pieces."""
 
     sent: list[Piece]
     filled: list[Piece]
@@ -56,6 +94,7 @@ class Moves:
     size: int
     in_shape: tuple[int, int]
     out_shape: tuple[int, int]
+    local: LocalMove | None = None
 
     def splits(self, pieces: list[Piece], keep: list[bool] | None = None) -> list[int]:
         """Elements per grid rank of `pieces` (those `keep` marks), 0 for the others."""
@@ -119,19 +158,26 @@ def plan_moves(
             rows = by_source_band[other[p]]
             if rows.numel():
                 pieces_filled.append(Piece(peer, rows, lo - out_offset, hi - out_offset))
+    in_shape, out_shape = (in_rows, mine_in.size), (out_rows, mine_out.size)
+    if grid.size == 1:  # its one peer is itself, and both blocks hold every column
+        sent_rows, filled_rows = (ps[0].rows if ps else sent.local[:0] for ps in (pieces_sent, pieces_filled))
+        local = LocalMove.of(sent_rows, filled_rows, in_rows, out_rows)
+        return Moves([], [], True, [], 1, in_shape, out_shape, local)
     return Moves(
         sent=pieces_sent,
         filled=pieces_filled,
         returns=coords[r2] == 0,
         returned=returned,
         size=grid.size,
-        in_shape=(in_rows, mine_in.size),
-        out_shape=(out_rows, mine_out.size),
+        in_shape=in_shape,
+        out_shape=out_shape,
     )
 
 
 def _gathered(block: torch.Tensor, pieces: list[Piece]) -> torch.Tensor:
     parts = [block[piece.rows, piece.lo : piece.hi].reshape(-1) for piece in pieces]
+    if len(parts) == 1:
+        return parts[0]
     return torch.cat(parts) if parts else block.new_zeros(0)
 
 
@@ -148,31 +194,108 @@ def _placed(values: torch.Tensor, into: torch.Tensor, pieces: list[Piece], add: 
     return into
 
 
-class _Reshard(torch.autograd.Function):
+class _Flight:
+    """One reshard's collectives in flight between its two autograd functions: forward, the values sent
+    and the buffer they arrive in; backward, the gradient's."""
+
+    def __init__(self, moves: Moves, group: AxisGroup, replicas: AxisGroup):
+        self.moves, self.group, self.replicas = moves, group, replicas
+        self.forward: tuple[Pending, torch.Tensor] | None = None
+        self.backward: tuple[Pending, torch.Tensor] | None = None
+
+
+class _Send(torch.autograd.Function):
+    """Forward: start sending the input block's pieces; its output is an empty token that orders
+    `_Receive` after it. Backward: wait for the gradient's pieces and sum them over the replicas."""
+
     @staticmethod
-    def forward(ctx, block, moves, group, replicas):
-        ctx.moves, ctx.group, ctx.replicas = moves, group, replicas
-        send = _gathered(block, moves.sent)
-        received = group.all_to_all(send, moves.splits(moves.sent), moves.splits(moves.filled))
-        return _placed(received, block.new_zeros(moves.out_shape), moves.filled, add=False)
+    def forward(ctx, block, flight):
+        ctx.flight = flight
+        moves, group = flight.moves, flight.group
+        with group.timer.phase("reshard"):
+            send = _gathered(block, moves.sent)
+            flight.forward = group.all_to_all_async(
+                send, moves.splits(moves.sent), moves.splits(moves.filled)
+            )
+        return block.new_empty(0)
+
+    @staticmethod
+    def backward(ctx, _token):
+        flight = ctx.flight
+        moves, (pending, back) = flight.moves, flight.backward
+        flight.backward = None
+        with flight.group.timer.phase("reshard"):
+            pending.wait()
+            returned = [piece for piece, kept in zip(moves.sent, moves.returned, strict=True) if kept]
+            grad_block = _placed(back, back.new_zeros(moves.in_shape), returned, add=True)
+            return flight.replicas.all_reduce(grad_block), None
+
+
+class _Receive(torch.autograd.Function):
+    """Forward: wait for the pieces and place them in the output block. Backward: start sending the
+    gradient of the pieces back (from the replica that `returns`)."""
+
+    @staticmethod
+    def forward(ctx, _token, flight):
+        ctx.flight = flight
+        moves, (pending, received) = flight.moves, flight.forward
+        flight.forward = None
+        with flight.group.timer.phase("reshard"):
+            pending.wait()
+            return _placed(received, received.new_zeros(moves.out_shape), moves.filled, add=False)
 
     @staticmethod
     def backward(ctx, grad):
-        moves = ctx.moves
+        flight = ctx.flight
+        moves, group = flight.moves, flight.group
         back_pieces = moves.filled if moves.returns else []
-        sent = _gathered(grad, back_pieces)
-        keep = moves.returned
-        back = ctx.group.all_to_all(
-            sent, moves.splits(back_pieces), moves.splits(moves.sent, keep), count_sent=True
-        )
-        returned = [piece for piece, kept in zip(moves.sent, keep, strict=True) if kept]
-        grad_block = _placed(back, grad.new_zeros(moves.in_shape), returned, add=True)
-        return ctx.replicas.all_reduce(grad_block), None, None, None
+        with group.timer.phase("reshard"):
+            sent = _gathered(grad, back_pieces)
+            receive = moves.splits(moves.sent, moves.returned)
+            flight.backward = group.all_to_all_async(
+                sent, moves.splits(back_pieces), receive, count_sent=True
+            )
+        return grad.new_zeros(0), None
+
+
+class _LocalReshard(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, block, moves, timer):
+        ctx.moves, ctx.timer = moves, timer
+        with timer.phase("reshard"):
+            return moves.local.forward(block, moves.out_shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        with ctx.timer.phase("reshard"):
+            return ctx.moves.local.backward(grad, ctx.moves.in_shape), None, None
+
+
+class Resharding:
+    """A reshard begun by `reshard_start`; `wait` returns the moved block (once)."""
+
+    def __init__(self, token: torch.Tensor, flight: _Flight | None):
+        self.token, self.flight = token, flight
+
+    def wait(self) -> torch.Tensor:
+        if self.flight is None:
+            return self.token  # a local move, done at the start
+        return _Receive.apply(self.token, self.flight)
+
+
+def reshard_start(block: torch.Tensor, moves: Moves, group: AxisGroup, replicas: AxisGroup) -> Resharding:
+    """Begin moving `block` to the target layout of `moves` (`group`: the ranks of the grid; `replicas`:
+    the group that replicates the input block, over which its gradient is summed): the all-to-all runs
+    while the caller computes, until `wait`. Backward likewise: the gradient's all-to-all starts where
+    `wait` was called and is waited for where this was."""
+    if tuple(block.shape) != moves.in_shape:
+        raise ValueError(f"reshard: a block of shape {tuple(block.shape)}, the moves expect {moves.in_shape}")
+    if moves.local is not None:
+        return Resharding(_LocalReshard.apply(block, moves, group.timer), None)
+    flight = _Flight(moves, group, replicas)
+    return Resharding(_Send.apply(block, flight), flight)
 
 
 def reshard(block: torch.Tensor, moves: Moves, group: AxisGroup, replicas: AxisGroup) -> torch.Tensor:
-    """`block` in the target layout of `moves` (`group`: the ranks of the grid; `replicas`: the group that
-    replicates the input block, over which its gradient is summed)."""
-    if tuple(block.shape) != moves.in_shape:
-        raise ValueError(f"reshard: a block of shape {tuple(block.shape)}, the moves expect {moves.in_shape}")
-    return _Reshard.apply(block, moves, group, replicas)
+    """`block` in the target layout of `moves`, moved at once (`reshard_start`'s arguments)."""
+    return reshard_start(block, moves, group, replicas).wait()

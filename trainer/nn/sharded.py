@@ -7,10 +7,39 @@ optimizer state for it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from gtool.geometry.bands import ceil_div
+from gtool.geometry.bands import Band, ceil_div
+from gtool.geometry.layers import padded_slice
 from gtool.trainer.comm.groups import AxisGroup
+
+
+@dataclass(frozen=True)
+class Place:
+    """A rank's block of a parameter: rows x cols of a matrix (rows None: a vector's cols), split over the
+    group of grid axis `axis`."""
+
+    rows: Band | None
+    cols: Band
+    axis: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.cols.size,) if self.rows is None else (self.rows.size, self.cols.size)
+
+
+def block_of(full: torch.Tensor, place: Place) -> torch.Tensor:
+    """The zero-padded block of the full tensor `full` at `place`."""
+    block = full.new_zeros(place.shape)
+    if place.rows is None:
+        real = full[padded_slice(place.cols)]
+        block[: real.shape[0]] = real
+    else:
+        real = full[padded_slice(place.rows), padded_slice(place.cols)]
+        block[: real.shape[0], : real.shape[1]] = real
+    return block
 
 
 def flat_part(block: torch.Tensor, parts: int, index: int) -> torch.Tensor:
@@ -44,12 +73,22 @@ class _GatherShards(torch.autograd.Function):
 
 
 class ShardedBlock:
-    """A dense block split evenly (zero-padded) over `group`; this rank trains part `group.index`."""
+    """A dense block split evenly (zero-padded) over `group`; this rank trains part `group.index`.
 
-    def __init__(self, block: torch.Tensor, group: AxisGroup):
+    `place` is where the block lies in the whole parameter of `full_shape`: checkpoints record both, so
+    that another grid can rebuild the parameter."""
+
+    def __init__(self, block: torch.Tensor, place: Place, full_shape: tuple[int, ...], group: AxisGroup):
+        self.place = place
+        self.full_shape = full_shape
         self.shape = block.shape
         self.group = group
         self.shard = torch.nn.Parameter(flat_part(block, group.size, group.index))
+
+    @classmethod
+    def of(cls, full: torch.Tensor, place: Place, group: AxisGroup, device: torch.device) -> ShardedBlock:
+        """This rank's part of the whole parameter `full` (the same on every rank) at `place`."""
+        return cls(block_of(full, place).to(device), place, tuple(full.shape), group)
 
     def full(self) -> torch.Tensor:
         """The whole block, differentiable with respect to this rank's part."""

@@ -16,10 +16,8 @@ import torch.distributed as dist
 import zarr
 
 from gtool.errors import GtoolError
-from gtool.geometry.bands import Band
-from gtool.geometry.layers import order_of_layer_output
+from gtool.geometry.bands import Band, band
 from gtool.store import layout
-from gtool.store.reader import open_store
 from gtool.store.writing.chunk_writer import ChunkSink
 from gtool.store.writing.staging import (
     PREDICT_OUTPUT,
@@ -31,12 +29,12 @@ from gtool.trainer.checkpoints.regrid import TrainedParameters
 from gtool.trainer.checkpoints.shared import require_shared
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import METRIC_NAMES, Reporter
-from gtool.trainer.fit.trainer import load_model_rank, logit_targets
+from gtool.trainer.fit.trainer import model_grid
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.joined import join_grid
 from gtool.trainer.launch.lineage import refuse_orphaned
-from gtool.trainer.models.gcn import ParallelGCN
-from gtool.trainer.models.places import stack_geometry
+from gtool.trainer.models.grid import Grid, Layout
+from gtool.trainer.models.network import Network, build_network
 from gtool.trainer.predict.job import PredictJob
 from gtool.trainer.predict.writer import HeldBlock, write_node_rows
 
@@ -44,60 +42,43 @@ LOGITS = ("logits", "probabilities")
 """The outputs of the logits' layout: the logits, and on a multi-label store each task's probability."""
 
 
-def _held(
-    model: ParallelGCN, comm: GridComm, which: str, values: torch.Tensor
-) -> tuple[HeldBlock, list[Band], int]:
-    """This rank's block of `which` (logits, or probabilities, their sigmoid; embeddings: the input of the
-    output head, or of the last GCN layer without one), the column band of every rank's block of it and
-    the array's width."""
-    mine = model.geometry
-    orders = tuple(g.transform_first for g in mine.layers)
-    meta = (model.num_nodes, mine.num_features, mine.num_classes)
-    everyone = [
-        stack_geometry(mine.config, comm.grid, r, *meta, False, orders) for r in range(comm.grid.size)
-    ]
-    last = len(mine.layers) - 1
-    geometry = mine.layers[last]
-    if which in LOGITS:
-        width, order, rows = mine.num_classes, order_of_layer_output(last), mine.output_rows
-        replica = mine.head.roles[2] if mine.head is not None else geometry.replica_axis
-        columns = [g.output_cols() for g in everyone]
-    elif mine.head is not None:
-        width, order, rows = model.dims[-1], order_of_layer_output(last), geometry.rows
-        replica = geometry.replica_axis
-        columns = [g.layers[last].out_cols(width) for g in everyone]
-    else:
-        width, order, rows = model.dims[last], order_of_layer_output(last - 1), geometry.inputs
-        replica = geometry.roles[0]
-        columns = [g.layers[last].in_cols(width) for g in everyone]
-    writes = comm.coords[replica] == 0
-    return HeldBlock(values, rows, order, columns[comm.rank], writes), columns, width
+def _held(grid: Grid, layout: Layout, values: torch.Tensor) -> tuple[HeldBlock, list[Band], int]:
+    """This rank's block `values` of an output in `layout`, the column band of every rank's block of it
+    and the array's width: rows of node band b in the layout's order, columns of band c, replicated over
+    the a-axis (whose first rank writes)."""
+    a, b, c = layout.roles
+    dims = grid.grid.dims
+    columns = [band(grid.grid.coords(r)[c], dims[c], layout.width) for r in range(grid.grid.size)]
+    writes = grid.coords[a] == 0
+    held = HeldBlock(values, grid.node_band(b), layout.order, columns[grid.rank], writes)
+    return held, columns, layout.width
 
 
-def _outputs(model: ParallelGCN, embeddings: bool) -> dict[str, torch.Tensor]:
-    """This rank's logits block and, with `embeddings`, its block of the output head's input (of the last
-    GCN layer's without a head): the forward pass training evaluates with (no dropout)."""
-    last = len(model.layers) - 1
+def _outputs(network: Network, embeddings: bool) -> dict[str, tuple[torch.Tensor, Layout]]:
+    """This rank's logits block and, with `embeddings`, its block of the model's last hidden layer (the
+    output head's input; the last GCN layer's without a head), with their layouts: the forward pass
+    training evaluates with (no dropout)."""
+    network.eval()
     with torch.no_grad():
         if not embeddings:
-            return {"logits": model.forward(0, training=False)}
-        if model.geometry.head is not None:
-            hidden = model.propagate(range(last + 1), 0, training=False)
-            return {"embeddings": hidden, "logits": model.output(hidden)}
-        hidden = model.propagate(range(last), 0, training=False)
-        return {"embeddings": hidden, "logits": model.propagate(range(last, last + 1), 0, False, hidden)}
+            return {"logits": (network(), network.output)}
+        if network.hidden is None:
+            raise GtoolError(
+                "--embeddings: this model names no hidden layer (a `hidden` Layout and a "
+                "hidden_and_logits method)"
+            )
+        hidden, logits = network.hidden_and_logits()
+        return {"embeddings": (hidden, network.hidden), "logits": (logits, network.output)}
 
 
-def _write(
-    comm: GridComm, job: PredictJob, outputs: dict[str, torch.Tensor], model: ParallelGCN
-) -> dict[str, int]:
+def _write(grid: Grid, job: PredictJob, outputs: dict[str, tuple[torch.Tensor, Layout]]) -> dict[str, int]:
     """Every output array written into the staging location; the rows of each (every rank calls it)."""
-    store, sink = open_store(job.config.store), ChunkSink(staging_path(job.output))
+    comm, sink = grid.comm, ChunkSink(staging_path(job.output))
     rows = {}
-    for name, values in outputs.items():
-        held, columns, width = _held(model, comm, name, values)
+    for name, (values, where) in outputs.items():
+        held, columns, width = _held(grid, where, values)
         try:
-            written = write_node_rows(sink, name, store, held, columns, width, comm.everyone)
+            written = write_node_rows(sink, name, grid.store, held, columns, width, comm.everyone)
         except OSError as exc:  # a full device or a read-only one: one line naming where
             raise storage_error(exc, job.output) or exc from None
         total = torch.tensor([written], dtype=torch.int64, device=comm.everyone.device)
@@ -112,18 +93,18 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
     it fails); the output is locked before the ranks start (`predict`)."""
     config = job.config
     started = time.perf_counter()
-    data = load_model_rank(config, comm.grid, comm.rank, device)
-    model = ParallelGCN(data, comm, config, device)
-    TrainedParameters(job.manifest, data.meta.num_features, data.meta.num_classes).load_into(model)
-    outputs = _outputs(model, job.embeddings)
-    metric = "rocauc" if data.meta.labels.multi_label else "accuracy"
+    grid = model_grid(config, comm, device)
+    network = build_network(grid, config.model)
+    TrainedParameters(job.manifest).load_into(network)
+    outputs = _outputs(network, job.embeddings)
+    logits = outputs["logits"][0]
+    metric = "rocauc" if grid.store.meta.labels.multi_label else "accuracy"
     if metric == "rocauc":
-        outputs["probabilities"] = torch.sigmoid(outputs["logits"])
+        outputs["probabilities"] = (torch.sigmoid(logits), network.output)
     try:
-        scores, unscored = logit_targets(data, model, comm, device).scores(outputs["logits"]), None
+        scores, unscored = grid.targets(network.output).scores(logits), None
     except GtoolError as error:  # no labels, or none to train on: the logits are written all the same
         scores, unscored = None, str(error)
-    del data
     computed = time.perf_counter() - started
     staged = StagedOutput(job.output, job.overwrite, PREDICT_OUTPUT) if comm.rank == 0 else None
     try:
@@ -136,7 +117,7 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
             "epoch": job.manifest["epoch"],
             "use": job.manifest["use"],
             "grid": "x".join(map(str, comm.grid.dims)),
-            "rows": _write(comm, job, outputs, model),
+            "rows": _write(grid, job, outputs),
             metric: scores,
             "unscored": unscored,
             "seconds": {"forward": computed, "total": time.perf_counter() - started},
@@ -152,13 +133,8 @@ def predict_on(comm: GridComm, job: PredictJob, device: torch.device, reporter: 
         if staged is not None:
             staged.discard()
         raise
-    geometry = model.geometry
-    embedding = model.dims[-1] if geometry.head is not None else model.dims[-2]
-    reporter.message(
-        _summary_text(
-            job.output, summary, {**dict.fromkeys(LOGITS, geometry.num_classes), "embeddings": embedding}
-        )
-    )
+    widths = {name: layout.width for name, (_, layout) in outputs.items()}
+    reporter.message(_summary_text(job.output, summary, widths))
     return summary
 
 

@@ -79,7 +79,8 @@ def prediction_job(
     model = ModelConfig(**manifest["model"])
     opened = open_store(store)
     shape = manifest["shape"]
-    widths = model.widths(opened.num_features, opened.num_classes)
+    features, classes = opened.num_features, opened.num_classes
+    widths = model.widths(features, classes) if model.builtin else [features, classes]
     if shape["num_nodes"] != opened.num_nodes or shape["dims"] != widths:
         raise CheckpointError(
             f"{manifest['path']} was trained on {shape['num_nodes']} nodes with widths {shape['dims']}; "
@@ -87,7 +88,7 @@ def prediction_job(
         )
     if model.learnable_features:  # saved by position: the store must hold each node's rows where training had
         refuse_other_shape(manifest, {"node_order": opened.node_order})
-    if embeddings and model.layers < 2 and not model.components.output_head:
+    if embeddings and model.builtin and model.layers < 2 and not model.components.output_head:
         raise GtoolError(
             "--embeddings needs a hidden layer: a model of 2 or more GCN layers, or one with an output head"
         )

@@ -121,10 +121,10 @@ def test_the_best_models_copy_is_kept_beside_the_latest(tmp_path) -> None:
     checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), shape, {"layers": 2})
 
     def parts(value: float) -> dict:
-        return {"weight.0": torch.full((2,), value)}
+        return {"model": {"weight.0": torch.full((2,), value)}}
 
-    checkpoints.save(3, {"model": parts(3)}, {}, best=(2, parts(2)))
-    checkpoints.save(6, {"model": parts(6)}, {}, best=(2, parts(2)))  # no better epoch: the copy stays
+    checkpoints.save(3, parts(3), {}, best=(2, parts(2)))
+    checkpoints.save(6, parts(6), {}, best=(2, parts(2)))  # no better epoch: the copy stays
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "best-000002",
         "best.json",
@@ -136,7 +136,7 @@ def test_the_best_models_copy_is_kept_beside_the_latest(tmp_path) -> None:
     assert torch.equal(read_rank_file(best["path"], 0, CPU)["model"]["weight.0"], torch.full((2,), 2.0))
     assert model_manifest(str(tmp_path))["path"] == best["path"]
     assert model_manifest(str(tmp_path), "latest")["epoch"] == 6
-    checkpoints.save(9, {"model": parts(9)}, {}, best=(8, parts(8)))
+    checkpoints.save(9, parts(9), {}, best=(8, parts(8)))
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "best-000008",
         "best.json",

@@ -28,7 +28,7 @@ def test_a_diverged_loss_stops_the_run_before_its_checkpoint(tmp_path, monkeypat
         evaluate=lambda: {"train": 0.5, "valid": 0.5, "test": 0.5},
         metric="accuracy",
         state=lambda: {"model": {}},
-        model=SimpleNamespace(state=dict),  # the best model's parts (none here)
+        model_copy=lambda: {"model": {}, "places": {}},  # the best model's parts (none here)
     )
     monkeypatch.setattr(loop, "checkpoint_shape", lambda trainer: {"grid": [1, 1, 1]})
     with pytest.raises(GtoolError, match="the loss is nan at epoch 2: training diverged"):
@@ -66,8 +66,8 @@ def scripted_trainer(tmp_path, valid: dict[int, float], **options) -> SimpleName
         train_epoch=train_epoch,
         evaluate=lambda: {"train": 1.0, "valid": valid[current["epoch"]], "test": 0.5},
         metric="accuracy",
-        model=SimpleNamespace(state=lambda: {}),
-        state=lambda: {"model": {}},
+        model_copy=lambda: {"model": {}, "places": {}},
+        state=lambda: {"model": {}, "places": {}},
         load_state=lambda state: None,
     )
 

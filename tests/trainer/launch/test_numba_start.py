@@ -8,17 +8,16 @@ import importlib
 import json
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 import torch
 
-from gtool.geometry.grid import ProcessGrid
 from gtool.store.reader import open_store
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit import trainer as fit_trainer
-from gtool.trainer.fit.trainer import Trainer, load_model_rank, uses_cpu_kernels
+from gtool.trainer.fit.trainer import Trainer, model_grid, uses_cpu_kernels
 from gtool.trainer.launch.numba_start import SPEC_SECONDS_PER_ELEMENT, START_SECONDS, kernels_pay
+from gtool.trainer.models.network import mask_elements
 from tests.support.imports import REPORTING_GTOOL, imported
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
@@ -47,12 +46,13 @@ def test_a_run_decides_from_its_epochs_and_masks_and_always_takes_them_for_the_n
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     forget_numba(monkeypatch)
-    model = SimpleNamespace(mask_elements=lambda: 1000)
+    model = torch.nn.Module()  # whose dropout masks have 1000 elements an epoch
+    monkeypatch.setattr(fit_trainer, "mask_elements", lambda network: 1000)
     assert not uses_cpu_kernels(TrainConfig.of("s", epochs=PAYING // 1000 - 1), model)
     assert uses_cpu_kernels(TrainConfig.of("s", epochs=PAYING // 1000 + 1), model)
-    assert uses_cpu_kernels(TrainConfig.of("s", epochs=1, model="scalegnn"), model)
-    assert uses_cpu_kernels(TrainConfig.of("s", epochs=1, norm="rms"), model)
     assert uses_cpu_kernels(TrainConfig.of("s", epochs=1, batch_size=64), model)
+    monkeypatch.setattr(fit_trainer, "has_norm", lambda network: network is model)
+    assert uses_cpu_kernels(TrainConfig.of("s", epochs=1), model)
 
 
 @pytest.mark.parametrize("dropout", [0.5, 0.0])
@@ -67,11 +67,11 @@ def test_mask_elements_are_the_feature_block_and_every_block_output(
     forget_numba(monkeypatch)  # after the store is sharded (numba's kernels)
     started = []
     monkeypatch.setattr(fit_trainer, "start_numba", lambda: started.append(True))
-    trainer = Trainer(load_model_rank(config, ProcessGrid(1, 1, 1), 0), single_rank_comm(), config, CPU)
-    assert trainer.model.mask_elements() == want
+    trainer = Trainer(model_grid(config, single_rank_comm()), config)
+    assert mask_elements(trainer.model) == want
     assert (trainer.cpu_kernels, started) == (False, [])
     longer = config.replace(epochs=PAYING // want + 1)
-    trainer = Trainer(load_model_rank(longer, ProcessGrid(1, 1, 1), 0), single_rank_comm(), longer, CPU)
+    trainer = Trainer(model_grid(longer, single_rank_comm()), longer)
     assert (trainer.cpu_kernels, started) == (True, [True])
 
 

@@ -14,13 +14,17 @@ import torch.distributed as dist
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import layer_roles
 from gtool.loader import load_rank
+from gtool.store.reader import as_store
 from gtool.trainer.minibatch.batch import RankSampler
 from gtool.trainer.minibatch.cut import cut_shard, cut_shard_torch, transposed_torch
 from gtool.trainer.minibatch.schedule import Schedule
+from gtool.trainer.models.blocks import GCNConv
+from gtool.trainer.models.grid import Grid
 from gtool.trainer.nn.loss import sampled_epoch_loss
 from tests.support.operators import OperatorLog
 from tests.support.reference import rescaled_subgraph
 from tests.support.stores import StoreFactory
+from tests.trainer.cases import CPU, offline_comm
 from tests.trainer.references import unpermuted_reference
 
 GRAPH = "grid:7x11"  # N = 77: no band count of the grids divides it
@@ -28,6 +32,21 @@ SHAPE = {"tiles": 3, "seed": 5, "num_features": 4, "num_classes": 3, "perm": "do
 LAYERS, BATCH, WIDTH = 3, 20, 6
 ORDERS = (False, True, True)
 """Layer 0 aggregate-first, the middle and last layers transform-first (their rows on their c axis)."""
+
+
+def sampler_of(
+    store: str, shape: tuple[int, int, int], rank: int, schedule: Schedule, orders: tuple[bool, ...]
+) -> tuple[RankSampler, list[GCNConv]]:
+    """Rank `rank`'s sampler for GCN layers of `orders` (built as a model's blocks register what they
+    multiply by), and the layers."""
+    grid = ProcessGrid(*shape)
+    data = load_rank(store, grid, rank, orders)
+    seat = Grid(offline_comm(grid, rank), as_store(store), torch.float32, CPU, 0, data)
+    layout, convs = seat.input, []
+    for transform_first in orders:
+        convs.append(GCNConv(seat, layout, WIDTH, transform_first))
+        layout = convs[-1].output
+    return RankSampler(seat, schedule), convs
 
 
 def _no_collectives(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,17 +71,17 @@ def test_every_ranks_sampled_spmm_equals_scipy_on_the_unpermuted_graph(
     n = adjacency.shape[0]
     features = np.random.default_rng(0).standard_normal((n, WIDTH))
     process_grid = ProcessGrid(*grid)
-    data = [load_rank(store, grid, rank, ORDERS) for rank in range(process_grid.size)]
-    _no_collectives(monkeypatch)
     for batch_size in (BATCH, 3):  # 3 nodes on a 3x2x1 grid leave some bands empty
         schedule = Schedule(n, batch_size, replicas=1)
-        samplers = [RankSampler(part, store, schedule, torch.device("cpu")) for part in data]
-        _check_cuts(schedule, samplers, process_grid, adjacency, features)
+        built = [sampler_of(store, grid, rank, schedule, ORDERS) for rank in range(process_grid.size)]
+        with monkeypatch.context() as patched:
+            _no_collectives(patched)
+            _check_cuts(schedule, built, process_grid, adjacency, features)
 
 
 def _check_cuts(
     schedule: Schedule,
-    samplers: list[RankSampler],
+    built: list[tuple[RankSampler, list[GCNConv]]],
     process_grid: ProcessGrid,
     adjacency: sp.csr_matrix,
     features: np.ndarray,
@@ -72,16 +91,16 @@ def _check_cuts(
         sample = schedule.sample(schedule.order(seed, epoch), step).numpy()
         subgraph = rescaled_subgraph(adjacency, sample)
         want = subgraph @ features[sample]
-        batches = [sampler.cut(seed, epoch, step) for sampler in samplers]
+        batches = [sampler.cut(seed, epoch, step) for sampler, _ in built]
         for layer in range(LAYERS):
             contraction = layer_roles(ORDERS)[layer][1]  # the ranks that differ only there sum their products
             sums: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-            for rank, (sampler, batch) in enumerate(zip(samplers, batches, strict=True)):
-                bands = sampler.layers[layer]
-                rows = sampler.nodes[bands.rows].members(torch.from_numpy(sample)).indices.numpy()
-                cols = batch.dropout_rows[layer].numpy()
+            for rank, ((sampler, convs), batch) in enumerate(zip(built, batches, strict=True)):
+                conv, seat = convs[layer], sampler.grid
+                rows = batch.members[seat.band_key(conv.output)].indices.numpy()
+                cols = batch.members[seat.band_key(conv.input)].indices.numpy()
                 sampled = torch.from_numpy(features[sample[cols]])
-                got = (batch.blocks[layer].csr().to(torch.float64) @ sampled).numpy()
+                got = (batch.blocks[conv.key].csr().to(torch.float64) @ sampled).numpy()
                 np.testing.assert_allclose(got, subgraph[rows][:, cols] @ features[sample[cols]], atol=1e-5)
                 coords = process_grid.coords(rank)
                 key = tuple(coords[axis] for axis in range(3) if axis != contraction)
@@ -99,13 +118,13 @@ def test_the_cpu_cut_equals_its_torch_specification(stores: StoreFactory) -> Non
     store = stores(GRAPH, **SHAPE)
     schedule = Schedule(77, BATCH, replicas=1)
     for rank in (0, 5):
-        sampler = RankSampler(load_rank(store, (2, 2, 2), rank, LAYERS), store, schedule, torch.device("cpu"))
+        sampler, _ = sampler_of(store, (2, 2, 2), rank, schedule, (False,) * LAYERS)
         for step in (0, schedule.steps - 1):
             sample = schedule.sample(schedule.order(3, 1), step)
-            for layer, bands in enumerate(sampler.layers):
-                shard = sampler.data.shard(layer).matrix
-                rows, cols = (sampler.nodes[key].members(sample) for key in (bands.rows, bands.inputs))
-                slots = sampler.nodes[bands.inputs].column_slots
+            for key, bands in sampler.grid.convs.items():
+                shard = sampler.grid.shards[key].matrix
+                rows, cols = (sampler.nodes[band].members(sample) for band in bands)
+                slots = sampler.nodes[bands[1]].column_slots
                 got = cut_shard(shard, rows, cols, schedule.rescaling(BATCH), slots)
                 want = cut_shard_torch(shard, rows, cols, schedule.rescaling(BATCH))
                 for name in ("rows", "cols", "values"):
@@ -128,7 +147,7 @@ def _mean_aggregations(
         order = schedule.order(0, epoch)
         for step in range(schedule.steps):
             sample = schedule.sample(order, step).numpy()
-            block = sampler.cut(0, epoch, step).blocks[0]
+            (block,) = sampler.cut(0, epoch, step).blocks.values()
             values = block.values.double()
             unscaled = values / schedule.rescaling(sample.shape[0])
             plain = torch.where(block.rows == block.cols, values, unscaled)
@@ -146,7 +165,7 @@ def test_an_aggregation_averaged_over_draws_approaches_the_full_one(stores: Stor
     features = np.random.default_rng(1).standard_normal((n, WIDTH))
     want = adjacency @ features
     schedule = Schedule(n, BATCH, 1)
-    sampler = RankSampler(load_rank(store, (1, 1, 1), 0, 1), store, schedule, torch.device("cpu"))
+    sampler, _ = sampler_of(store, (1, 1, 1), 0, schedule, (False,))
 
     def error(got: np.ndarray) -> float:
         return float(np.linalg.norm(got - want) / np.linalg.norm(want))
@@ -160,8 +179,8 @@ def test_an_aggregation_averaged_over_draws_approaches_the_full_one(stores: Stor
 
 def cut_operators(store: str) -> Counter[str]:
     """The operators of cutting one sample of B = 16 nodes on a 2x2x2 grid's rank 5 (3 layers)."""
-    data = load_rank(store, (2, 2, 2), 5, LAYERS)
-    sampler = RankSampler(data, store, Schedule(data.meta.num_nodes, 16, 1), torch.device("cpu"))
+    schedule = Schedule(as_store(store).num_nodes, 16, 1)
+    sampler, _ = sampler_of(store, (2, 2, 2), 5, schedule, (False,) * LAYERS)
     sampler.cut(0, 1, 0)  # the epoch's order is drawn once, at its first step
     with OperatorLog() as log:
         sampler.cut(0, 1, 1)

@@ -11,6 +11,7 @@ import torch
 import zarr
 
 from gtool.errors import StoreExistsError
+from gtool.geometry.bands import band
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.layers import rank_layers
 from gtool.store.layout import PREDICTIONS_KEY
@@ -19,8 +20,7 @@ from gtool.store.writing.staging import PREDICT_OUTPUT, StagedOutput, check_outp
 from gtool.trainer.checkpoints.folder import CheckpointError, rank_file
 from gtool.trainer.checkpoints.regrid import TrainedParameters
 from gtool.trainer.comm.groups import CastBuffers
-from gtool.trainer.models.gcn import block_of_weight
-from gtool.trainer.nn.sharded import flat_part, from_parts
+from gtool.trainer.nn.sharded import Place, block_of, flat_part, from_parts
 from gtool.trainer.predict import job as predict_module
 from gtool.trainer.predict.writer import chunk_bounds
 
@@ -38,7 +38,8 @@ def _checkpoint(
         state = {}
         for layer, (geometry, weight) in enumerate(zip(layers, weights, strict=True)):
             part, parts = geometry.coords[geometry.weight_axis], geometry.size(geometry.weight_axis)
-            state[f"weight.{layer}"] = flat_part(block_of_weight(geometry, weight), parts, part)
+            place = Place(geometry.in_cols(weight.shape[0]), geometry.out_cols(weight.shape[1]), 0)
+            state[f"weight.{layer}"] = flat_part(block_of(weight, place), parts, part)
         first = layers[0]
         rows, cols = first.inputs, first.in_cols(DIMS[0])
         block = features.new_zeros(rows.size, cols.size)
@@ -65,17 +66,20 @@ def _checkpoint(
     ids=lambda d: "x".join(map(str, d)) if isinstance(d[0], int) else "".join("ta"[not t] for t in d),
 )
 def test_trained_parameters_are_reassembled_for_any_grid(tmp_path, dims: tuple, orders: list[bool]) -> None:
-    """From the rank files of a grid (one laid out x innermost: the manifest's placement says which rank
-    held which coordinates; transform-first layers split their weight blocks over their b-axis)."""
+    """From the rank files of a grid written before the places were recorded (one laid out x innermost:
+    the manifest's placement says which rank held which coordinates; transform-first layers split their
+    weight blocks over their b-axis): the parameters by their names now."""
     generator = torch.Generator().manual_seed(1)
     weights = [torch.randn(DIMS[i], DIMS[i + 1], generator=generator) for i in range(2)]
     features = torch.randn(NODES, DIMS[0], generator=generator)
     trained = TrainedParameters(_checkpoint(tmp_path, ProcessGrid(*dims), weights, features, orders))
     for layer, weight in enumerate(weights):
-        assert torch.equal(trained.weight(layer), weight)
+        whole = Place(band(0, 1, weight.shape[0]), band(0, 1, weight.shape[1]), 0)
+        got = trained.block(f"model.convs.{layer}.weight", whole, DIMS[0], DIMS[-1])
+        assert torch.equal(got, weight)
     for rank, layers in enumerate([rank_layers(ProcessGrid(3, 2, 1), r, 2, NODES, True) for r in range(6)]):
         rows, cols = layers[0].inputs, layers[0].in_cols(DIMS[0])
-        block = trained.features(rows, cols)
+        block = trained.block("features.features", Place(rows, cols, 0), DIMS[0], DIMS[-1])
         assert block.shape == (rows.size, cols.size), rank
         assert torch.equal(
             block[: rows.real, : cols.real], features[rows.start : rows.stop, cols.start : cols.stop]
@@ -89,7 +93,7 @@ def test_a_missing_rank_file_is_named(tmp_path) -> None:
     )
     rank_file(tmp_path, 1).unlink()
     with pytest.raises(CheckpointError, match="rank-00001.pt is missing"):
-        TrainedParameters(manifest).weight(0)
+        TrainedParameters(manifest).block("model.convs.0.weight", Place(None, band(0, 1, 3), 0), 5, 4)
 
 
 @pytest.mark.parametrize("parts", [1, 2, 4, 7])

@@ -2,7 +2,8 @@
 
 Forward is two passes (the rows' sums of squares, all-reduced over the column group, then the output);
 backward two more (per-row dots, all-reduced, with the scale's column sums; then dz). Only z and the
-rows' inverse RMS are kept for backward: the ReLU and dropout decisions are recomputed there.
+rows' inverse RMS are kept for backward: the ReLU and dropout decisions are recomputed there. The
+passes are timed as dense work, the row sums' all-reduces (nested) as comm.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from gtool.trainer.nn.fused.reference import NORM_EPS, inverse_rms, rms_relu_dro
 class _RmsReluDropout(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, gamma, residual, col_group, width, spec, placement, eps, passes):
-        z, gamma = z.contiguous(), gamma.contiguous()
-        scales = inverse_rms(col_group.all_reduce(passes.row_squares(z)), width, eps)
-        residual = None if residual is None else residual.contiguous()
-        y = passes.forward(z, scales, gamma, residual, spec, placement)
+        with col_group.timer.phase("dense"):
+            z, gamma = z.contiguous(), gamma.contiguous()
+            scales = inverse_rms(col_group.all_reduce(passes.row_squares(z)), width, eps)
+            residual = None if residual is None else residual.contiguous()
+            y = passes.forward(z, scales, gamma, residual, spec, placement)
         ctx.save_for_backward(z, scales, gamma)
         ctx.col_group, ctx.width, ctx.passes = col_group, width, passes
         ctx.spec, ctx.placement = spec, placement
@@ -31,12 +33,13 @@ class _RmsReluDropout(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         z, scales, gamma = ctx.saved_tensors
-        grad = grad.contiguous()
-        row_dots, d_gamma = ctx.passes.backward_sums(z, scales, gamma, grad, ctx.spec, ctx.placement)
-        d_z = None
-        if ctx.needs_input_grad[0]:
-            row_means = ctx.col_group.all_reduce(row_dots) / ctx.width
-            d_z = ctx.passes.backward_input(z, scales, gamma, grad, row_means, ctx.spec, ctx.placement)
+        with ctx.col_group.timer.phase("dense"):
+            grad = grad.contiguous()
+            row_dots, d_gamma = ctx.passes.backward_sums(z, scales, gamma, grad, ctx.spec, ctx.placement)
+            d_z = None
+            if ctx.needs_input_grad[0]:
+                row_means = ctx.col_group.all_reduce(row_dots) / ctx.width
+                d_z = ctx.passes.backward_input(z, scales, gamma, grad, row_means, ctx.spec, ctx.placement)
         d_residual = grad if ctx.needs_input_grad[2] else None
         return d_z, d_gamma, d_residual, None, None, None, None, None, None
 
