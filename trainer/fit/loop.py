@@ -86,6 +86,8 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         )
         first_epoch = config.runtime.epochs + 1
     summary = Summary(history, metric=trainer.metric)
+    if checkpoints is not None and first_epoch > 1:  # resumed: the checkpoint is there, whatever follows
+        summary.checkpoint = written(checkpoints, first_epoch - 1)
     best = None
     for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)
