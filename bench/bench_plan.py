@@ -235,14 +235,13 @@ def plan_epochs(store: str, ranks_: int, hidden: int, profile: str | None) -> di
 def auto_pick(store: str, ranks_: int, hidden: int) -> str:
     """The grid `gtool train --grid auto --ranks P` trains on, its trial of the close grids run afresh (in
     a cache folder of its own, holding a copy of this machine's profiles)."""
-    from gtool.plan.calibration.machine import FOLDER
-    from gtool.preprocess import cache_folder
+    from gtool.plan import machine_folder
 
     with tempfile.TemporaryDirectory(prefix="bench-plan-auto-") as cache:
-        profiles = cache_folder(None, None).path / FOLDER
+        profiles = machine_folder()
         if profiles.is_dir():
-            shutil.copytree(profiles, Path(cache) / FOLDER)
-        for trial in (Path(cache) / FOLDER).glob("trials-*.json"):
+            shutil.copytree(profiles, Path(cache) / profiles.name)
+        for trial in (Path(cache) / profiles.name).glob("trials-*.json"):
             trial.unlink()
         command = [sys.executable, "-m", "gtool.cli", "train", store, "--grid", "auto"]
         command += ["--ranks", str(ranks_), "--hidden", str(hidden), "--epochs", "1", "-q"]

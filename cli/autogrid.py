@@ -68,11 +68,14 @@ def auto_grid(
 
 
 def machine_profile(
-    profile: str | None, recalibrate: bool, may_calibrate: bool = True
+    profile: str | None, recalibrate: bool, may_calibrate: bool = True, quiet: bool = False
 ) -> tuple[DeviceProfile, str]:
-    """gtool.plan.plan_profile, its calibration (when it runs) shown on stderr: a line, then its steps."""
+    """gtool.plan.plan_profile, its calibration (when it runs) shown on stderr unless `quiet`: a line, then
+    its steps."""
     from gtool.plan import plan_profile
 
+    if quiet:
+        return plan_profile(profile, recalibrate, lambda what: None, may_calibrate)
     with console.status("") as status:
 
         def report(what: str) -> None:

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gtool.errors import GtoolError
-from gtool.units import human_bytes
+from gtool.units import counted, human_bytes
 
 from .common import console, out, reports_errors
 from .help import App
@@ -80,11 +80,23 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
 
 
 def note_other_files(folder: Path) -> None:
-    """Say that files of the folder not named like gtool's copies are not gtool's to list or remove."""
-
+    """Say that files of the folder not named like gtool's copies are not gtool's to list or remove, and
+    name gtool plan's machine profiles when they are there (a plan/ folder of them)."""
+    from gtool.plan import machine_folder
     from gtool.preprocess import other_files
 
     others = other_files(folder)
+    profiles = folder / machine_folder().name
+    if kept := [*profiles.glob("profile-*.json"), *profiles.glob("trials-*.json")]:
+        others -= 1
+        current = machine_folder()
+        used = "" if profiles.resolve() == current.resolve() else f"; no longer read: {current} is"
+        files = counted(len(kept), "file")
+        console.print(
+            f"{profiles}: gtool plan's machine profiles and --grid auto trials ({files}{used}), "
+            "not copies: left alone (`gtool plan --recalibrate` measures them again)",
+            soft_wrap=True,
+        )
     if others:
         console.print(f"{others} other file(s) or folder(s) in {folder} are not gtool's copies: left alone")
 

@@ -27,8 +27,9 @@ from .plan_tables import plan_tables
 if TYPE_CHECKING:
     from gtool.plan import PlanRequest
 
-WIDTH = 150
-"""Columns of the tables when the output is not a terminal (a file or a pipe)."""
+WIDTH = 100
+"""Columns of the tables at most, on a terminal as in a file or a pipe: the ranked grids keep every figure
+whole and wrap their headers to fit."""
 
 
 def _calibrate(output: str | None, device: str, threads: int, max_group: int, quiet: bool) -> None:
@@ -132,7 +133,7 @@ def plan(
     request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
     if recalibrate and profile:
         raise GtoolError("--recalibrate measures this machine: it does not go with --profile")
-    cost_profile, note = machine_profile(profile, recalibrate)
+    cost_profile, note = machine_profile(profile, recalibrate, quiet=quiet)
 
     from gtool.store.reader import open_store
 
@@ -143,10 +144,12 @@ def plan(
     if as_json:
         write_json({"store": store, "profile": note, **result.summary()}, sys.stdout)
         return
-    console.print(note, highlight=False)
-    out = plain_console() if sys.stdout.isatty() else plain_console(width=WIDTH)
-    for table in plan_tables(store, opened.num_nodes, result, top, out.width):
-        out.print(table)
+    if not quiet:
+        console.print(note, highlight=False, soft_wrap=True)
+    out = plain_console()
+    width = min(out.width, WIDTH)
+    for table in plan_tables(store, opened.num_nodes, result, top, width):
+        out.print(table, width=width)
 
 
 def plan_request(

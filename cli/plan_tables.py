@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich import box
 from rich.table import Table
 
-from gtool.units import human_bytes
+from gtool.units import counted, human_bytes
 
 from .tables import unbroken_figures
 
@@ -76,7 +76,8 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) ->
     r = plan.request
     widths = " -> ".join(map(str, plan.widths))
     title = (
-        f"gtool plan {store}: {num_nodes:,} nodes, {r.ranks} ranks ({r.node_ranks} per node), widths {widths}"
+        f"gtool plan {store}: {num_nodes:,} nodes, {counted(r.ranks, 'rank')} ({r.node_ranks} per node), "
+        f"widths {widths}"
     )
     if plan.nnz_estimated:
         title += " (nnz of tiles crossed by band edges split by area; --exact-nnz counts them)"

@@ -16,14 +16,16 @@ def unbroken_figures(table: Table, width: int) -> Table:
     on one line where the table then fits `width`: a column is at least as wide as its widest figure and
     its longest word, so that on a narrow terminal headers and text wrap between words instead; failing
     that, columns closer together; failing that, figures wrap too (never cut to '…'). The columns' widths
-    are set here: the least each needs, then what is left to whole figures, then to whole text."""
-    words, figures, full = [], [], []
+    are set here: the least each needs, then what is left to whole figures, then to whole cells (each row
+    on one line), then to whole headers."""
+    words, figures, rows, full = [], [], [], []
     for column in table.columns:
         cells = [str(cell) for cell in column._cells]
         texts = [*cells, str(column.header)]
         longest = max(len(word) for text in texts for word in text.split() or [""])
         words.append(longest)
         figures.append(max([longest, *(len(text) for text in cells if text[:1].isdigit())]))
+        rows.append(max([longest, *map(len, cells)]))
         full.append(max(len(text) for text in texts))
     console = Console(width=width)
     unbounded = console.options.update_width(1 << 20)  # the table's width, not capped at `width`
@@ -40,7 +42,7 @@ def unbroken_figures(table: Table, width: int) -> Table:
             column.width = None
         return table
     spare, widths = width - overhead - sum(least), list(least)
-    for wanted in (figures, full):  # whole figures first, then whole text, the smallest needs first
+    for wanted in (figures, rows, full):  # whole figures, then whole cells, then whole headers: least first
         for k in sorted(range(len(widths)), key=lambda k: wanted[k] - widths[k]):
             grown = min(max(wanted[k] - widths[k], 0), max(spare, 0))
             widths[k] += grown

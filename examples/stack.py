@@ -11,6 +11,7 @@ import torch
 
 from gtool.trainer import Bias, Dropout, GCNConv, Linear, NormReluDropout, Skip
 
+
 class Stack(torch.nn.Module):
     """The model; `output` names the logits' layout (as wide as the store's classes)."""
 

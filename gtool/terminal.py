@@ -6,16 +6,25 @@ Paths, sources and messages hold user text: a file named `a:smile:b.txt` or `[re
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
 from rich.progress import TextColumn
 from rich.text import Text
 
+UNWRAPPED = 10_000
+"""The width of a console that is not a terminal (a pipe, a file) and is given none ($COLUMNS unset): lines
+are not wrapped at rich's 80 columns, tables keep their rows whole and take the width they need."""
+
 
 def plain_console(stderr: bool = False, **options: Any) -> Console:
-    """A console (stdout, or stderr) that applies no markup, emoji codes or highlighting to what it prints."""
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, **options)
+    """A console (stdout, or stderr) that applies no markup, emoji codes or highlighting to what it prints;
+    not a terminal, it wraps nothing (UNWRAPPED) unless given a width or $COLUMNS."""
+    console = Console(stderr=stderr, markup=False, emoji=False, highlight=False, **options)
+    if "width" not in options and "COLUMNS" not in os.environ and not console.is_terminal:
+        console.width = UNWRAPPED
+    return console
 
 
 def labelled(label: str, style: str, text: str) -> Text:

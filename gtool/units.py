@@ -1,4 +1,5 @@
-"""Byte counts as users write them (`--memory-limit 2GB`) and as gtool shows them (`1.5 KiB`)."""
+"""Byte counts as users write them (`--memory-limit 2GB`) and as gtool shows them (`1.5 KiB`); counts of
+things named in the singular or plural (`1 rank`, `4 ranks`)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,8 @@ def human_bytes(n: float, up: bool = False) -> str:
             return f"{math.ceil(n * 10) / 10 if up else n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable: TiB takes any size")
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 rank', '4 ranks', '1,024 ranks': `count` of `noun` (a regular plural)."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

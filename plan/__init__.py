@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gtool.faces import face
 
 if TYPE_CHECKING:
-    from gtool.plan.calibration.machine import SHIPPED, plan_profile
+    from gtool.plan.calibration.machine import SHIPPED, machine_folder, plan_profile
     from gtool.plan.calibration.microbench import calibrate
     from gtool.plan.calibration.trials import time_grids
     from gtool.plan.costmodel.auto import TRIAL_SPREAD, Timing, choose_layout, trial_grids

@@ -1,6 +1,6 @@
 """The device profile `gtool plan` and `--grid auto` price grids with: --profile's, gtool's shipped one
 (`--profile shipped`), or by default this machine's, calibrated on first use (gtool.plan.calibration.quick)
-and cached under the cache folder, one file per machine.
+and cached in this user's cache folder (gtool.usercache), one file per machine.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gtool.plan.costmodel.profile import VERSION, DeviceProfile, ProfileError, load_profile, save_profile
-from gtool.preprocess import cache_folder
+from gtool.usercache import user_cache
 
 SHIPPED = "shipped"
 """--profile's name for gtool's shipped profile."""
 FOLDER = "plan"
-"""The cache folder's subfolder of machine profiles."""
+"""The user cache's subfolder of machine profiles and trials."""
 
 
 def _cpu_model() -> str:
@@ -49,14 +49,19 @@ def machine_key() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def machine_folder() -> Path:
+    """Where this user's machine profiles and `--grid auto` trials are kept (any working folder)."""
+    return user_cache() / FOLDER
+
+
 def machine_profile_path() -> Path:
-    return cache_folder(None, None).path / FOLDER / f"profile-{machine_key()}.json"
+    return machine_folder() / f"profile-{machine_key()}.json"
 
 
 def machine_trials_path() -> Path:
     """This machine's `--grid auto` trials (gtool.plan.calibration.trials), measured again after
     `gtool plan --recalibrate`."""
-    return cache_folder(None, None).path / FOLDER / f"trials-{machine_key()}.json"
+    return machine_folder() / f"trials-{machine_key()}.json"
 
 
 def plan_profile(

@@ -185,6 +185,29 @@ def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
     assert cached.stat().st_mtime_ns != before
 
 
+def test_plan_keeps_the_profile_in_the_users_cache_and_q_silences_it(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The profile was cached under ./data/gtool-cache of the working folder (another folder calibrated
+    again), `-q` still printed its notice, and `gtool cache list` called it 'not gtool's copies'."""
+    monkeypatch.delenv("GTOOL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        folder.mkdir()
+        command = [*GTOOL, "plan", store, "--ranks", "2", "-q"]
+        run = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+        assert run.returncode == 0 and run.stderr == "" and "1x2x1" in run.stdout, run.stderr
+        assert list(folder.iterdir()) == []
+    (profile,) = (tmp_path / "xdg" / "gtool" / "plan").iterdir()  # calibrated once, for both folders
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path / "xdg" / "gtool"))
+    listed = gtool("cache", "list")
+    assert listed.returncode == 0 and "not gtool's copies" not in listed.stderr
+    assert listed.stderr == (
+        f"{profile.parent}: gtool plan's machine profiles and --grid auto trials (1 file), not copies: left "
+        "alone (`gtool plan --recalibrate` measures them again)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [

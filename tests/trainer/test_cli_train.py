@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -225,6 +226,7 @@ def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> N
 
 
 def test_resuming_a_finished_run_trains_nothing(store: str, tmp_path: Path) -> None:
+    """It said 'mean epoch time nans (spmm nan, ...)' and named no checkpoint."""
     checkpoints = str(tmp_path / "checkpoints")
     first = gtool_train(store, *MODEL, "--epochs", "2", "--eval-every", "5", "--checkpoint", checkpoints)
     assert first.returncode == 0, first.stderr
@@ -232,6 +234,10 @@ def test_resuming_a_finished_run_trains_nothing(store: str, tmp_path: Path) -> N
     assert again.returncode == 0, again.stderr
     assert "nothing left to train" in again.stdout + again.stderr
     assert "epoch    1" not in again.stdout
+    assert "nan" not in again.stdout  # was 'mean epoch time nans (spmm nan, ...)', and no checkpoint line
+    assert "n/a (no epoch trained)" in again.stdout
+    cells = re.sub(r"[\s│]+", " ", again.stdout)  # the table's text, at any width
+    assert "│ checkpoint " in again.stdout and "(latest epoch 2, best validation epoch 2)" in cells
 
 
 def test_a_missing_store_is_reported_before_any_rank_starts(tmp_path: Path) -> None:

@@ -17,9 +17,15 @@ from gtool.architecture import MODEL_COMPONENTS, ModelConfig
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT
 from gtool.store.metadata import node_order_options, same_node_order
-from gtool.store.reader import open_store
+from gtool.store.reader import Store, open_store
 from gtool.store.writing.staging import STORAGE_FAILURES
-from gtool.trainer.checkpoints.validity import RANK_FILE, missing_rank_files, shape_problem
+from gtool.trainer.checkpoints.validity import (
+    RANK_FILE,
+    RANK_NAME,
+    missing_files_reason,
+    missing_rank_files,
+    shape_problem,
+)
 from gtool.trainer.config import TrainConfig
 from gtool.units import human_bytes
 
@@ -27,6 +33,8 @@ LATEST = "latest.json"
 BEST = "best.json"
 POINTERS = (LATEST, BEST)
 MANIFEST = "manifest.json"
+TEMPORARY = ".tmp"
+"""The ending of the files `write_atomically` writes before renaming them (".NAME.PID.tmp")."""
 
 
 class CheckpointError(GtoolError):
@@ -41,7 +49,7 @@ def recorded_shape(shape: dict[str, Any]) -> dict[str, Any]:
     return {**before, "transform_first": [False] * (len(shape["dims"]) - 1), **shape}
 
 
-UNTOLD = ("node_order", "normalize_features")
+UNTOLD = ("node_order", "normalize_features", "num_features", "num_classes", "multi_label")
 """Run shape keys that checkpoints written before them lack and that cannot be told then: not compared."""
 FROM_MODEL = ("normalize_features",)
 """Run shape keys that checkpoints written before them have among their model options."""
@@ -95,7 +103,7 @@ def write_atomically(path: Path, write: Any) -> None:
     """Call write(file) on a temporary file next to `path`, flush it to disk, rename it to `path`. A failed
     write removes the temporary file and is a CheckpointError naming `path`: the latest complete checkpoint
     is unchanged."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}{TEMPORARY}")
     try:
         with open(temporary, "wb") as handle:
             write(handle)
@@ -110,6 +118,9 @@ def write_atomically(path: Path, write: Any) -> None:
         raise CheckpointError(
             f"{path}: cannot be written ({why}); the latest complete checkpoint is unchanged"
         ) from None
+    except BaseException:  # a signal (Terminated, KeyboardInterrupt) while writing: no temporary file left
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def write_json(path: Path, content: dict[str, Any]) -> None:
@@ -172,10 +183,62 @@ def _referenced(directory: Path) -> set[str]:
     return named
 
 
+ZARR_MARKS = ("zarr.json", ".zgroup", ".zarray")
+"""Files that make a folder a Zarr group or array (a graph store, a prediction): never a checkpoint folder."""
+WRITTEN_IN_CHECKPOINT = re.compile(
+    rf"{RANK_NAME.pattern}|{re.escape(MANIFEST)}|\..+\.\d+{re.escape(TEMPORARY)}"
+)
+"""What gtool writes in a checkpoint's folder (RANK_FILE, the manifest, their temporary files)."""
+LEFT_TEMPORARY = re.compile(rf"\.({'|'.join(map(re.escape, POINTERS))})\.\d+{re.escape(TEMPORARY)}")
+"""A pointer's temporary file that a killed writer left."""
+
+
+def _refuse_zarr(directory: Path) -> None:
+    """A graph store or a prediction's output is refused as a checkpoint folder: the checkpoint would be
+    written among its arrays, and removed with it by the next `--overwrite`."""
+    if mark := next((name for name in ZARR_MARKS if (directory / name).exists()), None):
+        raise CheckpointError(
+            f"--checkpoint {directory}: a Zarr store or prediction output ({mark} there), not a checkpoint "
+            "folder; name another folder"
+        )
+
+
+def _refuse_users_folders(directory: Path) -> None:
+    """A folder named like a checkpoint's (epoch-000001) holding files gtool does not write is the user's:
+    refused before anything is removed, since a run would write into it and remove it later."""
+    for folder in run_files(directory):
+        if folder.is_dir() and (
+            others := sorted(p.name for p in folder.iterdir() if not WRITTEN_IN_CHECKPOINT.fullmatch(p.name))
+        ):
+            shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+            raise CheckpointError(
+                f"--checkpoint {directory}: {folder.name} holds files gtool does not write ({shown}), and "
+                "a run replaces folders of that name; move it away or name another folder"
+            )
+
+
+def refuse_missing_best(directory: Path) -> None:
+    """--resume with a best.json that names a copy no longer usable (removed, damaged) is refused: the run
+    would go on naming that epoch as the best model's, and `gtool predict` could not read it."""
+    if not (directory / BEST).exists():
+        return
+    try:
+        latest_manifest(directory, pointer=BEST)
+    except CheckpointError as error:
+        raise CheckpointError(
+            f"--resume: {error}; remove {directory / BEST} to resume without the best model's copy (the "
+            "next best epoch writes one)"
+        ) from None
+
+
 def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
     """Make `directory` (made, and locked by the caller) this run's, before any rank starts: a checkpoint
     of another run there is refused unless `resume` (continue it) or `overwrite` (removed now); folders
-    of checkpoints that were never completed (a killed run's) are removed, so that no rank writes into one."""
+    of checkpoints that were never completed (a killed run's) are removed, so that no rank writes into one,
+    and so are pointers' temporary files a killed run left. A Zarr store, folders of checkpoints' names
+    holding the user's files and, with `resume`, a best.json naming a lost copy are refused first."""
+    _refuse_zarr(directory)
+    _refuse_users_folders(directory)
     if (directory / LATEST).exists() and not resume:
         if not overwrite:
             raise CheckpointError(
@@ -188,23 +251,31 @@ def claim_folder(directory: Path, resume: bool, overwrite: bool) -> None:
                 shutil.rmtree(path)
             else:
                 path.unlink()
+    if resume:
+        refuse_missing_best(directory)
     kept = _referenced(directory)
     for folder in run_files(directory):
         if folder.is_dir() and folder.name not in kept:
             shutil.rmtree(folder)
+    for left in directory.iterdir():
+        if LEFT_TEMPORARY.fullmatch(left.name):
+            left.unlink()
 
 
 def checked_manifest(where: Path, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """The manifest of the checkpoint in folder `where` (its folder as "path"), checked before any rank
     uses it: values of the right kinds and ranges (`required` shape keys present), and a rank file for every
     rank of its grid. Anything else is a CheckpointError naming the manifest."""
+    if not where.is_dir():
+        raise CheckpointError(f"{where}: the checkpoint's folder is missing (removed?)")
     if not (where / MANIFEST).exists():
         raise CheckpointError(f"{where}: {MANIFEST} is missing (the checkpoint was damaged)")
     manifest = _read_record(where / MANIFEST, "shape", dict)
     manifest["path"] = str(where)
-    problem = shape_problem(manifest, required) or missing_rank_files(manifest)
-    if problem:
+    if problem := shape_problem(manifest, required):
         raise CheckpointError(f"{where / MANIFEST}: {problem}; the checkpoint is damaged or incomplete")
+    if problem := missing_rank_files(manifest):
+        raise CheckpointError(f"{where / MANIFEST}: {problem}; {missing_files_reason(manifest)}")
     return manifest
 
 
@@ -225,9 +296,39 @@ def pointed_epoch(directory: Path, pointer: str) -> int | None:
     return int(_read_record(directory / pointer, "epoch", int)["epoch"])
 
 
+def store_shape(store: Store) -> dict[str, Any]:
+    """What a model's input and output widths must match in a store: its features, and its classes (or
+    tasks, multi-label). A model with an input projection or an output head keeps them out of its dims."""
+    return {
+        "num_features": store.num_features,
+        "num_classes": store.num_classes,
+        "multi_label": store.meta.labels.multi_label,
+    }
+
+
+def _store_text(shape: dict[str, Any]) -> str:
+    """'32 features and 6 classes' (or '5 tasks, multi-label') of a store_shape."""
+    outputs = "tasks, multi-label" if shape["multi_label"] else "classes"
+    return f"{shape['num_features']} features and {shape['num_classes']} {outputs}"
+
+
+def refuse_other_store(manifest: dict[str, Any], location: str, store: Store) -> None:
+    """A CheckpointError when the checkpoint `manifest` describes was trained on a store of other features,
+    classes or kind of labels than `store` (at `location`): its model's input or output would not be the
+    store's (a checkpoint written before they were recorded is not compared)."""
+    written, current = recorded_shape(manifest["shape"]), store_shape(store)
+    if all(key in written for key in current) and any(written[k] != v for k, v in current.items()):
+        raise CheckpointError(
+            f"{manifest['path']} was trained on a store of {_store_text(written)}; {location} has "
+            f"{_store_text(current)}: the model's widths do not fit it"
+        )
+
+
 def run_shape(config: TrainConfig) -> dict:
     """The part of checkpoint_shape that the options and the store's metadata give (checked before any rank
-    starts). Learned features are saved by position: with them, the store's node order too."""
+    starts): the store's widths (store_shape). Learned features are saved by position: with them, the
+    store's node order too."""
+    store = open_store(config.store)
     shape = {
         "grid": list(config.grid),
         "placement": config.process_grid.placement,
@@ -238,7 +339,8 @@ def run_shape(config: TrainConfig) -> dict:
         "normalize_features": config.model.normalize_features,
         "batch_size": config.minibatch.batch_size,
         "data_parallel": config.minibatch.data_parallel,
+        **store_shape(store),
     }
     if config.model.learnable_features:
-        shape["node_order"] = open_store(config.store).node_order
+        shape["node_order"] = store.node_order
     return shape

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,10 @@ from gtool.geometry.grid import PLACEMENTS
 
 RANK_FILE = "rank-{:05d}.pt"
 """The name of rank R's file in a checkpoint's folder."""
+NODES_AT_MOST = 10_000
+"""More nodes than a cluster has: a grid that would span more is not read as one node's files."""
+RANK_NAME = re.compile(r"rank-\d{5,}\.pt")
+"""The names RANK_FILE gives."""
 
 
 def _count(value: Any, least: int = 1) -> bool:
@@ -58,6 +63,11 @@ def shape_problem(manifest: dict[str, Any], required: tuple[str, ...]) -> str | 
     return None
 
 
+def _ranks_of(present: set[str]) -> list[int]:
+    """The ranks whose files are among the file names `present`."""
+    return sorted(int(name[5:-3]) for name in present if RANK_NAME.fullmatch(name))
+
+
 def missing_rank_files(manifest: dict[str, Any]) -> str | None:
     """Which of the grid's rank files the checkpoint's folder lacks, or None; told from the files that are
     there (a listing), so that a grid of any size costs what the folder holds."""
@@ -69,3 +79,19 @@ def missing_rank_files(manifest: dict[str, Any]) -> str | None:
     if missing:
         return f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} missing"
     return None
+
+
+def missing_files_reason(manifest: dict[str, Any]) -> str:
+    """Why a checkpoint's folder lacks rank files, as far as it tells: when it holds the files of one
+    node's ranks (a block of them, of a size that divides the grid into at most NODES_AT_MOST blocks),
+    they were written on a folder of each node's own; else it is damaged or incomplete."""
+    held = _ranks_of({p.name for p in Path(manifest["path"]).glob("rank-*.pt")})
+    ranks, size = math.prod(manifest["shape"]["grid"]), len(held)
+    one_node = held == list(range(held[0], held[0] + size)) and held[0] % size == 0 if held else False
+    if not one_node or ranks % size or ranks // size > NODES_AT_MOST:
+        return "the checkpoint is damaged or incomplete"
+    shown = f"rank {held[0]}" if size == 1 else f"ranks {held[0]}-{held[-1]}"
+    return (
+        f"the folder holds only the files of {shown}: it looks node-local (the other ranks' files on "
+        "another node's own disk); copy them here, or train with a --checkpoint folder every node mounts"
+    )

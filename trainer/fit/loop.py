@@ -6,6 +6,7 @@ import math
 import resource
 import time
 from dataclasses import asdict
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -24,7 +25,7 @@ def checkpoint_shape(trainer: Trainer) -> dict:
     model, store = trainer.config.model, trainer.grid.store
     features, classes = store.num_features, store.num_classes
     dims = model.widths(features, classes) if model.builtin else [features, trainer.model.output.width]
-    layers = {"dims": dims, "num_classes": trainer.model.output.width}
+    layers: dict[str, Any] = {"dims": dims}
     if model.builtin:
         layers["transform_first"] = list(model.orders(features, classes))
     return {**run_shape(trainer.config), **layers, "num_nodes": trainer.grid.num_nodes}
@@ -90,6 +91,8 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
         )
         first_epoch = config.runtime.epochs + 1
     summary = Summary(history, metric=trainer.metric)
+    if checkpoints is not None and first_epoch > 1:  # resumed: the checkpoint is there, whatever follows
+        summary.checkpoint = written(checkpoints, first_epoch - 1)
     best = None
     for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)

@@ -17,6 +17,7 @@ from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.joined import join_grid
 from gtool.trainer.launch.start import run_layout
 from gtool.trainer.nn.dropout import cuda_notice
+from gtool.units import counted
 
 SHARED_FOLDER = (
     "Give a folder on a file system that every node mounts at the same path (as an absolute path), or run "
@@ -51,7 +52,7 @@ def run_rank(env: RankEnv, config: TrainConfig) -> Summary:
     targets = "binary tasks (multi-label)" if meta.labels.multi_label else "classes"
     reporter.message(
         f"gtool train: {meta.num_nodes} nodes, {meta.num_features} features, {meta.num_classes} {targets}; "
-        f"grid {run_layout(config)}{placed} ({env.world_size} ranks, {env.launcher}){batches}"
+        f"grid {run_layout(config)}{placed} ({counted(env.world_size, 'rank')}, {env.launcher}){batches}"
         f"{orders}; loaded in {time.perf_counter() - started:.1f}s"
     )
     try:

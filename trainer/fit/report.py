@@ -212,9 +212,10 @@ class Reporter:
             table.add_row(f"best validation {name}", best)
             table.add_row(f"test {name} at best validation", f"{history.test_at_best:.4f}")
         split = ", ".join(f"{p} {summary.mean_phase_seconds(p):.3f}" for p in PHASES)
-        table.add_row("mean epoch time", f"{summary.mean_epoch_seconds:.3f}s ({split})")
+        timed = f"{summary.mean_epoch_seconds:.3f}s ({split})" if summary.epochs else "n/a (no epoch trained)"
+        table.add_row("mean epoch time", timed)
         if summary.checkpoint is not None:
-            table.add_row("checkpoint", Text(summary.checkpoint))  # a path, printed as it is
+            table.add_row("checkpoint", Text(summary.checkpoint, overflow="fold"))  # a path, as it is, whole
         for rank, memory in enumerate(summary.peak_memory_mb):
             text = f"{memory['rss']:.0f} MB RSS" + (f", {memory['gpu']:.0f} MB GPU" if memory["gpu"] else "")
             table.add_row(f"peak memory rank {rank}", text)

@@ -8,9 +8,16 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from gtool.architecture import refuse_missing_model
+from gtool.store.reader import open_store
 from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import absolute_location, check_output_file, make_folder, refuse_inside_store
-from gtool.trainer.checkpoints.folder import claim_folder, latest_manifest, refuse_other_shape, run_shape
+from gtool.trainer.checkpoints.folder import (
+    claim_folder,
+    latest_manifest,
+    refuse_other_shape,
+    refuse_other_store,
+    run_shape,
+)
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.fit.launching import RANK_MAIN
 from gtool.trainer.launch.environment import environment_rank
@@ -58,13 +65,15 @@ def prepare_run_files(config: TrainConfig, writer: bool = True) -> None:
     that is a folder or cannot be written (a read-only device), is an error naming it. The `writer` (the
     launching process, or rank 0 of torchrun's: it holds the checkpoint folder's lock) claims the folder:
     another run's checkpoint there is refused without --resume or --overwrite. With --resume, a latest
-    checkpoint of another grid, batch size, replicas, dtype, ... is refused before a rank loads the store."""
+    checkpoint of another store's widths (features, classes), grid, batch size, replicas, dtype, ... is
+    refused before a rank loads the store."""
     if config.runtime.checkpoint:
         make_folder(Path(config.runtime.checkpoint), "--checkpoint")
         if writer:
             claim_folder(Path(config.runtime.checkpoint), config.runtime.resume, config.runtime.overwrite)
         latest = latest_manifest(Path(config.runtime.checkpoint)) if config.runtime.resume else None
         if latest is not None:
+            refuse_other_store(latest, config.store, open_store(config.store))
             refuse_other_shape(latest, run_shape(config))
     if config.runtime.log:
         check_output_file(Path(config.runtime.log), "--log", "the JSON lines")

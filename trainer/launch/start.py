@@ -11,6 +11,7 @@ from gtool.errors import GtoolError
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv, environment_rank, free_port
 from gtool.trainer.launch.local import LocalLaunch, launch_local
+from gtool.units import counted
 
 
 def run_layout(config: TrainConfig) -> str:
@@ -47,7 +48,8 @@ def start_ranks(
         quiet = config.runtime.quiet
         if not quiet:
             print(
-                f"gtool {command}: starting {config.world_size} local rank(s) for grid {run_layout(config)} "
+                f"gtool {command}: starting {counted(config.world_size, 'local rank')} for grid "
+                f"{run_layout(config)} "
                 f"({config.runtime.backend}, {config.runtime.device_type}); "
                 "each loads only its tiles",
                 file=sys.stderr,

@@ -13,7 +13,13 @@ from gtool.errors import GtoolError
 from gtool.store.reader import open_store
 from gtool.store.writing.output_lock import output_lock
 from gtool.store.writing.staging import PREDICT_OUTPUT, absolute_location, check_output, refuse_inside_store
-from gtool.trainer.checkpoints.folder import BEST, CheckpointError, latest_manifest, refuse_other_shape
+from gtool.trainer.checkpoints.folder import (
+    BEST,
+    CheckpointError,
+    latest_manifest,
+    refuse_other_shape,
+    refuse_other_store,
+)
 from gtool.trainer.config import RuntimeConfig, TrainConfig
 from gtool.trainer.launch.entry import Entry
 from gtool.trainer.launch.environment import environment_rank
@@ -70,9 +76,9 @@ def prediction_job(
     use: str = "best",
 ) -> PredictJob:
     """The job, with every problem found before a rank starts: no checkpoint, one of another store's
-    shape, a model without a hidden layer for `embeddings`, an existing output without `overwrite`, an
-    output inside the store. The paths are resolved once, here (absolute; URLs kept); `use` says which
-    model (model_manifest)."""
+    shape (nodes, features, classes or tasks), a model without a hidden layer for `embeddings`, an
+    existing output without `overwrite`, an output inside the store. The paths are resolved once, here
+    (absolute; URLs kept); `use` says which model (model_manifest)."""
     store, checkpoint, output = (absolute_location(path) for path in (store, checkpoint, output))
     refuse_inside_store("-o", output, store)
     manifest = model_manifest(checkpoint, use)
@@ -86,6 +92,7 @@ def prediction_job(
             f"{manifest['path']} was trained on {shape['num_nodes']} nodes with widths {shape['dims']}; "
             f"{store} has {opened.num_nodes} nodes and needs widths {widths}"
         )
+    refuse_other_store(manifest, store, opened)
     if model.learnable_features:  # saved by position: the store must hold each node's rows where training had
         refuse_other_shape(manifest, {"node_order": opened.node_order})
     if embeddings and model.builtin and model.layers < 2 and not model.components.output_head:

@@ -173,11 +173,18 @@ PREDICT_OUTPUT = OutputKind(layout.PREDICTIONS_KEY, "a gtool predict output")
 
 def replaceable(fs: AbstractFileSystem, path: str, kind: OutputKind = STORE_OUTPUT) -> bool:
     """Whether --overwrite may remove what is at `path`: an output of `kind` (a Zarr group whose attributes
-    hold its marker) or an empty folder; never a file or any other folder (a graph store for predictions)."""
+    hold its marker, and besides its zarr.json only folders: a file beside them, such as a checkpoint's
+    latest.json, is not the output's) or an empty folder; never a file or any other folder (a graph store
+    for predictions)."""
     if not fs.isdir(path):
         return False
-    if not fs.ls(path, detail=False):
+    entries = fs.ls(path, detail=True)
+    if not entries:
         return True
+    if any(
+        e["type"] != "directory" and e["name"].rstrip("/").rsplit("/", 1)[-1] != "zarr.json" for e in entries
+    ):
+        return False
     try:
         document = json.loads(fs.cat_file(f"{path.rstrip('/')}/zarr.json"))
     except (OSError, ValueError):

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import zarr
 
-from gtool.errors import GtoolError
+from gtool.errors import GtoolError, StoreExistsError, Terminated
+from gtool.store.writing.staging import PREDICT_OUTPUT, check_output
 from gtool.trainer.checkpoints.files import Checkpoints
-from gtool.trainer.checkpoints.folder import claim_folder
+from gtool.trainer.checkpoints.folder import claim_folder, write_atomically
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
 from tests.trainer.test_cli_train import MODEL, gtool_train, start_gtool_train, wait_for
@@ -155,3 +157,81 @@ def test_claiming_a_folder_removes_only_what_no_complete_checkpoint_uses(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-000003", "latest.json", "notes.txt"]
     claim_folder(tmp_path, resume=False, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.integration
+def test_a_store_or_a_prediction_is_refused_as_a_checkpoint_folder(store: str, tmp_path: Path) -> None:
+    """`--checkpoint DIR` of a predict output or another graph store wrote the checkpoint inside it; a later
+    `gtool predict -o DIR --overwrite` deleted the model with the output."""
+    prediction = tmp_path / "out.zarr"
+    zarr.open_group(str(prediction), mode="w").attrs["gtool_predictions"] = {"logits": True}
+    other_store = tmp_path / "other.zarr"
+    shutil.copytree(store, other_store)
+    for folder in (prediction, other_store):
+        before = snapshot(tmp_path)
+        refused = gtool_train(store, *MODEL, "--epochs", "1", "--checkpoint", str(folder))
+        assert refused.returncode == 2, refused.stderr
+        assert error_lines(refused.stderr) == [
+            f"error: --checkpoint {folder}: a Zarr store or prediction output (zarr.json there), not a "
+            "checkpoint folder; name another folder"
+        ]
+        assert snapshot(tmp_path) == before
+
+
+def test_overwrite_keeps_a_prediction_holding_a_checkpoint(tmp_path: Path) -> None:
+    """A prediction output in which an older gtool wrote a checkpoint is not only the output: --overwrite
+    does not remove it."""
+    prediction = tmp_path / "out.zarr"
+    zarr.open_group(str(prediction), mode="w").attrs["gtool_predictions"] = {"logits": True}
+    check_output(str(prediction), True, PREDICT_OUTPUT)  # the output alone is replaced
+    (prediction / "latest.json").write_text('{"epoch": 1, "path": "epoch-000001"}')
+    with pytest.raises(StoreExistsError, match="is neither a gtool predict output nor an empty folder"):
+        check_output(str(prediction), True, PREDICT_OUTPUT)
+
+
+def test_a_users_folder_named_like_a_checkpoints_is_refused_not_removed(tmp_path: Path) -> None:
+    """A new --checkpoint folder holding the user's own `epoch-000001/` (no manifest) had it deleted."""
+    (tmp_path / "epoch-000001").mkdir()
+    (tmp_path / "epoch-000001" / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    for resume, overwrite in ((False, False), (True, False), (False, True)):
+        with pytest.raises(
+            GtoolError,
+            match=r"epoch-000001 holds files gtool does not write \(notes.txt\), and a run replaces folders "
+            "of that name; move it away or name another folder",
+        ):
+            claim_folder(tmp_path, resume, overwrite)
+        assert snapshot(tmp_path) == before
+
+
+def test_resuming_with_a_lost_best_copy_is_refused(tmp_path: Path) -> None:
+    """Resuming after best-* was deleted exited 0, its summary named a best epoch and best.json pointed at
+    nothing (gtool predict kept failing)."""
+    checkpoints = Checkpoints(str(tmp_path), single_rank_comm(), {"grid": [1, 1, 1], "dims": [4, 3, 2]})
+    checkpoints.save(2, {"model": {"weight.0": torch.ones(2)}}, {}, best=(2, {"weight.0": torch.ones(2)}))
+    claim_folder(tmp_path, resume=True, overwrite=False)
+    shutil.rmtree(tmp_path / "best-000002")
+    before = snapshot(tmp_path)
+    with pytest.raises(GtoolError) as refused:
+        claim_folder(tmp_path, resume=True, overwrite=False)
+    assert str(refused.value) == (
+        f"--resume: {tmp_path / 'best-000002'}: the checkpoint's folder is missing (removed?); remove "
+        f"{tmp_path / 'best.json'} to resume without the best model's copy (the next best epoch writes one)"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_a_signal_while_a_pointer_is_written_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """A SIGHUP that landed while a checkpoint was written left `.latest.json.PID.tmp` for good."""
+
+    def hung_up(handle) -> None:
+        handle.write(b'{"epoch"')
+        raise Terminated("hung up", signal.SIGHUP)
+
+    with pytest.raises(Terminated):
+        write_atomically(tmp_path / "latest.json", hung_up)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / ".latest.json.4242.tmp").write_text("of a killed run")  # SIGKILL: nothing could unwind
+    (tmp_path / ".notes.4242.tmp").write_text("mine")
+    claim_folder(tmp_path, resume=True, overwrite=False)
+    assert [p.name for p in tmp_path.iterdir()] == [".notes.4242.tmp"]

@@ -47,7 +47,7 @@ def kill_launcher_after_start(args: list[str], after: float = 0.5) -> int:
     )
     assert run.stderr is not None
     for line in run.stderr:
-        if "local rank(s)" in line:
+        if " local ranks for grid " in line:
             break
     else:
         raise AssertionError(f"gtool {args[0]} ended before starting its ranks (status {run.wait()})")
