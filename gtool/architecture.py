@@ -101,6 +101,7 @@ class ModelConfig(Options):
         "FILE.py:NAME: the model function NAME of FILE.py builds from gtool's blocks (examples/stack.py).",
         parse=parse_model,
         metavar="MODEL",
+        shown_default="gcn",
     )
     layers: int = option(3, "GCN layers (in either model).", minimum=1, short="-l")
     hidden: int = option(128, "Width of the hidden layers.", minimum=1)
