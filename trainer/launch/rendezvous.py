@@ -119,9 +119,9 @@ def _refusal(store: dist.Store, prefix: str) -> RankFailed:
 
 def tell_peers(error: str) -> None:
     """Leave this rank's refusal of the run, before it joined, for the ranks of torchrun or srun that wait
-    for it; wait until one read it (at most TOLD_SECONDS: the store may go with this node; the others'
-    launchers stop their ranks, or they find the store gone). Nothing when this rank is not one of such a
-    world, already went to the rendezvous, or finds no store."""
+    for it; wait until one read it or every rank refused (at most TOLD_SECONDS: the store may go with this
+    node; the others' launchers stop their ranks, or they find the store gone). Nothing when this rank is
+    not one of such a world, already went to the rendezvous, or finds no store."""
     env = environment_rank()
     if env is None or env.world_size == 1 or _joining:
         return
@@ -133,6 +133,8 @@ def tell_peers(error: str) -> None:
         store.add(prefix + "refused", 1)
         deadline = time.monotonic() + TOLD_SECONDS
         while time.monotonic() < deadline and store.add(prefix + "told", 0) == 0:
+            if store.add(prefix + "refused", 0) >= env.world_size:  # every rank refused: none waits
+                return
             time.sleep(POLL_SECONDS)
     except (GtoolError, RuntimeError, KeyboardInterrupt):
         return  # nobody to tell (the others time out as before), or this rank was stopped: it ends anyway
