@@ -20,10 +20,18 @@ if TYPE_CHECKING:
 GRID = typer.Option(
     "1x1x1",
     metavar="GXxGYxGZ",
-    help="Process grid (train: times --data-parallel, the ranks), or auto: the grid gtool plan finds "
-    "fastest for training the model on --ranks ranks (train with --batch-size: the replicas too, unless "
-    "--data-parallel is given; full-graph local ranks first time the grids predicted close to it, once).",
+    help="Process grid; its ranks are GX*GY*GZ times --data-parallel. auto: the grid gtool plan predicts "
+    "fastest on --ranks ranks (with --batch-size it picks the replicas too, unless --data-parallel is "
+    "given). A full-graph run on local ranks first times the grids predicted close to it, once.",
 )
+"""--grid of `gtool train`."""
+PREDICT_GRID = typer.Option(
+    "1x1x1",
+    metavar="GXxGYxGZ",
+    help="Process grid of GX*GY*GZ ranks (any grid: the checkpoint's is not needed). auto: the grid gtool "
+    "plan predicts fastest on --ranks ranks.",
+)
+"""--grid of `gtool predict`."""
 RANKS = typer.Option(
     None, help="With --grid auto and no torchrun/srun: the number of local ranks to plan for."
 )
@@ -32,7 +40,7 @@ PLAN_PROFILE = typer.Option(
     metavar="FILE",
     help="With --grid auto: device profile (gtool plan --calibrate), or shipped; default: this machine's.",
 )
-"""--grid of `gtool train` and `gtool predict`, and the options that go with --grid auto."""
+"""The options that go with --grid auto (of `gtool train` and `gtool predict`)."""
 
 
 def auto_grid(

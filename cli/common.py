@@ -38,6 +38,7 @@ def reports_errors(command: F) -> F:
             return command(*args, **kwargs)
         except GtoolError as exc:
             print_error(str(exc))
+            tell_waiting_ranks(str(exc))
             raise typer.Exit(2) from None
         except InterruptedWhenDone as exc:
             console.print(labelled("notice:", "bold", f"{exc}; exit status 0"), soft_wrap=True)
@@ -51,6 +52,22 @@ def reports_errors(command: F) -> F:
             raise RuntimeError(f"unexpected end of data: {exc}") from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def tell_waiting_ranks(message: str) -> None:
+    """Under torchrun or srun, this rank's refusal goes to the rendezvous, where the ranks that wait for it
+    to join (another node's) read it and end at once (gtool.trainer.launch.rendezvous); torch is imported
+    only then."""
+    from gtool.trainer import environment_rank
+
+    try:
+        env = environment_rank()
+    except GtoolError:
+        return
+    if env is not None and env.world_size > 1:
+        from gtool.trainer import tell_peers
+
+        tell_peers(message)
 
 
 def print_error(message: str) -> None:

@@ -180,7 +180,7 @@ class App(typer.Typer):
         super().__init__(
             cls=Group,
             rich_markup_mode=None,
-            context_settings={"max_content_width": WIDTH},
+            context_settings={"max_content_width": WIDTH, "help_option_names": ["-h", "--help"]},
             pretty_exceptions_enable=False,
             add_completion=False,
             **kwargs,

@@ -10,7 +10,7 @@ from gtool.errors import GtoolError
 from gtool.geometry.grid import parse_dims
 from gtool.trainer import RuntimeConfig
 
-from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks
+from .autogrid import PLAN_PROFILE, PREDICT_GRID, RANKS, auto_grid, refuse_ranks
 from .common import console, reports_errors
 from .options import with_options
 
@@ -30,7 +30,7 @@ def predict(
     output: str = typer.Option(
         ..., "--output", "-o", metavar="OUT", help="The Zarr group to write (logits, embeddings)."
     ),
-    grid: str = GRID,
+    grid: str = PREDICT_GRID,
     ranks: int = RANKS,
     plan_profile: str = PLAN_PROFILE,
     embeddings: bool = typer.Option(

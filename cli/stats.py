@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
 
 from gtool.architecture import COMPONENT_OPTIONS, ModelConfig
 from gtool.collector import settle
 from gtool.errors import GtoolError
 from gtool.geometry.grid import DEFAULT_PLACEMENT, ProcessGrid, parse_dims
-from gtool.terminal import description_column
+from gtool.terminal import description_column, transient_progress
 from gtool.topology import Topology
 
 from .common import QUIET, console, out, reports_errors
@@ -51,7 +51,7 @@ def grid_plan(grid: str | None, placement: str | None, model: dict[str, Any]) ->
 def scan_progress(quiet: bool) -> Iterator[StartScan]:
     """A transient progress bar (on stderr) for each tile scan long enough to need one."""
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
+    with transient_progress(console, *columns, shown=not quiet) as progress:
 
         def start(what: str, total: int) -> Callable[[int], None] | None:
             if total < PROGRESS_MIN_NNZ:

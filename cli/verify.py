@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TimeRemainingColumn
 from rich.table import Table
 
 from gtool.collector import settle
-from gtool.terminal import description_column, labelled
+from gtool.terminal import description_column, labelled, transient_progress
 
 from .common import QUIET, console, out, reports_errors
 
@@ -88,7 +88,7 @@ def verify(store: str = typer.Argument(..., help="Store path or fsspec URL."), q
 
     arrays = store_arrays(opened)
     columns = (description_column(style=""), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
+    with transient_progress(console, *columns, shown=not quiet) as progress:
         task = progress.add_task("verify (chunks)", total=total_chunks(arrays))
         with Interrupts():  # SIGTERM says 'terminated' as Ctrl-C says 'interrupted'
             report = verify_store(opened, arrays, lambda chunks: progress.advance(task, chunks))

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from rich.console import Console
-from rich.progress import TextColumn
+from rich.progress import Progress, ProgressColumn, TextColumn
 from rich.text import Text
 
 UNWRAPPED = 10_000
@@ -37,3 +37,9 @@ def description_column(width: int = 0, style: str = "bold") -> TextColumn:
     return TextColumn(
         f"{{task.description:<{width}}}" if width else "{task.description}", style=style, markup=False
     )
+
+
+def transient_progress(console: Console, *columns: ProgressColumn, shown: bool = True) -> Progress:
+    """A progress display that vanishes once done, drawn only on a terminal: in a pipe or a file rich would
+    leave a blank line, and nothing else of it."""
+    return Progress(*columns, console=console, transient=True, disable=not shown or not console.is_terminal)

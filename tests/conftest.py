@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import CORA
+from tests.support.paths import CORA, absent
 from tests.support.stores import StoreFactory
 
 INTEGRATION = "integration"
@@ -90,5 +90,5 @@ def temporary_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def cora_dir() -> Path:
     """The Cora Planetoid files, or a skip when ../shared is absent (a user's clone has none)."""
     if not CORA.is_dir():
-        pytest.skip(f"Cora data not found at {CORA} (../shared is only present in the project workspace)")
+        pytest.skip(f"Cora data: {absent(CORA)}")
     return CORA

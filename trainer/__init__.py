@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gtool.trainer.launch.hugepages import enable_huge_pages
     from gtool.trainer.launch.local import launch_local, refuse_beyond_memory, run_local
     from gtool.trainer.launch.numba_start import start_numba
+    from gtool.trainer.launch.rendezvous import tell_peers
     from gtool.trainer.launch.world import join_world, rank_device
     from gtool.trainer.models.blocks import (
         Bias,

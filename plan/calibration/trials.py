@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -74,7 +75,7 @@ def time_grids(
         return None
     path, key = machine_trials_path(), trial_key(config, grids)
     known = _read(path)
-    if key in known:
+    if key in known and set(known[key]) == {str(grid) for grid in grids}:
         report(f"--grid auto: the {len(grids)} grids' epochs as timed on this machine before ({path})")
         return known[key]
     report(
@@ -115,9 +116,21 @@ def _epoch_seconds(ranks: list[list[list[float]]]) -> float:
 
 
 def _read(path: Path) -> dict[str, dict[str, float]]:
-    """The cached trials; none where the file is missing or not what this gtool writes."""
+    """The cached trials; none where the file is missing or not what this gtool writes, and of those it
+    holds only the ones of the form it writes (grid -> positive seconds: a hand-edited or damaged entry is
+    timed afresh, not compared)."""
     try:
         content = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return content if isinstance(content, dict) else {}
+    if not isinstance(content, dict):
+        return {}
+    return {key: timing for key, timing in content.items() if _is_timing(timing)}
+
+
+def _is_timing(value: object) -> bool:
+    """Whether `value` is a trial's timing: a mapping of grids to finite positive seconds."""
+    return isinstance(value, dict) and all(
+        isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s) and s > 0
+        for s in value.values()
+    )

@@ -377,6 +377,12 @@ def load_profile(path: str | None) -> tuple[DeviceProfile, str]:
         ) from None
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{path}: not JSON ({exc})") from None
+    except IsADirectoryError:
+        raise ProfileError(
+            f"{path}: a folder; expected a profile JSON file (gtool plan --calibrate -o FILE)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     profile = profile_from_json(content, path)
     return profile, f"profile {path} ({profile.describe()})"
 

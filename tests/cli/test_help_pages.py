@@ -58,3 +58,18 @@ def test_a_refused_source_names_every_kind_too(tmp_path) -> None:
     assert "not a source name" in message
     for spec in (*GENERATOR_SPECS, *DATASET_NAMES):
         assert spec in message
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "gtool")
+def test_h_shows_the_help_page(path: tuple[str, ...]) -> None:
+    """`gtool ... -h` was 'No such option: -h'."""
+    result = CliRunner().invoke(app, [*path, "-h"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and result.output == help_page(path)
+
+
+def test_predict_grid_names_no_option_predict_refuses() -> None:
+    """`gtool predict --help` showed train's --grid text, naming --data-parallel and --batch-size, which
+    predict refuses."""
+    grid = " ".join(help_page(("predict",)).split("--grid GXxGYxGZ")[1].split("--ranks")[0].split())
+    assert "--data-parallel" not in grid and "--batch-size" not in grid
+    assert grid.startswith("Process grid of GX*GY*GZ ranks")

@@ -9,10 +9,12 @@ import io
 import re
 import sys
 import types
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
+from gtool.store.metadata import PermutationInfo
 from tests.support.paths import REPO
 from tests.support.pyg import FakeData
 from tests.support.stores import StoreFactory
@@ -50,3 +52,14 @@ def test_the_python_page_runs_as_written(
         printed = out.getvalue()
         assert "2000 32 4\n4 500\n[0, 1]\n" in printed
         assert "True" in printed and "900" in printed  # verify_store is ok; the lattice has 900 nodes
+
+
+def test_the_pages_comments_show_what_it_prints_and_what_it_needs() -> None:
+    """The PermutationInfo comment lacked the digest; the page said that its examples run as written, but
+    to_pyg needs the `pyg` extra, which the README's install does not bring."""
+    text = PAGE.read_text()
+    comment = re.search(r"print\(store\.meta\.permutation\)\s*#\s*(PermutationInfo\(.*\))", text)
+    assert comment is not None
+    assert re.findall(r"(\w+)=", comment.group(1)) == [field.name for field in fields(PermutationInfo)]
+    before_its_code = text.split("## torch_geometric")[1].split("```python")[0]
+    assert '".[dev,pyg]"' in before_its_code and "`pyg` extra" in text.split("\n\n")[1]

@@ -124,6 +124,28 @@ def test_another_model_or_a_damaged_cache_is_timed_afresh(
     assert ran == [2, 2, 2] and len(json.loads(machine_trials_path().read_text())) == 3
 
 
+@pytest.mark.parametrize(
+    "timing",
+    [{"2x1x1": "fast", "1x2x1": "slow"}, {"2x1x1": True, "1x2x1": -1}, {"2x1x1": 1.0}, ["2x1x1", 1.0]],
+    ids=["strings", "bool-negative", "a-grid-missing", "a-list"],
+)
+def test_a_cached_trial_of_the_wrong_form_is_timed_afresh(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, timing: object
+) -> None:
+    """A trial cache that was valid JSON with wrong types: `TypeError: '<' not supported` (a traceback)."""
+    monkeypatch.setenv("GTOOL_CACHE", str(tmp_path))
+    config, grids = TrainConfig.of(store, hidden=16), [ProcessGrid(2, 1, 1), ProcessGrid(1, 2, 1)]
+    machine_trials_path().parent.mkdir(parents=True)
+    machine_trials_path().write_text(json.dumps({trials.trial_key(config, grids): timing}))
+
+    def fake_ranks(ranks: int, main: object, cases: list, warmup: int, out: str) -> None:
+        for rank in range(ranks):
+            Path(f"{out}.{rank}").write_text(json.dumps({name: [[1.0, 0, 0, 0]] for name, _ in cases}))
+
+    monkeypatch.setattr(trials, "run_local", fake_ranks)
+    assert trials.time_grids(config, grids, [0.001, 0.001], print) == {"2x1x1": 1.0, "1x2x1": 1.0}
+
+
 def test_a_failed_trial_leaves_the_model_s_pick_and_caches_nothing(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -185,6 +185,14 @@ def test_plan_calibrates_this_machine_on_first_use_and_keeps_it(
     assert cached.stat().st_mtime_ns != before
 
 
+def test_plan_refuses_a_folder_as_its_profile(store: str, tmp_path: Path) -> None:
+    """`gtool plan --profile DIR`: an IsADirectoryError traceback."""
+    done = plan(store, "--ranks", "2", "--profile", str(tmp_path))
+    assert done.exit_code == 2 and done.output.strip().splitlines() == [
+        f"error: {tmp_path}: a folder; expected a profile JSON file (gtool plan --calibrate -o FILE)"
+    ]
+
+
 def test_plan_keeps_the_profile_in_the_users_cache_and_q_silences_it(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -154,11 +154,11 @@ def test_memory_limit_bounds_the_whole_process_tree(tmp_path):
     100 MB of interpreter each), measured by ../shared/tools/peakmem."""
     import json
 
-    from tests.support.paths import SHARED
+    from tests.support.paths import SHARED, absent
 
     peakmem = SHARED / "tools" / "peakmem"
     if not peakmem.exists():
-        pytest.skip(f"{peakmem} not found (../shared is only present in the project workspace)")
+        pytest.skip(absent(peakmem))
     figures = tmp_path / "peak.json"
     limit_mb = 720
     cmd = [sys.executable, str(peakmem), "--json", str(figures), "--", sys.executable, "-m", "gtool.cli"]

@@ -4,14 +4,17 @@ and predict as one machine does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 import zarr
 
@@ -29,9 +32,9 @@ def store(stores: StoreFactory) -> str:
     return stores("rmat:9:8", tiles=4, num_features=32, num_classes=6)
 
 
-def two_nodes(
+def start_two_nodes(
     args: list[str], cwds: list[Path], wraps: tuple[list[str], list[str]] = ([], [])
-) -> list[subprocess.CompletedProcess]:
+) -> list[subprocess.Popen]:
     """`gtool ARGS` under two torchrun launches ("nodes" 0 and 1, two ranks each, rendezvous on loopback),
     node i started in folder cwds[i] (behind the command `wraps[i]`, if any)."""
     port = str(free_port())
@@ -46,17 +49,46 @@ def two_nodes(
                 command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
         )
-    results = []
-    for launch in launches:
-        stdout, stderr = launch.communicate(timeout=300)
-        results.append(subprocess.CompletedProcess(launch.args, launch.returncode, stdout, stderr))
-    return results
+    return launches
+
+
+def ended(launch: subprocess.Popen, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The launch once ended (killed with its ranks, and failing the test, if still running after
+    `timeout` seconds)."""
+    try:
+        stdout, stderr = launch.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(launch.pid)
+        stdout, stderr = launch.communicate()
+        pytest.fail(f"{launch.args} still ran {timeout:g} s later: {stderr[-2000:]}")
+    return subprocess.CompletedProcess(launch.args, launch.returncode, stdout, stderr)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL to process `pid` and every process under it (a node that dies: torchrun and its ranks)."""
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+
+
+def two_nodes(
+    args: list[str], cwds: list[Path], wraps: tuple[list[str], list[str]] = ([], [])
+) -> list[subprocess.CompletedProcess]:
+    """`start_two_nodes`, once both launches ended."""
+    return [ended(launch) for launch in start_two_nodes(args, cwds, wraps)]
+
+
+def workers(launch: subprocess.Popen) -> list[psutil.Process]:
+    """The ranks a torchrun launch started (so far)."""
+    below = psutil.Process(launch.pid).children(recursive=True)
+    return [p for p in below if "gtool.cli" in p.cmdline() and "torch.distributed.run" not in p.cmdline()]
 
 
 def gtool_errors(stderr: str) -> set[str]:
     """The distinct errors gtool's ranks printed (each rank of a node prints its own)."""
     return {
-        re.sub(r"^error: rank \d+ failed: GtoolError: ", "", line)
+        re.sub(r"^error: (rank \d+ failed: GtoolError: )?", "", line)
         for line in stderr.splitlines()
         if line.startswith("error: ")
     }
@@ -163,3 +195,61 @@ def test_shared_absolute_folders_train_resume_and_predict_as_one_machine(
     assert last is not None and f"accuracy: {last.group(1)}" in predicted[0].stdout
     logits = zarr.open_group(str(output), mode="r")["logits"][:]
     assert logits.shape == (512, 6) and (logits != 0).any(axis=1).all()  # every node's row written
+
+
+def test_a_node_that_refuses_ends_the_others_wait_at_once(store: str, nodes: list[Path]) -> None:
+    """Node 1, whose folder lacks the store (a relative path), refused before its ranks joined: node 0's
+    ranks waited silently for the rendezvous until the 30-minute start timeout."""
+    shutil.copytree(store, nodes[0] / "s.zarr")
+    launches = start_two_nodes(["train", "s.zarr", *MODEL], nodes)
+    refused = ended(launches[1])
+    waited = ended(launches[0], timeout=90)  # after node 1 ended: it ends at once, not at the timeout
+    refusal = "s.zarr: not a gtool store (s.zarr does not exist)"
+    assert refused.returncode != 0 and gtool_errors(refused.stderr) == {refusal}, refused.stderr
+    host = os.uname().nodename
+    assert waited.returncode != 0 and "epoch " not in waited.stdout
+    assert gtool_errors(waited.stderr) == {
+        f"rank 2 failed: on host {host}, before joining the run: {refusal}"
+    }
+
+
+def test_sigterm_ends_ranks_that_wait_to_join(store: str, nodes: list[Path]) -> None:
+    """Ranks waiting for the rendezvous ignored SIGTERM (only kill -9 ended them)."""
+    launches = start_two_nodes(["train", store, *MODEL], nodes)
+    try:
+        while len(late := workers(launches[1])) < 2:  # node 1's ranks never come to the rendezvous
+            time.sleep(0.02)
+        for rank in late:
+            rank.suspend()
+        while len(waiting := workers(launches[0])) < 2:
+            time.sleep(0.02)
+        time.sleep(10)  # node 0's ranks wait to join
+        for rank in waiting:
+            rank.terminate()
+        _, alive = psutil.wait_procs(waiting, timeout=60)
+        assert alive == []
+        assert (
+            "terminated: the latest complete checkpoint (if any) can be resumed" in ended(launches[0]).stderr
+        )
+    finally:
+        kill_tree(launches[1].pid)
+        launches[1].communicate()
+
+
+def test_a_node_that_dies_mid_epoch_is_named_in_one_line(store: str, nodes: list[Path]) -> None:
+    """The survivors blamed their own rank 0 or a local peer that ended after it, with a traceback of
+    "Connection reset by peer"; they name the ranks lost with node 1."""
+    launches = start_two_nodes(["train", store, *MODEL[:-1], "100000", "--eval-every", "1000"], nodes)
+    assert launches[0].stdout is not None
+    for line in launches[0].stdout:
+        if line.startswith("epoch "):
+            break
+    kill_tree(launches[1].pid)
+    launches[1].communicate()
+    survivor = ended(launches[0], timeout=120)
+    errors = gtool_errors(survivor.stderr)
+    host = os.uname().nodename
+    assert len(errors) == 2, survivor.stderr  # each rank of node 0 says what it saw, in one line
+    for error in errors:
+        assert error.startswith(f"ranks 2, 3 (on host {host}) lost: "), survivor.stderr
+    assert not re.search(r'File ".*gtool', survivor.stderr), survivor.stderr  # torchrun's traceback alone

@@ -34,9 +34,10 @@ from gtool.trainer.checkpoints.folder import (
     write_atomically,
     write_json,
 )
-from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects, ranks_text
+from gtool.trainer.checkpoints.shared import broadcast_object, gather_objects
 from gtool.trainer.checkpoints.validity import missing_rank_files
 from gtool.trainer.comm.groups import GridComm
+from gtool.trainer.launch.failures import ranks_text
 from gtool.trainer.launch.lineage import refuse_orphaned
 
 

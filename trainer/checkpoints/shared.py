@@ -19,6 +19,7 @@ import torch.distributed as dist
 from gtool.errors import GtoolError
 from gtool.store.writing.staging import is_url, local_path
 from gtool.trainer.comm.groups import AxisGroup
+from gtool.trainer.launch.failures import ranks_text
 
 TOKEN_PREFIX = ".gtool-visible-"
 
@@ -55,13 +56,6 @@ def broadcast_object(group: AxisGroup, value: Any) -> Any:
     holder = [value]
     dist.broadcast_object_list(holder, src=dist.get_global_rank(group.group, 0), group=group.group)
     return holder[0]
-
-
-def ranks_text(ranks: list[int], hosts: list[str]) -> str:
-    """'ranks 2, 3 (on host h)' of the ranks that failed a check, with their hosts."""
-    shown = ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
-    where = ", ".join(sorted({hosts[r] for r in ranks}))
-    return f"rank{'s' if len(ranks) > 1 else ''} {shown} (on host {where})"
 
 
 def require_shared(group: AxisGroup, location: str, what: str, remedy: str) -> None:

@@ -13,13 +13,14 @@ FAILURE = "failure.json"
 
 
 class RankFailed(GtoolError):
-    """A rank of a local launch failed; the others were stopped."""
+    """A rank of a run failed (its `error`), the rank to blame; the others were stopped. A `headline` says
+    it in other words (ranks lost with their node)."""
 
-    def __init__(self, rank: int, error: str, details: str = ""):
+    def __init__(self, rank: int, error: str, details: str = "", headline: str | None = None):
         self.rank = rank
         self.error = error
         self.details = details
-        super().__init__(f"rank {rank} failed: {error}")
+        super().__init__(headline or f"rank {rank} failed: {error}")
 
 
 def rank_failure(rank: int, error: BaseException) -> RankFailed:
@@ -38,3 +39,10 @@ def read_failure(path: Path) -> RankFailed:
     """The failure that `write_failure` left in `path`."""
     report = json.loads(path.read_text())
     return RankFailed(report["rank"], report["error"], report["details"])
+
+
+def ranks_text(ranks: list[int], hosts: list[str]) -> str:
+    """'ranks 2, 3 (on host h)' of the ranks that failed a check, with their hosts."""
+    shown = ", ".join(map(str, ranks[:8])) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+    where = ", ".join(sorted({hosts[r] for r in ranks}))
+    return f"rank{'s' if len(ranks) > 1 else ''} {shown} (on host {where})"

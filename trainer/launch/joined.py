@@ -18,7 +18,8 @@ from gtool.trainer.comm.timing import PhaseTimer
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import RankEnv
 from gtool.trainer.launch.failures import RankFailed, rank_failure
-from gtool.trainer.launch.peers import gone_peers, remember_peers
+from gtool.trainer.launch.peers import gone_peers, hosts, remember_peers
+from gtool.trainer.launch.rendezvous import blame, note_own_failure, peer_trouble
 from gtool.trainer.launch.world import join_world, rank_device
 
 STARTUP_TIMEOUT = timedelta(minutes=30)
@@ -53,20 +54,32 @@ def run_here(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
     try:
         run_rank(env, main, *args)
     except Terminated as ended:  # torchrun stops the other ranks when one dies, often before they see it go
-        if ended.signum == signal.SIGTERM and (gone := gone_peers()):  # not a hangup sent to every rank
+        if ended.signum != signal.SIGTERM:  # a hangup sent to every rank
+            raise
+        if failed := blame(env.rank, hosts, None):
+            raise failed from None
+        if gone := gone_peers():
             stopped = f"its process ended; then {env.launcher} stopped rank {env.rank}"
             raise RankFailed(gone[0], stopped) from None
         raise
 
 
 def run_rank(env: RankEnv, main: Callable[..., Any], *args: Any) -> None:
-    """main(env, *args), an error raised as the failure of the rank it names."""
+    """main(env, *args), an error raised as the failure of the rank it names: this rank's own, or, when
+    its error is a peer's trouble (a connection lost), the peer's that failed first or that was lost."""
     try:
         main(env, *args)
+    except RankFailed:  # names the rank to blame already (one that refused the run before joining)
+        raise
     except Exception as error:
         if env.launcher == "local" and dist.is_initialized():
             dist.destroy_process_group()  # a world of one in this process: no peer waits for it
-        gone = [] if isinstance(error, GtoolError) else gone_peers(patience=PEER_EXIT_SECONDS)
-        if gone:  # the error seen here (a connection reset) is only the consequence; a refusal is its own
+        own = rank_failure(env.rank, error)
+        if isinstance(error, GtoolError) or not peer_trouble(error):  # a refusal, a bug: its own
+            note_own_failure(env.rank, own.error)
+            raise own from None
+        if failed := blame(env.rank, hosts, error):
+            raise failed from None
+        if gone := gone_peers(patience=PEER_EXIT_SECONDS):  # the error seen here is only the consequence
             raise RankFailed(gone[0], f"its process ended; rank {env.rank} saw: {error}") from None
-        raise rank_failure(env.rank, error) from None
+        raise own from None

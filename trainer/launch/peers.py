@@ -13,13 +13,17 @@ import torch.distributed as dist
 POLL_SECONDS = 0.02
 _local: dict[int, int] = {}
 """rank -> pid of the other ranks on this machine (known once the rank joined)."""
+hosts: list[str] = []
+"""Every rank's host, by rank (known once the rank joined)."""
 
 
 def remember_peers(rank: int) -> None:
-    """Gather every rank's host and pid (once, at start) and keep those of the ranks on this machine."""
+    """Gather every rank's host and pid (once, at start): keep the hosts, and the pids of the ranks on this
+    machine."""
     mine = (socket.gethostname(), psutil.Process().pid)
     everyone: list[tuple[str, int] | None] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
+    hosts[:] = [p[0] if p is not None else "?" for p in everyone]
     _local.clear()
     _local.update(
         {r: p[1] for r, p in enumerate(everyone) if p is not None and p[0] == mine[0] and r != rank}
@@ -44,3 +48,8 @@ def _ended(pid: int) -> bool:
         return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except psutil.NoSuchProcess:
         return True
+
+
+def running_peers() -> list[int]:
+    """The ranks on this machine whose process still runs (alive, though they left no note yet)."""
+    return [rank for rank, pid in sorted(_local.items()) if not _ended(pid)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 from datetime import timedelta
-from typing import Any
 
 import psutil
 import torch
@@ -13,18 +12,22 @@ import torch.distributed as dist
 
 from gtool.errors import GtoolError
 from gtool.trainer.launch.environment import LOOPBACK, RankEnv
+from gtool.trainer.launch.rendezvous import join_store
 
 
 def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
-    """Join this process to the run's default process group (rank 0 listens at env's address; a local
-    launch listens, and gloo connects its ranks, on the loopback interface only)."""
-    where: dict[str, Any] = {"init_method": f"tcp://{env.master_addr}:{env.master_port}"}
+    """Join this process to the run's default process group: under torchrun or srun once every rank came
+    to the rendezvous (gtool.trainer.launch.rendezvous: a rank that refused the run ends the wait); a local
+    launch's rank 0 listens, and gloo connects its ranks, on the loopback interface only."""
+    store: dist.Store
     if env.launcher == "local":
-        where = {"store": loopback_store(env, timeout)}
+        store = loopback_store(env, timeout)
         interface = loopback_interface()
         if interface is not None:
             os.environ.setdefault("GLOO_SOCKET_IFNAME", interface)
-    dist.init_process_group(backend, rank=env.rank, world_size=env.world_size, timeout=timeout, **where)
+    else:
+        store = join_store(env, timeout)  # every rank is there: init_process_group does not wait
+    dist.init_process_group(backend, rank=env.rank, world_size=env.world_size, timeout=timeout, store=store)
     env.announce_ready()
 
 

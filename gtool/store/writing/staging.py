@@ -200,9 +200,7 @@ def check_replaceable(
     if not fs.exists(path):
         return
     if not overwrite:
-        raise StoreExistsError(
-            f"{location} already exists; pass --overwrite to replace it (in Python: overwrite=True)"
-        )
+        raise StoreExistsError(f"{location} already exists; pass --overwrite to replace it")
     if not replaceable(fs, path, kind):
         raise StoreExistsError(
             f"{location} exists and is neither {kind.name} nor an empty folder: --overwrite replaces "

@@ -23,7 +23,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 from gtool.errors import InputError
 from gtool.preprocess.sources.fileinfo import COPY_BYTES
 from gtool.store.writing.atomic import write_atomically
-from gtool.terminal import description_column, plain_console
+from gtool.terminal import description_column, plain_console, transient_progress
 
 NAMES = ("cora", "citeseer", "pubmed")
 PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")
@@ -106,7 +106,8 @@ def check_published(name: str, file: str, digest: str, where: str, hint: str = "
 
 
 def fetch_planetoid(name: str, root: str, progress: bool = True) -> Path:
-    """ROOT/planetoid/NAME holding the dataset's files, downloading the missing ones."""
+    """ROOT/planetoid/NAME holding the dataset's files, downloading the missing ones; a failed download
+    leaves no folder it made empty."""
     folder = Path(root) / "planetoid" / name
     files = [f"ind.{name}.{part}" for part in PARTS]
     missing = [file for file in files if not (folder / file).is_file()]
@@ -116,27 +117,42 @@ def fetch_planetoid(name: str, root: str, progress: bool = True) -> Path:
     if not missing:
         return folder
     url = base_url()
+    made = [place for place in (folder, *folder.parents) if not place.exists()]
     folder.mkdir(parents=True, exist_ok=True)
     console = plain_console(stderr=True)
     columns = (description_column(), BarColumn(), DownloadColumn(), TransferSpeedColumn())
-    with Progress(*columns, console=console, disable=not progress, transient=True) as bars:
-        for file in missing:
-            file_url = f"{url}/{file}"
+    try:
+        with transient_progress(console, *columns, shown=progress) as bars:
+            for file in missing:
+                file_url = f"{url}/{file}"
 
-            def fetch(out: BinaryIO, file: str = file, file_url: str = file_url) -> None:
-                check_published(name, file, copy_url(file_url, out, bars), file_url)
+                def fetch(out: BinaryIO, file: str = file, file_url: str = file_url) -> None:
+                    check_published(name, file, copy_url(file_url, out, bars), file_url)
 
-            try:
-                write_atomically(str(folder / file), fetch)
-            except DOWNLOAD_ERRORS as exc:
-                problem = (
-                    f"downloading {file_url} failed ({exc}); set {URL_VARIABLE} to a mirror of "
-                    f"{DEFAULT_URL}, or put the files {', '.join(files)} into {folder}"
-                )
-                raise InputError(name, problem) from None
+                try:
+                    write_atomically(str(folder / file), fetch)
+                except DOWNLOAD_ERRORS as exc:
+                    problem = (
+                        f"downloading {file_url} failed ({exc}); set {URL_VARIABLE} to a mirror of "
+                        f"{DEFAULT_URL}, or put the files {', '.join(files)} into {folder}"
+                    )
+                    raise InputError(name, problem) from None
+    except BaseException:  # a failed download, a signal: no empty folder of this run's is left
+        remove_if_empty(made)
+        raise
     if progress:
         console.print(f"downloaded {len(missing)} files of {name} into {folder}")
     return folder
+
+
+def remove_if_empty(folders: list[Path]) -> None:
+    """Remove the `folders` a failed download made (innermost first) while they are empty: a later run,
+    or the user, finds no empty ROOT/planetoid/NAME taken for a dataset."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (files of another dataset, a download that did arrive): kept
+            return
 
 
 def copy_url(url: str, out: BinaryIO, bars: Progress) -> str:

@@ -128,6 +128,7 @@ def test_command_line_predicts_and_refuses_what_it_cannot(runs: tuple, tmp_path:
         [*gtool, "--checkpoint", str(checkpoint), "-o", str(out)], capture_output=True, text=True
     )
     assert again.returncode == 2 and "already exists; pass --overwrite" in again.stderr
+    assert "in Python" not in again.stderr  # the command line's error spoke of overwrite=True
 
     broken = tmp_path / "broken"
     shutil.copytree(checkpoint, broken)

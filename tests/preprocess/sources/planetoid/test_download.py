@@ -121,7 +121,15 @@ def test_failed_download_names_the_url_and_leaves_nothing(tmp_path: Path, monkey
     monkeypatch.setenv(URL_VARIABLE, (tmp_path / "empty").as_uri())
     with pytest.raises(InputError, match=f"downloading {(tmp_path / 'empty').as_uri()}/ind.pubmed.x failed"):
         fetch_planetoid("pubmed", str(tmp_path / "root"), progress=False)
-    assert not list((tmp_path / "root").rglob("ind.*"))
+    assert not (tmp_path / "root").exists()  # was an empty root/planetoid/pubmed
+
+
+def test_a_failed_download_prints_its_error_alone(tmp_path: Path, monkeypatch) -> None:
+    """Piped, a failed download printed a blank line (its progress display) before its error."""
+    monkeypatch.setenv(URL_VARIABLE, (tmp_path / "empty").as_uri())
+    result = CliRunner().invoke(app, ["shard", "cora", "--root", str(tmp_path / "root"), "-o", "c.zarr"])
+    assert result.exit_code == 2 and result.output.startswith("error: cora: downloading ")
+    assert len(result.output.splitlines()) == 1 and not (tmp_path / "root").exists()
 
 
 def test_cut_short_download_is_an_error(tmp_path: Path, serve, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,7 +139,7 @@ def test_cut_short_download_is_an_error(tmp_path: Path, serve, monkeypatch: pyte
     with pytest.raises(InputError, match="ended after 1,000 of 2,000 bytes") as info:
         fetch_planetoid("cora", str(tmp_path / "root"), progress=False)
     assert info.value.where.endswith("/ind.cora.x")
-    assert not list((tmp_path / "root").rglob("ind.*"))
+    assert not (tmp_path / "root").exists()
 
 
 @pytest.mark.integration
@@ -169,7 +177,7 @@ def test_only_the_published_files_are_kept(
     with pytest.raises(InputError, match=re.escape(problem)) as info:
         fetch_planetoid("cora", str(tmp_path / "root"), progress=False)
     assert info.value.where.endswith("/ind.cora.x")
-    assert not list((tmp_path / "root").rglob("ind.*"))
+    assert not (tmp_path / "root").exists()
 
 
 def test_a_changed_file_already_there_is_refused(tmp_path: Path, cora_dir: Path) -> None:
