@@ -20,7 +20,8 @@ from tests.trainer.checkpoints.test_checkpoint_folder import snapshot
 from tests.trainer.checkpoints.test_manifests import GTOOL, MODEL, read_only
 
 
-def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> None:
+def test_checkpoint_and_log_paths_are_checked_before_ranks_start(stores: StoreFactory, tmp_path) -> None:
+    store = stores("sbm:50:3", tiles=1)  # a resumed run's shape holds the store's widths
     file = tmp_path / "file"
     file.write_text("")
     for options, message in (
@@ -29,10 +30,10 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(tmp_path) -> No
         ({"log": str(tmp_path)}, "a folder; name a file for the JSON lines"),
     ):
         with pytest.raises(GtoolError, match=re.escape(message)):
-            prepare_run_files(TrainConfig.of("s", **options))
-    prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
+            prepare_run_files(TrainConfig.of(store, **options))
+    prepare_run_files(TrainConfig.of(store, checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
-    minibatch = TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
+    minibatch = TrainConfig.of(store, checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
     shape = {**run_shape(minibatch), "dims": [16, 4]}
     Checkpoints(str(tmp_path / "ck"), single_rank_comm(), shape).save(1, {}, {})
     prepare_run_files(minibatch)
