@@ -19,6 +19,7 @@ def join_world(env: RankEnv, backend: str, timeout: timedelta) -> None:
     """Join this process to the run's default process group: under torchrun or srun once every rank came
     to the rendezvous (gtool.trainer.launch.rendezvous: a rank that refused the run ends the wait); a local
     launch's rank 0 listens, and gloo connects its ranks, on the loopback interface only."""
+    store: dist.Store
     if env.launcher == "local":
         store = loopback_store(env, timeout)
         interface = loopback_interface()
