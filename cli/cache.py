@@ -10,6 +10,7 @@ from rich.table import Table
 
 from gtool.errors import GtoolError
 from gtool.units import counted, human_bytes
+from gtool.usercache import KERNELS
 
 from .common import console, out, reports_errors
 from .help import App
@@ -81,7 +82,7 @@ def list_cache(cache_dir: str = CACHE_DIR, root: str = ROOT) -> None:
 
 def note_other_files(folder: Path) -> None:
     """Say that files of the folder not named like gtool's copies are not gtool's to list or remove, and
-    name gtool plan's machine profiles when they are there (a plan/ folder of them)."""
+    name gtool plan's machine profiles and the compiled kernels when they are there (plan/, numba/)."""
     from gtool.plan import machine_folder
     from gtool.preprocess import other_files
 
@@ -95,6 +96,13 @@ def note_other_files(folder: Path) -> None:
         console.print(
             f"{profiles}: gtool plan's machine profiles and --grid auto trials ({files}{used}), "
             "not copies: left alone (`gtool plan --recalibrate` measures them again)",
+            soft_wrap=True,
+        )
+    if (folder / KERNELS).is_dir():
+        others -= 1
+        console.print(
+            f"{folder / KERNELS}: gtool's compiled CPU kernels, not copies: left alone (compiled again when "
+            "removed)",
             soft_wrap=True,
         )
     if others:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from rich.text import Text
 from gtool.collector import hold
 from gtool.errors import ENDED_BY, GtoolError, InterruptedWhenDone, signum_of
 from gtool.interrupts import SIGNALS, end_now
-from gtool.terminal import labelled, plain_console
+from gtool.terminal import QUIET_ENV, labelled, plain_console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,7 +24,17 @@ console = plain_console(stderr=True)
 out = plain_console()
 """Results: what the command was asked for (stdout, so that `gtool info STORE > f` writes it to f)."""
 
-QUIET = typer.Option(False, "--quiet", "-q", help="No progress: only the result and any error.")
+
+def _quiet(value: bool) -> bool:
+    """-q holds for the command's every process: its ranks and workers say nothing either."""
+    if value:
+        os.environ[QUIET_ENV] = "1"
+    return value
+
+
+QUIET = typer.Option(
+    False, "--quiet", "-q", help="No progress: only the result and any error.", callback=_quiet
+)
 """-q of every command that shows progress."""
 
 

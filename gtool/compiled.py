@@ -28,10 +28,10 @@ from numba.core import caching
 from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
 from numba.core.dispatcher import Dispatcher
 
+from gtool.terminal import QUIET_ENV
+from gtool.usercache import KERNELS, user_cache
 from gtool.version import __version__
 
-CACHE_ENV = "GTOOL_CACHE"
-"""The variable naming gtool's cache folder (also of `gtool shard`'s copies of compressed inputs)."""
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 """The gtool package's folder: the kernels under it are cached by `SharedLocator`."""
 ESTIMATES = {True: 1.5, False: 0.4}
@@ -44,11 +44,8 @@ _kernels: dict[str, list[Callable[[], bool]]] = {}
 
 
 def kernel_cache_folder() -> Path:
-    """$GTOOL_CACHE/numba, else $XDG_CACHE_HOME/gtool/numba, else ~/.cache/gtool/numba."""
-    if environment := os.environ.get(CACHE_ENV):
-        return Path(environment).expanduser() / "numba"
-    user = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-    return Path(user).expanduser() / "gtool" / "numba"
+    """The user's cache folder's numba/ (gtool.usercache)."""
+    return user_cache() / KERNELS
 
 
 @functools.cache
@@ -140,7 +137,8 @@ def announce(lock: TextIO, seconds: float) -> None:
     lock.truncate()
     lock.write(f"{os.getpgrp()}:{os.getpid()}")
     lock.flush()
-    print(NOTICE.format(seconds=max(1.0, seconds)), file=sys.stderr, flush=True)
+    if not os.environ.get(QUIET_ENV):
+        print(NOTICE.format(seconds=max(1.0, seconds)), file=sys.stderr, flush=True)
 
 
 def compile_once(dispatcher: Dispatcher, compile_here: Callable[[Any], Any], signature: Any) -> Any:

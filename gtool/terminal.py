@@ -17,6 +17,9 @@ UNWRAPPED = 10_000
 """The width of a console that is not a terminal (a pipe, a file) and is given none ($COLUMNS unset): lines
 are not wrapped at rich's 80 columns, tables keep their rows whole and take the width they need."""
 
+QUIET_ENV = "GTOOL_QUIET"
+"""Set by a command's -q for its every process (ranks, workers): their notices are not shown."""
+
 
 def plain_console(stderr: bool = False, **options: Any) -> Console:
     """A console (stdout, or stderr) that applies no markup, emoji codes or highlighting to what it prints;

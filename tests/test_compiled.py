@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gtool import compiled
+from gtool import compiled, usercache
 from gtool.version import __version__
 
 REPO = Path(compiled.PACKAGE).parent
@@ -23,7 +23,7 @@ CALL_A_KERNEL = (
 
 def kernel_process(cache: Path) -> subprocess.Popen:
     """A Python process calling a kernel, its cache in `cache`, its stderr piped."""
-    environment = {**os.environ, compiled.CACHE_ENV: str(cache)}
+    environment = {**os.environ, usercache.CACHE_ENV: str(cache)}
     return subprocess.Popen(
         [sys.executable, "-c", CALL_A_KERNEL], env=environment, stderr=subprocess.PIPE, text=True
     )
@@ -37,12 +37,12 @@ def notices(*processes: subprocess.Popen) -> int:
 
 
 def test_the_cache_is_gtool_caches_folder_when_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(compiled.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(usercache.CACHE_ENV, str(tmp_path))
     assert compiled.kernel_cache_folder() == tmp_path / "numba"
 
 
 def test_the_cache_is_the_users_cache_folder_outside_the_source_tree(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(compiled.CACHE_ENV, raising=False)
+    monkeypatch.delenv(usercache.CACHE_ENV, raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     folder = compiled.kernel_cache_folder()
     assert folder == Path.home() / ".cache" / "gtool" / "numba"
@@ -57,7 +57,7 @@ def test_a_kernels_folder_is_its_versions_room_whatever_the_checkout(
     """Every checkout of a version shares a room's folder; a file outside the package is numba's own."""
     from gtool.preprocess.kernels.compiled import tiles
 
-    monkeypatch.setenv(compiled.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(usercache.CACHE_ENV, str(tmp_path))
     function = tiles.split.py_func
     locator = compiled.SharedLocator.from_function(function, function.__code__.co_filename)
     assert locator is not None

@@ -210,9 +210,11 @@ def test_plan_keeps_the_profile_in_the_users_cache_and_q_silences_it(
     monkeypatch.setenv("GTOOL_CACHE", str(tmp_path / "xdg" / "gtool"))
     listed = gtool("cache", "list")
     assert listed.returncode == 0 and "not gtool's copies" not in listed.stderr
+    kernels = profile.parent.parent / "numba"  # the plan's calibration trains with them
     assert listed.stderr == (
         f"{profile.parent}: gtool plan's machine profiles and --grid auto trials (1 file), not copies: left "
-        "alone (`gtool plan --recalibrate` measures them again)\n"
+        f"alone (`gtool plan --recalibrate` measures them again)\n{kernels}: gtool's compiled CPU kernels, "
+        "not copies: left alone (compiled again when removed)\n"
     )
 
 

@@ -1,14 +1,9 @@
-"""The rendezvous of a torchrun or srun world, kept in Python so that no rank waits blind in torch's C++.
-
-Joining, every rank counts itself in the rendezvous store and polls the count (a signal ends the wait)
-until the whole world is there. A rank that refuses the run before it joins (its node lacks the store or
-the checkpoint, a relative path resolved in another folder) leaves its error there (`tell_peers`): the
-waiting ranks end at once, naming it, instead of waiting out the start timeout. Once joined, a rank whose
-collective failed leaves what it saw there and names, from the others' notes, the rank that failed
-first or the ranks that left no note: lost with their node (`blame`).
-
-The store is torchrun's agent's (TORCHELASTIC_USE_AGENT_STORE), else (srun) one that rank 0 serves.
-"""
+"""The rendezvous of a torchrun or srun world in its store, kept in Python so that no rank waits blind in
+C++ (a signal ends the wait): every rank counts itself in and polls until the world is there. A rank that
+refuses the run before joining leaves its error there (`tell_peers`): the waiting ranks end at once,
+naming it. Once joined, a rank whose collective failed leaves a note and names, from the others', the
+rank that failed first or the ranks that left none: lost with their node (`blame`). The store is
+torchrun's agent's (TORCHELASTIC_USE_AGENT_STORE), else (srun) one that rank 0 serves."""
 
 from __future__ import annotations
 
@@ -112,7 +107,7 @@ def join_store(env: RankEnv, timeout: timedelta) -> dist.Store:
 
 def _refusal(store: dist.Store, prefix: str) -> RankFailed:
     """The first refusal left in the store, as the failure of the rank that refused; counted as read."""
-    first = json.loads(store.get(prefix + "refusals").decode().splitlines()[0])
+    first = json.loads(store.get(prefix + "refusal"))
     store.add(prefix + "told", 1)
     return RankFailed(first["rank"], f"on host {first['host']}, before joining the run: {first['error']}")
 
@@ -129,7 +124,7 @@ def tell_peers(error: str) -> None:
     note = {"rank": env.rank, "host": socket.gethostname(), "error": error}
     try:
         store = _connect(env, timedelta(seconds=TOLD_SECONDS))
-        store.append(prefix + "refusals", json.dumps(note) + "\n")  # type: ignore[attr-defined]
+        store.compare_set(prefix + "refusal", "", json.dumps(note))  # the first refusal is kept
         store.add(prefix + "refused", 1)
         deadline = time.monotonic() + TOLD_SECONDS
         while time.monotonic() < deadline and store.add(prefix + "told", 0) == 0:
@@ -170,7 +165,7 @@ def blame(rank: int, hosts: list[str], error: BaseException | None) -> RankFaile
             time.sleep(POLL_SECONDS)
             noted = store.add(prefix + "notes", 0)
         if store.check([prefix + "own"]):
-            first = int(store.get(prefix + "own").decode().split()[0])
+            first = int(store.get(prefix + "own"))
             return RankFailed(first, json.loads(store.get(f"{prefix}note/{first}"))["seen"])
         alive = set(running_peers())  # on this machine: busy in a collective with a rank that noted
         lost_ranks = [
@@ -206,5 +201,5 @@ def note_own_failure(rank: int, error: str) -> None:
     prefix = _prefix()
     with contextlib.suppress(RuntimeError):
         _store.set(f"{prefix}note/{rank}", json.dumps({"seen": error}))
-        _store.append(prefix + "own", f"{rank}\n")  # type: ignore[attr-defined]
+        _store.compare_set(prefix + "own", "", str(rank))  # the first rank that failed by itself
         _store.add(prefix + "notes", 1)

@@ -6,22 +6,32 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from gtool.errors import GtoolError
+from gtool.store.metadata import LabelsInfo
+from gtool.trainer.checkpoints import folder
 from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.checkpoints.folder import run_shape
 from gtool.trainer.config import TrainConfig
+from gtool.trainer.fit import train
 from gtool.trainer.fit.train import prepare_run_files
 from tests.support.stores import StoreFactory
 from tests.trainer.cases import single_rank_comm
 from tests.trainer.checkpoints.test_checkpoint_folder import snapshot
 from tests.trainer.checkpoints.test_manifests import GTOOL, MODEL, read_only
 
+STORE_S = SimpleNamespace(num_features=8, num_classes=4, meta=SimpleNamespace(labels=LabelsInfo("given")))
+"""What the launcher reads of the store "s" (its widths), without a store."""
 
-def test_checkpoint_and_log_paths_are_checked_before_ranks_start(stores: StoreFactory, tmp_path) -> None:
-    store = stores("sbm:50:3", tiles=1)  # a resumed run's shape holds the store's widths
+
+def test_checkpoint_and_log_paths_are_checked_before_ranks_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in (folder, train):
+        monkeypatch.setattr(module, "open_store", lambda location: STORE_S)
     file = tmp_path / "file"
     file.write_text("")
     for options, message in (
@@ -30,10 +40,10 @@ def test_checkpoint_and_log_paths_are_checked_before_ranks_start(stores: StoreFa
         ({"log": str(tmp_path)}, "a folder; name a file for the JSON lines"),
     ):
         with pytest.raises(GtoolError, match=re.escape(message)):
-            prepare_run_files(TrainConfig.of(store, **options))
-    prepare_run_files(TrainConfig.of(store, checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
+            prepare_run_files(TrainConfig.of("s", **options))
+    prepare_run_files(TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), log=str(tmp_path / "a/log")))
     assert (tmp_path / "ck").is_dir() and (tmp_path / "a").is_dir()
-    minibatch = TrainConfig.of(store, checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
+    minibatch = TrainConfig.of("s", checkpoint=str(tmp_path / "ck"), batch_size=300, resume=True)
     shape = {**run_shape(minibatch), "dims": [16, 4]}
     Checkpoints(str(tmp_path / "ck"), single_rank_comm(), shape).save(1, {}, {})
     prepare_run_files(minibatch)
