@@ -239,9 +239,9 @@ def test_plan_refuses_a_profile_with_a_cost_that_is_not_a_cost(
     part[int(last) if isinstance(part, list) else last] = value
     profile = tmp_path / "bad.json"
     profile.write_text(json.dumps(content))
-    done = gtool("plan", store, "--ranks", "2", "--profile", str(profile))
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [f"error: {profile}: {key} is {value!r}, expected {expected}"]
+    done = plan(store, "--ranks", "2", "--profile", str(profile))
+    assert done.exit_code == 2  # and the one error line is all it printed, on either stream:
+    assert done.output.splitlines() == [f"error: {profile}: {key} is {value!r}, expected {expected}"]
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ CAST = (
 MEMORY_GRIDS = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2)]
 SCALEGNN_MEMORY_GRID = (2, 2, 1)
 PLANNED_PER_NODE = 4
-MINIBATCH = {"batch_size": 6000, "seed": 3}  # rmat:14:8: 3 steps, the last one short
+MINIBATCH = {"batch_size": 3000, "seed": 3}  # rmat:13:8: 3 steps, the last one short
 REPLICATED = [(d, g.dims) for d in (1, 2) for p in range(1, WORLD // d + 1) for g in factorizations(p)]
 SCALEGNN_MINIBATCH = [(1, (2, 2, 1)), (2, (2, 1, 1))]
 """Mini-batch cases of the ScaleGNN stack: its residuals' all-to-all bytes follow each step's members."""
@@ -138,11 +138,12 @@ def _configs(store: str) -> dict[str, tuple[TrainConfig, tuple[int, int, int]]]:
 
 @pytest.fixture(scope="module")
 def runs(stores: StoreFactory, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, TrainConfig, Path]:
-    """The bytes cases (rmat:14:8, every grid up to 8 ranks and the variants) and the memory cases
+    """The bytes cases (rmat:13:8, every grid up to 8 ranks and the variants) and the memory cases
     (rmat:16:8 on MEMORY_GRIDS, live tensor bytes tracked; first, in fresh processes), all in one
     spawned world."""
     root = tmp_path_factory.mktemp("plan-runs")
-    small = stores("rmat:14:8", tiles=4, num_features=20, num_classes=7)
+    # rmat:13:8: the smallest R-MAT whose planned placement is not the default one (the placed case)
+    small = stores("rmat:13:8", tiles=4, num_features=20, num_classes=7)
     large = stores("rmat:16:8", tiles=8, num_features=64, num_classes=16)
     byte_cases = _configs(small)
     memory = TrainConfig.of(large, hidden=64)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gtool.preprocess import spill
+from tests.support.load import scaled
 
 ARRAYS = [
     np.arange(10, dtype=np.int64),
@@ -77,8 +78,9 @@ def spill_dir(tmp_path) -> spill.SpillDir:
 
 
 def sizes_become(paths: list[str], expected: list[int]) -> bool:
-    """Whether the files reach these sizes within a few seconds (releases run in a thread)."""
-    deadline = time.monotonic() + 10
+    """Whether the files reach these sizes within a few seconds, times the machine's load (releases run
+    in a thread)."""
+    deadline = time.monotonic() + scaled(10)
     while [os.path.getsize(p) for p in paths] != expected:
         if time.monotonic() > deadline:
             return False

@@ -68,11 +68,17 @@ def array_of(chunk: Path, store: Path) -> str:
 def damaged_copy(store: Path, target: Path, chunk: Path, byte: int, bit: int) -> Path:
     """A fresh copy of the store with one bit of one chunk file flipped."""
     shutil.copytree(store, target)
-    damaged = target / chunk.relative_to(store)
-    data = bytearray(damaged.read_bytes())
-    data[byte % len(data)] ^= 1 << bit
-    damaged.write_bytes(bytes(data))
+    flip_bit(target / chunk.relative_to(store), byte, bit)
     return target
+
+
+def flip_bit(file: Path, byte: int, bit: int) -> bytes:
+    """Flip one bit of `file` (its byte `byte` modulo its size); returns its bytes before."""
+    intact = file.read_bytes()
+    data = bytearray(intact)
+    data[byte % len(data)] ^= 1 << bit
+    file.write_bytes(bytes(data))
+    return intact
 
 
 def flips(store: Path, count: int, seed: int) -> list[tuple[Path, int, int]]:
@@ -98,12 +104,16 @@ def test_an_undamaged_store_verifies_clean(store: Path) -> None:
 
 
 def test_every_flipped_bit_fails_verification_naming_the_array(store: Path, tmp_path: Path) -> None:
-    for k, (chunk, byte, bit) in enumerate(flips(store, FLIPS, seed=0)):
-        copy = damaged_copy(store, tmp_path / f"flip{k}.zarr", chunk, byte, bit)
+    """Each flip damages one copy of the store, verified with that one bit flipped, then put back."""
+    copy = shutil.copytree(store, tmp_path / "flipped.zarr")
+    assert verify_store(open_store(str(copy))).ok
+    for chunk, byte, bit in flips(store, FLIPS, seed=0):
+        damaged = copy / chunk.relative_to(store)
+        intact = flip_bit(damaged, byte, bit)
         problems = verify_store(open_store(str(copy))).problems
         assert problems, f"flip of bit {bit} of byte {byte} in {chunk} went unnoticed"
         assert any(array_of(chunk, store) in p for p in problems), problems
-        shutil.rmtree(copy)
+        damaged.write_bytes(intact)
 
 
 def test_gtool_verify_names_each_damaged_array_and_exits_1(store: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import torch
 
 from gtool.trainer.launch.environment import free_port
 from gtool.trainer.launch.local import NOTES_STALE_S
+from tests.support.load import scaled
 from tests.support.ranks import local_ranks
 from tests.support.storefiles import array_chunks
 from tests.support.stores import StoreFactory
@@ -102,7 +103,7 @@ def test_a_failing_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
     started = time.monotonic()
     flags = ["--layers", "1", "--layer-order", "aggregate-first", "--epochs", "3"]
     run = gtool_train(str(broken), "--grid", "2x1x1", *flags, timeout=120)
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < scaled(60)
     assert run.returncode == 2
     assert "rank 1 failed" in run.stderr and "(3, 3)" in run.stderr and "array adj/0/3_3/val" in run.stderr
 
@@ -118,10 +119,10 @@ def test_a_killed_rank_stops_every_rank(store: str, tmp_path: Path) -> None:
     assert len(ranks) == 2
     victim = ranks[1]
     victim.kill()
-    stderr = run.communicate(timeout=60)[1]
+    stderr = run.communicate(timeout=scaled(60))[1]
     assert run.returncode == 2
     assert "killed by signal SIGKILL" in stderr and "leaked semaphore" not in stderr, stderr
-    _, alive = psutil.wait_procs(children, timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=scaled(10))
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
@@ -134,11 +135,11 @@ def test_a_stopped_rank_is_named_when_the_others_give_up(store: str, tmp_path: P
     ranks = local_ranks(run.pid)
     assert len(ranks) == 2
     ranks[1].suspend()  # SIGSTOP
-    stderr = run.communicate(timeout=60)[1]
+    stderr = run.communicate(timeout=scaled(60))[1]
     assert run.returncode == 2
     assert "error: rank 1 failed: stopped (SIGSTOP" in stderr and "rank 0 gave up waiting" in stderr, stderr
     assert "Terminating process" not in stderr, stderr  # torch's own lines about stopping the others
-    _, alive = psutil.wait_procs(children, timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=scaled(10))
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
@@ -153,10 +154,10 @@ def test_a_hangup_stops_the_launch_and_every_rank_and_says_so(store: str, tmp_pa
     children = psutil.Process(run.pid).children(recursive=True)
     assert len(local_ranks(run.pid)) == 2
     os.killpg(run.pid, signal.SIGHUP)
-    stderr = run.communicate(timeout=60)[1]
+    stderr = run.communicate(timeout=scaled(60))[1]
     assert run.returncode == 129, stderr
     assert "hung up: the latest complete checkpoint (if any) can be resumed" in stderr, stderr
-    _, alive = psutil.wait_procs(children, timeout=10)
+    _, alive = psutil.wait_procs(children, timeout=scaled(10))
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from gtool.errors import InputError
 from gtool.preprocess.engine.cluster import StageRunner, dask_engine
+from tests.support.load import scaled
 
 pytestmark = pytest.mark.integration  # starts processes
 
@@ -62,7 +63,7 @@ def test_when_finished_lets_go_of_a_result_before_freeing_what_the_task_read(sta
         freed: list[int] = []
         runner.when_finished(futures, [lambda k=k: freed.append(k) for k in range(3)])
         runner.finish(futures)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + scaled(5)
         while len(freed) < 3 and time.monotonic() < deadline:  # the callbacks run in the client's thread
             time.sleep(0.01)
         assert sorted(freed) == [0, 1, 2]

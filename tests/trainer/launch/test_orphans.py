@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from gtool.trainer.launch import lineage
+from tests.support.load import scaled
 from tests.support.stores import StoreFactory
 
 pytestmark = pytest.mark.integration  # runs the command line and its ranks
@@ -58,7 +59,8 @@ def kill_launcher_after_start(args: list[str], after: float = 0.5) -> int:
 
 
 def assert_gone_soon(session: int, timeout: float = 8.0) -> None:
-    deadline = time.monotonic() + timeout
+    """The session's processes end within `timeout` seconds (times the machine's load)."""
+    deadline = time.monotonic() + scaled(timeout)
     while (left := session_processes(session)) and time.monotonic() < deadline:
         time.sleep(0.1)
     for process in left:
