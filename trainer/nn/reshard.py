@@ -1,17 +1,11 @@
 """A residual's reshard: an activation block moved to another layout (roles and node order), one all-to-all.
 
-A block of layout (r, p, q) holds the rows of band p and the columns of band q and is replicated over the
-r-axis; the ranks that share an r coordinate (a plane) hold the whole matrix once, so each rank fills its
-block of the new layout from its own plane. A row goes to the rank whose new row band holds its position
-in the new node order (positions found once per run from the stored permutations, O(N/P) per rank); both
-sides order a pair's rows by that position, so only values travel. Backward, one replica of each output
-block (coordinate 0 on the new replica axis) sends its gradient back, and the input's replicas sum theirs.
-
-A grid of one rank holds both layouts: its move is a row permutation within the block (`LocalMove`), one
-cached index_select each way and no collective. Elsewhere `reshard_start` begins the all-to-all and
-`Resharding.wait` ends it, so that a layer computes while its residual travels (ScaleGNN's overlap of
-the residual with SpMM, GEMM and norm), forward and backward alike. All of it is timed as "reshard"
-(the wait for the collective as "comm").
+A block of layout (r, p, q) holds rows of band p and columns of band q, replicated over the r-axis; each
+rank fills its block of the new layout from its own plane (the ranks sharing its r coordinate). A row goes
+to the rank whose new row band holds its position in the new node order; both sides order a pair's rows
+by it, so only values travel; backward, one replica of each output block sends its gradient back. One
+rank: a cached row permutation (`LocalMove`). Elsewhere `reshard_start` begins the all-to-all and
+`Resharding.wait` ends it, so a layer computes while its residual travels (timed as "reshard").
 """
 
 from __future__ import annotations
