@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gtool import compiled, usercache
+from gtool.terminal import QUIET_ENV
 from gtool.version import __version__
 
 REPO = Path(compiled.PACKAGE).parent
@@ -22,8 +23,10 @@ CALL_A_KERNEL = (
 
 
 def kernel_process(cache: Path) -> subprocess.Popen:
-    """A Python process calling a kernel, its cache in `cache`, its stderr piped."""
-    environment = {**os.environ, usercache.CACHE_ENV: str(cache)}
+    """A Python process calling a kernel, its cache in `cache`, its stderr piped (not quieted, though an
+    in-process `-q` of an earlier test set GTOOL_QUIET here)."""
+    environment = {key: value for key, value in os.environ.items() if key != QUIET_ENV}
+    environment[usercache.CACHE_ENV] = str(cache)
     return subprocess.Popen(
         [sys.executable, "-c", CALL_A_KERNEL], env=environment, stderr=subprocess.PIPE, text=True
     )
