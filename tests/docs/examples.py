@@ -15,7 +15,11 @@ outside a fence (an indented `gtool ...` line) is an example no test would run: 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
+import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +76,23 @@ def unfenced_commands(page: Path) -> list[str]:
     """Indented command lines outside the page's fences."""
     outside = FENCE.sub("", page.read_text())
     return [line.strip() for line in COMMAND.findall(outside)]
+
+
+def run_script(script: str, env: dict[str, str], timeout: float, cwd: Path | None = None) -> tuple[int, str]:
+    """`script` run by bash -e -o pipefail in a session of its own: its exit status and output (stderr
+    with stdout); whatever it left running is ended."""
+    process = subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return process.returncode, output

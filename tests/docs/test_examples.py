@@ -9,14 +9,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.docs.examples import Block, blocks, name, pages, unfenced_commands
+from tests.docs.examples import Block, blocks, name, pages, run_script, unfenced_commands
 from tests.support.paths import CORA, REPO
 
 RUN_ELSEWHERE = {"docs/python.md": "test_python_examples.py runs it twice, checking what it prints"}
@@ -53,21 +51,8 @@ def environment() -> dict[str, str]:
 
 
 def run_bash(block: Block, folder: Path, env: dict[str, str], where: str) -> None:
-    process = subprocess.Popen(
-        ["bash", "-e", "-o", "pipefail", "-c", block.body],
-        cwd=folder,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=BLOCK_TIMEOUT)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # whatever the block left running
-    assert process.returncode == 0, f"{where} exited {process.returncode}:\n{output}"
+    status, output = run_script(block.body, env, BLOCK_TIMEOUT, folder)
+    assert status == 0, f"{where} exited {status}:\n{output}"
 
 
 def run_page(page: Path, folder: Path) -> str:

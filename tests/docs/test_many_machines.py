@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
 
 import pytest
 
 from bench.external_cluster import environment
+from tests.docs.examples import run_script
 from tests.support.paths import REPO
 
 pytestmark = pytest.mark.integration  # runs a scheduler, workers and the command line
@@ -30,27 +28,8 @@ def simulation() -> str:
 )
 def test_the_local_simulation_runs_as_written(tmp_path):
     env = environment() | {"TMPDIR": str(tmp_path)}  # mktemp -d makes its folder under the test's
-    run = subprocess.Popen(
-        ["bash", "-e", "-c", simulation()],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = run.communicate(timeout=300)
-    finally:
-        with_group_gone(run.pid)
-    assert run.returncode == 0, output
+    status, output = run_script(simulation(), env, 300)
+    assert status == 0, output
     assert "ok: no problems found" in output, output
     stores = list(tmp_path.glob("*/graph.zarr"))
     assert len(stores) == 1 and (stores[0] / "zarr.json").is_file()
-
-
-def with_group_gone(pid: int) -> None:
-    """End what the page's commands left running (nothing, when its last line ran)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
