@@ -25,7 +25,7 @@ def build_store(path: Path, source: str, options: list[str]) -> None:
         return
     command = [sys.executable, "-m", "gtool.cli", "shard", source, "-o", str(path), *options]
     print(f"building {path.name} ...", flush=True)
-    subprocess.run([*command, "--overwrite", "--quiet"], check=True, cwd=REPO)
+    subprocess.run([*command, "--overwrite", "--quiet"], check=True, cwd=REPO, stdout=subprocess.DEVNULL)
 
 
 def steal_seconds() -> float:
