@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 OPTIMIZERS = ("adam", "adamw")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
+SAMPLINGS = ("windows", "uniform")
 
 
 @dataclass(frozen=True)
@@ -91,19 +92,27 @@ class RuntimeConfig(Options):
 
 @dataclass(frozen=True)
 class MiniBatchConfig(Options):
-    """Mini-batch training: uniform vertex samples, and replicas of the grid that average gradients."""
+    """Mini-batch training: node samples (windows of the store's node order, or uniform), and replicas of
+    the grid that average gradients."""
 
     batch_size: int | None = option(
-        None, "Train on uniform samples of B nodes per step (default: full-graph epochs).", minimum=2
+        None, "Train on random samples of B nodes per step (default: full-graph epochs).", minimum=2
     )
     data_parallel: int = option(
         1, "D replicas of the grid, each stepping on its own samples (D x grid ranks; mini-batch).", minimum=1
     )
+    sampling: str = option(
+        "windows",
+        "windows: each step takes random windows of consecutive positions of the store's (random) node "
+        "order, whole feature chunks; uniform: a uniform node sample (mini-batch).",
+        choices=SAMPLINGS,
+    )
 
     def combined_problems(self) -> list[str]:
+        problems = []
         if self.data_parallel > 1 and self.batch_size is None:
-            return ["--data-parallel needs --batch-size (replicas step on their own samples)"]
-        return []
+            problems.append("--data-parallel needs --batch-size (replicas step on their own samples)")
+        return problems
 
 
 @dataclass(frozen=True)

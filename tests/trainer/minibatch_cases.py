@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from gtool.store.reader import open_store
 from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
@@ -69,7 +70,8 @@ def serial_losses(config: TrainConfig, epochs: int) -> list[list[list[float | No
     adjacency = sp.csr_matrix(reference.graph.matrices[0][0].to_dense().numpy())
     serial = SerialGCN(reference.graph, config)
     replicas = config.minibatch.data_parallel
-    schedule = Schedule(adjacency.shape[0], config.minibatch.batch_size, replicas)
+    minibatch = config.minibatch
+    schedule = Schedule.of(open_store(config.store), minibatch.batch_size, replicas, minibatch.sampling)
     result = []
     for epoch in range(1, epochs + 1):
         order = schedule.order(config.runtime.seed, epoch)

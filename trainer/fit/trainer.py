@@ -74,7 +74,8 @@ class Trainer:
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:
             self.logit_rows = grid.needs_rows(self.model.output)
-            self.schedule = Schedule(grid.num_nodes, config.minibatch.batch_size, self.comm.replicas)
+            batch, sampling = config.minibatch.batch_size, config.minibatch.sampling
+            self.schedule = Schedule.of(grid.store, batch, self.comm.replicas, sampling)
             self.batches = Prefetcher(RankSampler(grid, self.schedule), config.runtime.seed, self.device)
 
     def step(self, epoch: int) -> torch.Tensor:

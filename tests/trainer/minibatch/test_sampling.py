@@ -198,3 +198,24 @@ def test_cutting_a_sample_dispatches_the_same_operators_on_a_16x_larger_graph(st
 def test_an_epochs_loss_weights_its_steps_by_their_training_nodes() -> None:
     # a step without training nodes (loss 0) and a replica without a step (None) count for nothing
     assert sampled_epoch_loss([[1.0, 0.0], [4.0, None]], [[2.0, 0.0], [1.0, 0.0]]) == 2.0
+
+
+def test_windows_sample_each_node_once_per_epoch_in_whole_windows_of_the_pc_order(
+    stores: StoreFactory,
+) -> None:
+    store = as_store(stores(GRAPH, **SHAPE))
+    pc = store.array("perm/c")[:]
+    position = np.argsort(pc)  # node id -> pc position
+    for batch, window in ((BATCH, 1), (77, 3)):  # W = ceil(B / 32): a step mixes at least 32 windows
+        schedule = Schedule.of(store, batch, 1, "windows")
+        assert schedule.window == window
+        for epoch in (1, 2):
+            order = schedule.order(9, epoch)
+            assert torch.equal(order, Schedule.of(store, batch, 1, "windows").order(9, epoch))  # every rank
+            assert sorted(order.tolist()) == list(range(77))
+            positions = position[order.numpy()]
+            starts = positions[positions % window == 0]
+            runs = np.split(positions, np.nonzero(positions % window == 0)[0][1:])
+            assert len(runs) == len(starts) == -(-77 // window)
+            assert all(np.array_equal(run, np.arange(run[0], run[0] + len(run))) for run in runs)
+        assert not torch.equal(schedule.order(9, 1), schedule.order(9, 2))
