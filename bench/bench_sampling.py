@@ -5,8 +5,8 @@
 
 Each run is `gtool train --batch-size B --sampling windows|uniform` on 1x1x1 (one thread, the model's
 defaults otherwise, --epochs E); its figure is the test accuracy at the best validation epoch. The table
-gives mean ± standard deviation (%) per sampling and their difference. Stores are sharded once into
-bench/results/sampling/; Cora is never downloaded (without it, its row says so).
+gives mean ± standard deviation (%) per sampling and of their difference per seed (same seed: same
+initial weights). Stores are sharded once into bench/results/sampling/; Cora is never downloaded.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="holds planetoid/cora")
     parser.add_argument("--only", default=",".join(GRAPHS), help=f"comma-separated of {', '.join(GRAPHS)}")
     parser.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated seeds")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs of every run (default: per graph)")
     return parser.parse_args(argv)
 
 
@@ -51,14 +52,18 @@ def main(argv: list[str] | None = None) -> None:
         store = RESULTS / "sampling" / f"{name}.zarr"
         store.parent.mkdir(parents=True, exist_ok=True)
         build_store(store, source, options)
+        epochs = args.epochs or epochs
         flags = ["--batch-size", str(batch), "--epochs", str(epochs), "-q"]
         found = {
-            sampling: [100 * accuracy_at_best_valid(store, [*flags, "--sampling", sampling], s) for s in seeds]
+            sampling: [
+                100 * accuracy_at_best_valid(store, [*flags, "--sampling", sampling], s) for s in seeds
+            ]
             for sampling in SAMPLINGS
         }
         shown = [f"{statistics.fmean(v):.2f} ± {statistics.pstdev(v):.2f}" for v in found.values()]
-        gap = statistics.fmean(found["windows"]) - statistics.fmean(found["uniform"])
-        print(f"| {name} | {batch} | {epochs} | {shown[0]} | {shown[1]} | {gap:+.2f} |", flush=True)
+        gaps = [w - u for w, u in zip(found["windows"], found["uniform"], strict=True)]
+        gap = f"{statistics.fmean(gaps):+.2f} ± {statistics.pstdev(gaps):.2f}"
+        print(f"| {name} | {batch} | {epochs} | {shown[0]} | {shown[1]} | {gap} |", flush=True)
 
 
 if __name__ == "__main__":

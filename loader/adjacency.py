@@ -20,8 +20,10 @@ def load_adjacency_shard(
     reads: ReadAhead,
     stats: ReadStats,
     device: torch.device | str = "cpu",
+    transposed: bool = True,
 ) -> AdjacencyShard:
-    """Read the tiles a shard overlaps and build its CSR matrix (padded shape) and CSR transpose.
+    """Read the tiles a shard overlaps and build its CSR matrix (padded shape) and CSR transpose (unless
+    not `transposed`).
 
     Tiles arrive in (i, j) order; the tiles of one tile row cover a contiguous block of the shard's rows
     and are merged into it at once, so at most one tile row plus the read-ahead is held.
@@ -47,5 +49,5 @@ def load_adjacency_shard(
         row_band=shard.rows,
         col_band=shard.inputs,
         matrix=matrix.to_torch(device),
-        transpose=transpose(matrix).to_torch(device),
+        transpose=transpose(matrix).to_torch(device) if transposed else None,
     )

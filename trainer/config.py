@@ -21,6 +21,8 @@ OPTIMIZERS = ("adam", "adamw")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
 SAMPLINGS = ("windows", "uniform")
+FEATURE_SOURCES = ("memory", "store")
+EVALUATIONS = ("full", "sampled")
 
 
 @dataclass(frozen=True)
@@ -107,12 +109,36 @@ class MiniBatchConfig(Options):
         "order, whole feature chunks; uniform: a uniform node sample (mini-batch).",
         choices=SAMPLINGS,
     )
+    features_from: str = option(
+        "memory",
+        "memory: each rank loads its feature block at start; store: each step reads its rows, one step "
+        "ahead (mini-batch).",
+        choices=FEATURE_SOURCES,
+    )
+    evaluation: str | None = option(
+        None,
+        "full: full-graph forward; sampled: batches of B nodes, every node once (default: full, sampled "
+        "with --features-from store).",
+        flag="--eval",
+        choices=EVALUATIONS,
+    )
 
     def combined_problems(self) -> list[str]:
         problems = []
         if self.data_parallel > 1 and self.batch_size is None:
             problems.append("--data-parallel needs --batch-size (replicas step on their own samples)")
+        if self.features_from == "store" and self.batch_size is None:
+            problems.append("--features-from store needs --batch-size (each step reads its rows)")
+        if self.evaluation == "sampled" and self.batch_size is None:
+            problems.append("--eval sampled needs --batch-size (evaluation batches of B nodes)")
+        if self.evaluation == "full" and self.features_from == "store":
+            problems.append("--eval full needs every feature row: use --features-from memory")
         return problems
+
+    @property
+    def evaluate(self) -> str:
+        """How evaluation runs: --eval, else sampled with --features-from store and full otherwise."""
+        return self.evaluation or ("sampled" if self.features_from == "store" else "full")
 
 
 @dataclass(frozen=True)
@@ -146,6 +172,8 @@ class TrainConfig(Options):
     def combined_problems(self) -> list[str]:
         if len(self.grid) != 3 or min(self.grid) < 1:
             return [f"--grid must be 3 positive integers, got {self.grid}"]
+        if self.minibatch.features_from == "store" and self.model.learnable_features:
+            return ["--learnable-features trains every feature row: use --features-from memory"]
         return []
 
     @property

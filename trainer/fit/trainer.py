@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from gtool.errors import GtoolError
 from gtool.loader import load_rank
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import CommBytes, GridComm
@@ -27,23 +28,39 @@ from gtool.trainer.models.network import (
 )
 from gtool.trainer.models.state import load_model_state, model_state
 from gtool.trainer.nn.dropout.backends import cpu_kernels
-from gtool.trainer.nn.loss import sampled_epoch_loss
+from gtool.trainer.nn.loss import SPLITS, Targets, sampled_epoch_loss, split_accuracies, split_hits
+
+EVAL_EPOCH = 0
+"""The schedule's epoch whose steps a sampled evaluation takes (training epochs count from 1)."""
+
+
+def evaluates_after(config: TrainConfig, epoch: int) -> bool:
+    """Whether `epoch` ends with an evaluation: every --eval-every epochs and after the last."""
+    return epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs
 
 
 def model_grid(config: TrainConfig, comm: GridComm, device: torch.device | str = "cpu") -> Grid:
     """This rank's seat for `config`'s model, its store opened once: for gtool's models, everything their
-    layers multiply by and take read in one pass (`load_rank`); a user's model's blocks read theirs as
-    they are built."""
+    layers multiply by and take read in one pass (`load_rank`: no feature block when each step reads its
+    rows, no shard transposes in mini-batches, whose cuts make their own); a user's model's blocks read
+    theirs as they are built."""
     store = open_store(config.store)
-    model = config.model
+    model, minibatch = config.model, config.minibatch
     data = None
     if model.builtin:
         orders = model.orders(store.num_features, store.num_classes)
         data = load_rank(
-            store, grid=comm.grid, rank=comm.rank, layers=orders, device=device, start=model.start
+            store,
+            grid=comm.grid,
+            rank=comm.rank,
+            layers=orders,
+            device=device,
+            start=model.start,
+            features=minibatch.features_from == "memory",
+            transposes=minibatch.batch_size is None,
         )
     dtype, seed = config.torch_dtype, config.runtime.seed
-    return Grid(comm, store, dtype, torch.device(device), seed, data, model)
+    return Grid(comm, store, dtype, torch.device(device), seed, data, model, minibatch.features_from)
 
 
 def uses_cpu_kernels(config: TrainConfig, network: Network) -> bool:
@@ -69,8 +86,17 @@ class Trainer:
         if self.cpu_kernels:
             start_numba()
         self.targets = grid.targets(self.model.output)
+        if config.minibatch.evaluate == "sampled" and self.metric != "accuracy":
+            raise GtoolError(
+                "--eval sampled sums accuracies over batches; a multi-label store's ROC-AUC needs the "
+                "full graph: --eval full with --features-from memory"
+            )
         self.optimizer = build_optimizer(decay_groups(self.model), config)
         self.schedule: Schedule | None = None
+        self.read_mark = (0, 0.0)
+        self.following: StepKey | None = None
+        """The training step cut after the current epoch's last one (an evaluation's cuts go before it)."""
+        """The cuts' feature reads (bytes, seconds) counted in an epoch's record so far."""
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:
             self.logit_rows = grid.needs_rows(self.model.output)
@@ -141,6 +167,9 @@ class Trainer:
         assert self.schedule is not None and self.batches is not None
         steps = self.replica_steps(epoch)
         following = self.replica_steps(epoch + 1)[0] if epoch < self.config.runtime.epochs else None
+        self.following = following
+        if evaluates_after(self.config, epoch) and self.config.minibatch.evaluate == "sampled":
+            following = next((key for key in self.replica_steps(EVAL_EPOCH) if key is not None), following)
         upcoming = [key for key in steps if key is not None] + [following]
         losses = torch.full((2, len(steps)), math.nan, dtype=torch.float64, device=self.device)
         self.batches.reset_wait()
@@ -192,6 +221,19 @@ class Trainer:
             record.loss = sampled_epoch_loss(record.step_losses, counts)
         return record
 
+    def read_figures(self) -> tuple[int, float]:
+        """The feature bytes the cuts read from the store since the last call (an epoch and its evaluation,
+        with the next one's first cut), summed over every rank, and the longest seconds a rank's reads
+        took."""
+        assert self.batches is not None
+        read, (bytes_before, seconds_before) = self.batches.sampler.read, self.read_mark
+        self.read_mark = (read.bytes, read.seconds)
+        mine = torch.tensor(
+            [float(read.bytes - bytes_before), read.seconds - seconds_before], dtype=torch.float64
+        )
+        gathered = self.comm.everyone.all_gather(mine.to(self.comm.everyone.device)).view(-1, 2).cpu()
+        return int(gathered[:, 0].sum()), float(gathered[:, 1].max())
+
     def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
         """Every rank's collective bytes since the epoch began, by group and kind (gathered from all)."""
         mine = torch.tensor(self.comm.sent.as_list(), dtype=torch.int64, device=self.comm.everyone.device)
@@ -216,8 +258,37 @@ class Trainer:
         return self.targets.metric
 
     def evaluate(self) -> dict[str, float]:
-        """The metric on train, valid and test without dropout."""
+        """The metric on train, valid and test without dropout: of the full-graph forward, or summed over
+        sampled batches (--eval)."""
+        if self.config.minibatch.evaluate == "sampled":
+            return self.sampled_scores()
         return self.targets.scores(self.logits())
+
+    def sampled_scores(self) -> dict[str, float]:
+        """Accuracy per split over the steps of the schedule's epoch EVAL_EPOCH (the same batches at every
+        evaluation; every node once over all replicas), without dropout: each batch's hits and labelled
+        counts summed over the batches and replicas. The cuts are prefetched as in training."""
+        assert self.schedule is not None and self.batches is not None
+        if self.metric != "accuracy":
+            raise GtoolError(
+                "--eval sampled sums accuracies; a multi-label store's ROC-AUC needs --eval full"
+            )
+        steps = [key for key in self.replica_steps(EVAL_EPOCH) if key is not None]
+        totals = torch.zeros(2, len(SPLITS), dtype=torch.float64, device=self.device)
+        self.model.eval()
+        with torch.no_grad(), cpu_kernels(self.cpu_kernels):
+            for key, following in zip(steps, [*steps[1:], self.following], strict=True):
+                batch = self.batches.take(key, following)
+                self.grid.begin(Step(EVAL_EPOCH, batch.sample))
+                logits = self.model()
+                targets = self.grid.targets(self.model.output, self.grid.members(self.logit_rows).positions)
+                assert isinstance(targets, Targets)  # refused at start otherwise
+                totals[0] += split_hits(logits, targets)
+                totals[1] += torch.tensor([targets.counts[name] for name in SPLITS], dtype=torch.float64)
+        if self.comm.data is not None:
+            self.comm.data.all_reduce(totals)
+        hits, counts = totals.tolist()
+        return split_accuracies(hits, counts)
 
     def state(self) -> dict:
         """What a checkpoint keeps of this rank: parameter parts, their places, and optimizer state."""
