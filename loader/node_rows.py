@@ -54,18 +54,18 @@ def read_rows(
     array: zarr.Array, rows: np.ndarray, cols: Band, every_chunk: bool = True, where: str | None = None
 ) -> tuple[np.ndarray, int]:
     """array[rows, real columns of `cols`] for ascending positions `rows`, zero-padded to len(rows) x
-    cols.size, in one orthogonal selection (zarr decodes each chunk the rows touch once), and the number
-    of bytes read. With `every_chunk` a missing chunk is damage (looked up only for chunks whose selected
-    rows are all zero)."""
-    out = np.zeros((rows.shape[0], cols.size), dtype=array.dtype)
+    cols.size (a copy only where there is padding), in one orthogonal selection (zarr decodes each chunk
+    the rows touch once), and the number of bytes read. With `every_chunk` a missing chunk is damage
+    (looked up only for chunks whose selected rows are all zero)."""
     if rows.shape[0] == 0 or cols.real == 0:
-        return out, 0
+        return np.zeros((rows.shape[0], cols.size), dtype=array.dtype), 0
     try:
-        out[:, : cols.real] = array.oindex[rows, cols.start : cols.stop]
+        values = np.asarray(array.oindex[rows, cols.start : cols.stop])
     except Exception as exc:  # as read_checked: zarr reports a damaged chunk as ValueError or a codec's
         span = (slice(int(rows[0]), int(rows[-1]) + 1), slice(cols.start, cols.stop))
         raise damaged_chunk_error(array, span, exc, where) from None
-    if every_chunk and (absent := absent_row_chunks(array, rows, out[:, : cols.real], cols)):
+    out = values if cols.real == cols.size else np.pad(values, ((0, 0), (0, cols.size - cols.real)))
+    if every_chunk and (absent := absent_row_chunks(array, rows, values, cols)):
         raise DamagedChunkError(f"{where + ': ' if where else ''}{missing_chunks_text(array, absent)}")
     return out, rows.shape[0] * cols.real * array.dtype.itemsize
 
