@@ -50,7 +50,8 @@ def load_rank(
     `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
     Shards are CSR with their CSR transposes, padded to the band sizes. Without `features` the feature
     block is not read (a run reading each step's rows: `read_feature_rows`), without `transposes` the
-    shards' transposes are not built (a mini-batch run cuts its own).
+    shards' transposes are not built and their indices are int32 where they fit (a mini-batch run: its
+    cuts read the shards and make their own transposes).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1 (tiles read at once), got {workers}")

@@ -85,8 +85,13 @@ class Trainer:
         """Whether CPU dropout takes numba's kernels (started now, before the timed epochs)."""
         if self.cpu_kernels:
             start_numba()
-        self.targets = grid.targets(self.model.output)
-        if config.minibatch.evaluate == "sampled" and self.metric != "accuracy":
+        targets = grid.targets(self.model.output)  # checks that the store has training labels
+        self.metric = targets.metric
+        """What `evaluate` measures: accuracy, or rocauc (multi-label)."""
+        sampled = config.minibatch.batch_size is not None and config.minibatch.evaluate == "sampled"
+        self.targets = None if sampled else targets
+        """The full graph's targets (None where no full-graph pass runs: their N-sized masks let go)."""
+        if sampled and self.metric != "accuracy":
             raise GtoolError(
                 "--eval sampled sums accuracies over batches; a multi-label store's ROC-AUC needs the "
                 "full graph: --eval full with --features-from memory"
@@ -94,9 +99,9 @@ class Trainer:
         self.optimizer = build_optimizer(decay_groups(self.model), config)
         self.schedule: Schedule | None = None
         self.read_mark = (0, 0.0)
+        """The cuts' feature reads (bytes, seconds) counted in an epoch's record so far."""
         self.following: StepKey | None = None
         """The training step cut after the current epoch's last one (an evaluation's cuts go before it)."""
-        """The cuts' feature reads (bytes, seconds) counted in an epoch's record so far."""
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:
             self.logit_rows = grid.needs_rows(self.model.output)
@@ -112,6 +117,7 @@ class Trainer:
         self.grid.begin(Step(epoch))
         self.model.train()
         logits = self.model()
+        assert self.targets is not None
         loss = self.targets.loss(logits, timer)
         del logits
         loss.backward()
@@ -155,6 +161,13 @@ class Trainer:
             self.comm.data.all_reduce(param.grad)
             param.grad /= active
 
+    def take(self, key: StepKey, following: StepKey | None) -> StepBatch:
+        """The cut of step `key`, then `following`'s started; the grid lets the previous step's cut go
+        first, so that a rank holds two cuts (this step's and the next one's), not three."""
+        assert self.batches is not None
+        self.grid.begin(Step(self.grid.epoch))
+        return self.batches.take(key, following)
+
     def replica_steps(self, epoch: int) -> list[StepKey | None]:
         """This replica's (epoch, step) in each round of `epoch` (None: no step in that round)."""
         assert self.schedule is not None
@@ -174,7 +187,8 @@ class Trainer:
         losses = torch.full((2, len(steps)), math.nan, dtype=torch.float64, device=self.device)
         self.batches.reset_wait()
         for round_index, key in enumerate(steps):
-            batch = None if key is None else self.batches.take(key, upcoming[round_index + 1])
+            batch = None  # let the previous cut go before the next is taken and the one after started
+            batch = None if key is None else self.take(key, upcoming[round_index + 1])
             stepped = self.batch_step(epoch, batch, self.schedule.active(round_index))
             if stepped is not None:
                 losses[0, round_index], losses[1, round_index] = stepped
@@ -252,16 +266,12 @@ class Trainer:
         with torch.no_grad():
             return self.model()
 
-    @property
-    def metric(self) -> str:
-        """What `evaluate` measures: accuracy, or rocauc (multi-label)."""
-        return self.targets.metric
-
     def evaluate(self) -> dict[str, float]:
         """The metric on train, valid and test without dropout: of the full-graph forward, or summed over
         sampled batches (--eval)."""
         if self.config.minibatch.evaluate == "sampled":
             return self.sampled_scores()
+        assert self.targets is not None
         return self.targets.scores(self.logits())
 
     def sampled_scores(self) -> dict[str, float]:
@@ -278,7 +288,8 @@ class Trainer:
         self.model.eval()
         with torch.no_grad(), cpu_kernels(self.cpu_kernels):
             for key, following in zip(steps, [*steps[1:], self.following], strict=True):
-                batch = self.batches.take(key, following)
+                batch = logits = None  # as in minibatch_epoch
+                batch = self.take(key, following)
                 self.grid.begin(Step(EVAL_EPOCH, batch.sample))
                 logits = self.model()
                 targets = self.grid.targets(self.model.output, self.grid.members(self.logit_rows).positions)
