@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         load_label_rows,
         load_layer_shard,
         load_rank,
+        read_feature_rows,
         read_node_ids,
         read_positions,
     )

@@ -20,8 +20,11 @@ def load_adjacency_shard(
     reads: ReadAhead,
     stats: ReadStats,
     device: torch.device | str = "cpu",
+    transposed: bool = True,
 ) -> AdjacencyShard:
-    """Read the tiles a shard overlaps and build its CSR matrix (padded shape) and CSR transpose.
+    """Read the tiles a shard overlaps and build its CSR matrix (padded shape) and CSR transpose; without
+    `transposed`, no transpose and int32 indices where they fit (a mini-batch run's shards: its cuts
+    read them and transpose their own blocks).
 
     Tiles arrive in (i, j) order; the tiles of one tile row cover a contiguous block of the shard's rows
     and are merged into it at once, so at most one tile row plus the read-ahead is held.
@@ -29,7 +32,7 @@ def load_adjacency_shard(
     cuts = shard.tiles(store.num_nodes, store.tiles)
     tile_nnz = store.tile_nnz(shard.matrix)
     capacity = int(sum(tile_nnz[c.i, c.j] for c in cuts))
-    builder = CsrBuilder((shard.rows.size, shard.inputs.size), capacity, np.float32)
+    builder = CsrBuilder((shard.rows.size, shard.inputs.size), capacity, np.float32, narrow=not transposed)
     tiles = read_tiles(store, shard.matrix, cuts, reads)
     for _, group in groupby(tiles, key=lambda item: item[0].i):
         tile_row = list(group)
@@ -47,5 +50,5 @@ def load_adjacency_shard(
         row_band=shard.rows,
         col_band=shard.inputs,
         matrix=matrix.to_torch(device),
-        transpose=transpose(matrix).to_torch(device),
+        transpose=transpose(matrix).to_torch(device) if transposed else None,
     )

@@ -20,7 +20,7 @@ DIGIT_BITS = 16
 
 @dataclass
 class CsrArrays:
-    """A CSR matrix as numpy arrays: int64 indptr and indices, values of any dtype."""
+    """A CSR matrix as numpy arrays: int64 (or narrowed int32) indptr and indices, values of any dtype."""
 
     indptr: np.ndarray
     indices: np.ndarray
@@ -77,13 +77,22 @@ class CsrBuilder:
     """Fills a CSR matrix row block by row block, in row order, into arrays allocated once.
 
     `capacity` is an upper bound of the nonzeros (pages never written are never touched); `finish`
-    shrinks the arrays to the nonzeros actually added.
+    shrinks the arrays to the nonzeros actually added. `narrow`: int32 indptr and indices where the
+    capacity and the shape fit (half the index bytes; nothing transposes them).
     """
 
-    def __init__(self, shape: tuple[int, int], capacity: int, value_dtype: np.dtype | type = np.float32):
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        capacity: int,
+        value_dtype: np.dtype | type = np.float32,
+        narrow: bool = False,
+    ):
         self.shape = shape
+        fits = max(capacity, *shape) < np.iinfo(np.int32).max
+        self.index_dtype = np.int32 if narrow and fits else INDEX
         self.row_counts = np.zeros(shape[0], dtype=INDEX)
-        self.indices = np.empty(capacity, dtype=INDEX)
+        self.indices = np.empty(capacity, dtype=self.index_dtype)
         self.values = np.empty(capacity, dtype=value_dtype)
         self.filled = 0
         self.next_row = 0
@@ -117,7 +126,7 @@ class CsrBuilder:
         for array in (self.indices, self.values):
             if array.shape[0] != self.filled:
                 array.resize(self.filled, refcheck=False)
-        indptr = np.zeros(self.shape[0] + 1, dtype=INDEX)
+        indptr = np.zeros(self.shape[0] + 1, dtype=self.index_dtype)
         np.cumsum(self.row_counts, out=indptr[1:])
         return CsrArrays(indptr, self.indices, self.values, self.shape)
 

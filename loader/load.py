@@ -16,7 +16,7 @@ from gtool.geometry.bands import Band
 from gtool.geometry.grid import ProcessGrid, as_grid
 from gtool.geometry.layers import XYZ, LayerGeometry, Roles, rank_geometry
 from gtool.loader.adjacency import load_adjacency_shard
-from gtool.loader.node_rows import read_band
+from gtool.loader.node_rows import read_band, read_rows
 from gtool.loader.rank_data import AdjacencyShard, RankData, ReadStats
 from gtool.loader.tiles import ReadAhead
 from gtool.store import layout
@@ -39,6 +39,8 @@ def load_rank(
     workers: int = DEFAULT_WORKERS,
     read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
     start: Roles = XYZ,
+    features: bool = True,
+    transposes: bool = True,
 ) -> RankData:
     """Load rank `rank` of a Gx x Gy x Gz grid for a GCN from a store (path, URL or Store); `layers`: the
     layers' orders (True: transform-first, gtool.architecture.ModelConfig.orders), or their number (each
@@ -46,7 +48,10 @@ def load_rank(
 
     Reads only the tiles its distinct adjacency shards overlap, `workers` at a time and at most about
     `read_ahead_bytes` (decoded) ahead of their merge, and only its feature, label and split rows.
-    Shards are CSR with their CSR transposes, padded to the band sizes.
+    Shards are CSR with their CSR transposes, padded to the band sizes. Without `features` the feature
+    block is not read (a run reading each step's rows: `read_feature_rows`), without `transposes` the
+    shards' transposes are not built and their indices are int32 where they fit (a mini-batch run: its
+    cuts read the shards and make their own transposes).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1 (tiles read at once), got {workers}")
@@ -59,7 +64,7 @@ def load_rank(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gtool-tiles") as executor:
         reads = ReadAhead(executor, max_tiles=2 * workers, max_bytes=read_ahead_bytes)
         shards = {
-            key: load_adjacency_shard(opened, shard, reads, stats, device)
+            key: load_adjacency_shard(opened, shard, reads, stats, device, transposes)
             for key, shard in geometry.shards.items()
         }
     order, label_rows = geometry.label_order, geometry.label_rows
@@ -67,12 +72,15 @@ def load_rank(
     def labels_problem(values: np.ndarray) -> str | None:
         return label_problem(values, opened.num_classes)
 
+    feature_read = NodeRead(
+        layout.FEATURES, geometry.feature_rows, geometry.feature_cols, 0, features_problem
+    )
     node_reads = (
-        NodeRead(layout.FEATURES, geometry.feature_rows, geometry.feature_cols, 0, features_problem),
         NodeRead(layout.LABELS[order], label_rows, None, layout.LABEL_NONE, labels_problem),
         NodeRead(layout.SPLIT[order], label_rows, None, layout.SPLIT_NONE, split_problem),
     )
-    features, labels, split = (read_node_rows(opened, read, stats, device) for read in node_reads)
+    labels, split = (read_node_rows(opened, read, stats, device) for read in node_reads)
+    block = read_node_rows(opened, feature_read, stats, device) if features else None
     stats.seconds = time.perf_counter() - started
     return RankData(
         grid=grid,
@@ -82,7 +90,7 @@ def load_rank(
         meta=opened.meta,
         shards=shards,
         layer_keys=[shard.key for shard in geometry.layers],
-        features=features,
+        features=block,
         feature_rows=geometry.feature_rows,
         feature_cols=geometry.feature_cols,
         labels=labels,
@@ -109,6 +117,23 @@ def load_feature_block(
     """The stored features (pc order) of node band `rows` and feature band `cols`, zero-padded, checked."""
     read = NodeRead(layout.FEATURES, rows, cols, 0, features_problem)
     return read_node_rows(as_store(store), read, ReadStats(), device)
+
+
+def read_feature_rows(
+    store: Store, positions: np.ndarray, cols: Band, stats: ReadStats, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """The stored features of the ascending pc `positions` (a mini-batch step's members) in feature band
+    `cols`, zero-padded, checked finite, in one selection; adds the bytes and seconds to `stats`."""
+    began = time.perf_counter()
+    array = store.array(layout.FEATURES)
+    rows, nbytes = read_rows(array, positions, cols, store.meta.every_chunk, store.location)
+    if problem := features_problem(rows):
+        raise StoreError(
+            f"{store.location}: array {layout.FEATURES} (a step's rows): {problem}; the store is damaged"
+        )
+    stats.add_bytes(nbytes)
+    stats.seconds += time.perf_counter() - began
+    return torch.from_numpy(rows).to(device)
 
 
 def load_label_rows(

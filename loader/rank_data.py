@@ -17,14 +17,14 @@ class AdjacencyShard:
     """One adjacency shard A_m[row band, col band], padded to (row_band.size, col_band.size).
 
     `matrix` is the CSR shard with local indices; `transpose` is its transpose, also CSR, for the
-    backward pass.
+    backward pass (None where it was not asked for: a mini-batch run cuts its own).
     """
 
     matrix_id: int
     row_band: Band
     col_band: Band
     matrix: torch.Tensor
-    transpose: torch.Tensor
+    transpose: torch.Tensor | None
 
     @property
     def key(self) -> ShardKey:
@@ -62,7 +62,8 @@ class RankData:
     - shards: the distinct adjacency shards, by (matrix, row band, col band) (gtool.geometry.layers.ShardKey);
       layer_keys[l] names layer l's.
     - features: X'[row band, feature band] (zero-padded), X' = features in pc order, for layer 0's input
-      block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F).
+      block (rows: band of layer 0's contraction axis; columns: band of its depth axis over F); None
+      when not read (a run that reads each step's rows from the store).
     - labels / split: the last layer's row band in the last layer's order, `label_order` (padded with -1).
     """
 
@@ -72,7 +73,7 @@ class RankData:
     meta: StoreMeta
     shards: dict[ShardKey, AdjacencyShard]
     layer_keys: list[ShardKey]
-    features: torch.Tensor
+    features: torch.Tensor | None
     feature_rows: Band
     feature_cols: Band
     labels: torch.Tensor

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 OPTIMIZERS = ("adam", "adamw")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
+SAMPLINGS = ("windows", "uniform")
+FEATURE_SOURCES = ("memory", "store")
+EVALUATIONS = ("full", "sampled")
 
 
 @dataclass(frozen=True)
@@ -91,19 +94,51 @@ class RuntimeConfig(Options):
 
 @dataclass(frozen=True)
 class MiniBatchConfig(Options):
-    """Mini-batch training: uniform vertex samples, and replicas of the grid that average gradients."""
+    """Mini-batch training: node samples (windows of the store's node order, or uniform), and replicas of
+    the grid that average gradients."""
 
     batch_size: int | None = option(
-        None, "Train on uniform samples of B nodes per step (default: full-graph epochs).", minimum=2
+        None, "Train on random samples of B nodes per step (default: full-graph epochs).", minimum=2
     )
     data_parallel: int = option(
         1, "D replicas of the grid, each stepping on its own samples (D x grid ranks; mini-batch).", minimum=1
     )
+    sampling: str = option(
+        "windows",
+        "windows: each step takes random windows of consecutive positions of the store's (random) node "
+        "order, whole feature chunks; uniform: a uniform node sample (mini-batch).",
+        choices=SAMPLINGS,
+    )
+    features_from: str = option(
+        "memory",
+        "memory: each rank loads its feature block at start; store: each step reads its rows, one step "
+        "ahead (mini-batch).",
+        choices=FEATURE_SOURCES,
+    )
+    evaluation: str | None = option(
+        None,
+        "full: full-graph forward; sampled: batches of B nodes, every node once (default: full, sampled "
+        "with --features-from store).",
+        flag="--eval",
+        choices=EVALUATIONS,
+    )
 
     def combined_problems(self) -> list[str]:
+        problems = []
         if self.data_parallel > 1 and self.batch_size is None:
-            return ["--data-parallel needs --batch-size (replicas step on their own samples)"]
-        return []
+            problems.append("--data-parallel needs --batch-size (replicas step on their own samples)")
+        if self.features_from == "store" and self.batch_size is None:
+            problems.append("--features-from store needs --batch-size (each step reads its rows)")
+        if self.evaluation == "sampled" and self.batch_size is None:
+            problems.append("--eval sampled needs --batch-size (evaluation batches of B nodes)")
+        if self.evaluation == "full" and self.features_from == "store":
+            problems.append("--eval full needs every feature row: use --features-from memory")
+        return problems
+
+    @property
+    def evaluate(self) -> str:
+        """How evaluation runs: --eval, else sampled with --features-from store and full otherwise."""
+        return self.evaluation or ("sampled" if self.features_from == "store" else "full")
 
 
 @dataclass(frozen=True)
@@ -137,6 +172,8 @@ class TrainConfig(Options):
     def combined_problems(self) -> list[str]:
         if len(self.grid) != 3 or min(self.grid) < 1:
             return [f"--grid must be 3 positive integers, got {self.grid}"]
+        if self.minibatch.features_from == "store" and self.model.learnable_features:
+            return ["--learnable-features trains every feature row: use --features-from memory"]
         return []
 
     @property

@@ -58,6 +58,11 @@ def missing_chunks(array: zarr.Array, region: Selection, data: np.ndarray) -> li
     """Coordinates of the chunks `region` overlaps that the store does not hold, looked up (in one round)
     only for those whose part of `data` (array[region]) is all fill value, as a missing chunk reads."""
     coords = [c for c, chunk in chunk_regions(array, region) if all_fill(data[part(chunk, region)], array)]
+    return stored_absent(array, coords)
+
+
+def stored_absent(array: zarr.Array, coords: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Those of the chunks `coords` that the store does not hold (looked up in one round)."""
     if not coords:
         return []
     store = array.store_path.store

@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from gtool.store.reader import open_store
 from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.config import TrainConfig
@@ -38,28 +39,31 @@ def _trainer(case: MiniBatchCase, comm: GridComm) -> Trainer:
     return Trainer(model_grid(config, comm), config)
 
 
-def _train(trainer: Trainer, epochs: range) -> list:
+def _train(trainer: Trainer, epochs: range) -> tuple[list, dict[str, float]]:
+    """The per-step losses of `epochs`, then the scores of an evaluation."""
     try:
-        return [trainer.train_epoch(epoch).step_losses for epoch in epochs]
+        return [trainer.train_epoch(epoch).step_losses for epoch in epochs], trainer.evaluate()
     finally:
         trainer.close()
 
 
 def run_case(case: MiniBatchCase, comm: GridComm, out: Path) -> None:
-    """Train `case` on this rank; its first rank saves {"losses": [per epoch, per replica, per round]}."""
+    """Train `case` on this rank; its first rank saves {"losses": [per epoch, per replica, per round],
+    "scores": the evaluation after the last epoch}."""
     last = case.epochs
     if case.resume_after is None:
-        losses = _train(_trainer(case, comm), range(1, last + 1))
+        losses, scores = _train(_trainer(case, comm), range(1, last + 1))
     else:
         first = _trainer(case, comm)
-        losses = _train(first, range(1, case.resume_after + 1))
+        losses, _ = _train(first, range(1, case.resume_after + 1))
         checkpoints = Checkpoints(str(out / f"{case.name}-checkpoints"), comm, checkpoint_shape(first))
         checkpoints.save(case.resume_after, first.state(), {})
         second = _trainer(case, comm)
         second.load_state(checkpoints.load(checkpoints.latest(), CPU))
-        losses += _train(second, range(case.resume_after + 1, last + 1))
+        more, scores = _train(second, range(case.resume_after + 1, last + 1))
+        losses += more
     if comm.everyone.index == 0:
-        torch.save({"losses": losses}, out / f"{case.name}.pt")
+        torch.save({"losses": losses, "scores": scores}, out / f"{case.name}.pt")
 
 
 def serial_losses(config: TrainConfig, epochs: int) -> list[list[list[float | None]]]:
@@ -69,7 +73,8 @@ def serial_losses(config: TrainConfig, epochs: int) -> list[list[list[float | No
     adjacency = sp.csr_matrix(reference.graph.matrices[0][0].to_dense().numpy())
     serial = SerialGCN(reference.graph, config)
     replicas = config.minibatch.data_parallel
-    schedule = Schedule(adjacency.shape[0], config.minibatch.batch_size, replicas)
+    minibatch = config.minibatch
+    schedule = Schedule.of(open_store(config.store), minibatch.batch_size, replicas, minibatch.sampling)
     result = []
     for epoch in range(1, epochs + 1):
         order = schedule.order(config.runtime.seed, epoch)

@@ -19,12 +19,14 @@ import psutil
 import pytest
 import torch
 
+from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import free_port
 from gtool.trainer.launch.local import NOTES_STALE_S
 from tests.support.load import scaled
 from tests.support.ranks import local_ranks
 from tests.support.storefiles import array_chunks
 from tests.support.stores import StoreFactory
+from tests.trainer.minibatch_cases import serial_losses
 
 pytestmark = pytest.mark.integration  # builds stores / runs the command line
 
@@ -218,6 +220,9 @@ def test_a_rank_torchrun_stops_names_the_rank_that_died(store: str, tmp_path: Pa
         (["--resume"], "--resume needs --checkpoint DIR"),
         (["--backend", "nccl", "--device", "cpu"], "--backend nccl needs --device cuda"),
         (["--batch-size", "513"], "--batch-size 513 is more than the 512 nodes of"),  # before ranks start
+        (["--features-from", "store"], "--features-from store needs --batch-size"),
+        (["--batch-size", "64", "--features-from", "store", "--eval", "full"], "--eval full needs every"),
+        (["--batch-size", "64", "--features-from", "store", "--learnable-features"], "--learnable-features"),
     ],
 )
 def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> None:
@@ -273,3 +278,26 @@ def test_device_cuda_without_a_gpu_is_reported(store: str) -> None:
     run = gtool_train(store, "--device", "cuda", "--epochs", "1")
     assert run.returncode == 2
     assert "--device cuda (--backend gloo) needs CUDA GPUs" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_4d_run_reading_its_features_from_the_store_trains_like_the_serial_model(
+    store: str, tmp_path: Path
+) -> None:
+    """--data-parallel 2 over 2x1x1 with each step's rows read from the store: the serial model's per-step
+    losses; every node's rows read once per epoch and per (sampled) evaluation by each of the 2 x-ranks
+    that hold its band, and nothing more."""
+    flags = {"layers": 2, "hidden": 16, "dropout": 0.5, "dtype": "float64", "batch_size": 100, "epochs": 2}
+    args = [f"--{name.replace('_', '-')}={value}" for name, value in flags.items()]
+    log = tmp_path / "log.jsonl"
+    common = ["--grid", "2x1x1", "--data-parallel", "2", "--features-from", "store", "--log", str(log)]
+    run = gtool_train(store, *args, *common)
+    assert run.returncode == 0, run.stderr
+    assert "(sampled)" in run.stdout
+    *records, summary = [json.loads(line) for line in log.read_text().splitlines()]
+    assert summary["summary"]["evaluation"] == "sampled"
+    config = TrainConfig.of(store, (2, 1, 1), data_parallel=2, **flags)
+    for got, want in zip([r["step_losses"] for r in records], serial_losses(config, 2), strict=True):
+        for got_replica, want_replica in zip(got, want, strict=True):
+            assert got_replica == pytest.approx(want_replica, rel=1e-5)
+    passes = 2 * len(records)  # each epoch and its evaluation
+    assert sum(r["read_bytes"] for r in records) == passes * 2 * 512 * 32 * 4

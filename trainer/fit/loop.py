@@ -16,7 +16,7 @@ from gtool.trainer.checkpoints.files import Checkpoints
 from gtool.trainer.checkpoints.folder import run_shape
 from gtool.trainer.comm.groups import GridComm
 from gtool.trainer.fit.report import METRIC_NAMES, History, Reporter, Summary
-from gtool.trainer.fit.trainer import Trainer
+from gtool.trainer.fit.trainer import Trainer, evaluates_after
 
 
 def checkpoint_shape(trainer: Trainer) -> dict:
@@ -90,16 +90,19 @@ def fit(trainer: Trainer, reporter: Reporter, device: torch.device) -> Summary:
             f"the target {target:g} was reached at epoch {history.target_epoch}: nothing left to train"
         )
         first_epoch = config.runtime.epochs + 1
-    summary = Summary(history, metric=trainer.metric)
+    summary = Summary(history, metric=trainer.metric, evaluation=config.minibatch.evaluate)
     if checkpoints is not None and first_epoch > 1:  # resumed: the checkpoint is there, whatever follows
         summary.checkpoint = written(checkpoints, first_epoch - 1)
     best = None
     for epoch in range(first_epoch, config.runtime.epochs + 1):
         record = trainer.train_epoch(epoch)
-        if epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs:
+        if evaluates_after(config, epoch):
             start = time.perf_counter()
             record.set_scores(trainer.metric, trainer.evaluate())
+            record.evaluation = config.minibatch.evaluate
             record.eval_seconds = time.perf_counter() - start
+        if record.step_losses is not None:  # a mini-batch epoch: its cuts' reads, its evaluation's too
+            record.read_bytes, record.read_seconds = trainer.read_figures()
         history.update(record)
         if checkpoints is not None and history.best_epoch == epoch:
             best = (epoch, trainer.model_copy())

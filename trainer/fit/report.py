@@ -13,6 +13,7 @@ from rich.text import Text
 
 from gtool.terminal import plain_console
 from gtool.trainer.comm.timing import PHASES
+from gtool.units import human_bytes
 
 ACCURACY, ROCAUC = "accuracy", "rocauc"
 METRIC_NAMES = {ACCURACY: "accuracy", ROCAUC: "ROC-AUC"}
@@ -40,6 +41,13 @@ class EpochRecord:
     """Mini-batch: seconds the steps waited for their sample's cut (the rest was hidden behind steps)."""
     sample_cut: float = 0.0
     """Mini-batch: seconds the cuts took, mostly in the background beside the steps (on the same cores)."""
+    read_bytes: int = 0
+    """Mini-batch with --features-from store: the feature bytes read from the store for the epoch and its
+    evaluation, over every rank."""
+    read_seconds: float = 0.0
+    """Mini-batch with --features-from store: the longest seconds a rank's reads took (behind the steps)."""
+    evaluation: str = "full"
+    """How the scores were evaluated: full (the full graph) or sampled (summed over batches, --eval)."""
     rocauc: dict[str, float] | None = None
     """Multi-label stores: ROC-AUC per split on evaluated epochs (in place of `accuracy`)."""
     reshard: float = 0.0
@@ -73,9 +81,13 @@ class EpochRecord:
             text += "".join(f"  {name} {value:.4f}" for name, value in self.accuracy.items())
         if self.rocauc is not None:
             text += "".join(f"  {name}_rocauc {value:.4f}" for name, value in self.rocauc.items())
+        if self.scores is not None and self.evaluation == "sampled":
+            text += " (sampled)"
         split = ", ".join(f"{name} {getattr(self, name):.3f}" for name in PHASES)
         if self.step_losses is not None:
             split += f", sampling {self.sample_wait:.3f} (cuts {self.sample_cut:.3f})"
+        if self.read_bytes:
+            split += f", read {human_bytes(self.read_bytes)} in {self.read_seconds:.3f}"
         return text + f"  time {self.seconds:.3f}s ({split})"
 
 
@@ -133,6 +145,8 @@ class Summary:
     metric: str = ACCURACY
     checkpoint: str | None = None
     """Where the run's last checkpoint was written (with --checkpoint)."""
+    evaluation: str = "full"
+    """How the scores were evaluated (EpochRecord.evaluation)."""
 
     @property
     def mean_epoch_seconds(self) -> float:
@@ -152,6 +166,7 @@ class Summary:
             "best_epoch": self.history.best_epoch,
             "test_at_best_valid": self.history.test_at_best,
             "metric": self.metric,
+            "evaluation": self.evaluation,
             "train_seconds": self.history.train_seconds,
             "eval_seconds_per_round": self.history.eval_seconds_per_round,
             "target_accuracy": self.history.target,
@@ -199,7 +214,7 @@ class Reporter:
         self._append({"summary": summary.as_json()})
         history = summary.history
         table = Table(title="gtool train", show_header=False)
-        name = METRIC_NAMES[summary.metric]
+        name = METRIC_NAMES[summary.metric] + (" (sampled)" if summary.evaluation == "sampled" else "")
         if history.best_valid is None:
             evaluated = any(record.scores is not None for record in summary.epochs)
             nothing = (

@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from gtool.errors import GtoolError
 from gtool.loader import load_rank
 from gtool.store.reader import open_store
 from gtool.trainer.comm.groups import CommBytes, GridComm
@@ -27,23 +28,39 @@ from gtool.trainer.models.network import (
 )
 from gtool.trainer.models.state import load_model_state, model_state
 from gtool.trainer.nn.dropout.backends import cpu_kernels
-from gtool.trainer.nn.loss import sampled_epoch_loss
+from gtool.trainer.nn.loss import SPLITS, Targets, sampled_epoch_loss, split_accuracies, split_hits
+
+EVAL_EPOCH = 0
+"""The schedule's epoch whose steps a sampled evaluation takes (training epochs count from 1)."""
+
+
+def evaluates_after(config: TrainConfig, epoch: int) -> bool:
+    """Whether `epoch` ends with an evaluation: every --eval-every epochs and after the last."""
+    return epoch % config.runtime.eval_every == 0 or epoch == config.runtime.epochs
 
 
 def model_grid(config: TrainConfig, comm: GridComm, device: torch.device | str = "cpu") -> Grid:
     """This rank's seat for `config`'s model, its store opened once: for gtool's models, everything their
-    layers multiply by and take read in one pass (`load_rank`); a user's model's blocks read theirs as
-    they are built."""
+    layers multiply by and take read in one pass (`load_rank`: no feature block when each step reads its
+    rows, no shard transposes in mini-batches, whose cuts make their own); a user's model's blocks read
+    theirs as they are built."""
     store = open_store(config.store)
-    model = config.model
+    model, minibatch = config.model, config.minibatch
     data = None
     if model.builtin:
         orders = model.orders(store.num_features, store.num_classes)
         data = load_rank(
-            store, grid=comm.grid, rank=comm.rank, layers=orders, device=device, start=model.start
+            store,
+            grid=comm.grid,
+            rank=comm.rank,
+            layers=orders,
+            device=device,
+            start=model.start,
+            features=minibatch.features_from == "memory",
+            transposes=minibatch.batch_size is None,
         )
     dtype, seed = config.torch_dtype, config.runtime.seed
-    return Grid(comm, store, dtype, torch.device(device), seed, data, model)
+    return Grid(comm, store, dtype, torch.device(device), seed, data, model, minibatch.features_from)
 
 
 def uses_cpu_kernels(config: TrainConfig, network: Network) -> bool:
@@ -68,13 +85,28 @@ class Trainer:
         """Whether CPU dropout takes numba's kernels (started now, before the timed epochs)."""
         if self.cpu_kernels:
             start_numba()
-        self.targets = grid.targets(self.model.output)
+        targets = grid.targets(self.model.output)  # checks that the store has training labels
+        self.metric = targets.metric
+        """What `evaluate` measures: accuracy, or rocauc (multi-label)."""
+        sampled = config.minibatch.batch_size is not None and config.minibatch.evaluate == "sampled"
+        self.targets = None if sampled else targets
+        """The full graph's targets (None where no full-graph pass runs: their N-sized masks let go)."""
+        if sampled and self.metric != "accuracy":
+            raise GtoolError(
+                "--eval sampled sums accuracies over batches; a multi-label store's ROC-AUC needs the "
+                "full graph: --eval full with --features-from memory"
+            )
         self.optimizer = build_optimizer(decay_groups(self.model), config)
         self.schedule: Schedule | None = None
+        self.read_mark = (0, 0.0)
+        """The cuts' feature reads (bytes, seconds) counted in an epoch's record so far."""
+        self.following: StepKey | None = None
+        """The training step cut after the current epoch's last one (an evaluation's cuts go before it)."""
         self.batches: Prefetcher | None = None
         if config.minibatch.batch_size is not None:
             self.logit_rows = grid.needs_rows(self.model.output)
-            self.schedule = Schedule(grid.num_nodes, config.minibatch.batch_size, self.comm.replicas)
+            batch, sampling = config.minibatch.batch_size, config.minibatch.sampling
+            self.schedule = Schedule.of(grid.store, batch, self.comm.replicas, sampling)
             self.batches = Prefetcher(RankSampler(grid, self.schedule), config.runtime.seed, self.device)
 
     def step(self, epoch: int) -> torch.Tensor:
@@ -85,6 +117,7 @@ class Trainer:
         self.grid.begin(Step(epoch))
         self.model.train()
         logits = self.model()
+        assert self.targets is not None
         loss = self.targets.loss(logits, timer)
         del logits
         loss.backward()
@@ -128,6 +161,13 @@ class Trainer:
             self.comm.data.all_reduce(param.grad)
             param.grad /= active
 
+    def take(self, key: StepKey, following: StepKey | None) -> StepBatch:
+        """The cut of step `key`, then `following`'s started; the grid lets the previous step's cut go
+        first, so that a rank holds two cuts (this step's and the next one's), not three."""
+        assert self.batches is not None
+        self.grid.begin(Step(self.grid.epoch))
+        return self.batches.take(key, following)
+
     def replica_steps(self, epoch: int) -> list[StepKey | None]:
         """This replica's (epoch, step) in each round of `epoch` (None: no step in that round)."""
         assert self.schedule is not None
@@ -140,11 +180,15 @@ class Trainer:
         assert self.schedule is not None and self.batches is not None
         steps = self.replica_steps(epoch)
         following = self.replica_steps(epoch + 1)[0] if epoch < self.config.runtime.epochs else None
+        self.following = following
+        if evaluates_after(self.config, epoch) and self.config.minibatch.evaluate == "sampled":
+            following = next((key for key in self.replica_steps(EVAL_EPOCH) if key is not None), following)
         upcoming = [key for key in steps if key is not None] + [following]
         losses = torch.full((2, len(steps)), math.nan, dtype=torch.float64, device=self.device)
         self.batches.reset_wait()
         for round_index, key in enumerate(steps):
-            batch = None if key is None else self.batches.take(key, upcoming[round_index + 1])
+            batch = None  # let the previous cut go before the next is taken and the one after started
+            batch = None if key is None else self.take(key, upcoming[round_index + 1])
             stepped = self.batch_step(epoch, batch, self.schedule.active(round_index))
             if stepped is not None:
                 losses[0, round_index], losses[1, round_index] = stepped
@@ -191,6 +235,19 @@ class Trainer:
             record.loss = sampled_epoch_loss(record.step_losses, counts)
         return record
 
+    def read_figures(self) -> tuple[int, float]:
+        """The feature bytes the cuts read from the store since the last call (an epoch and its evaluation,
+        with the next one's first cut), summed over every rank, and the longest seconds a rank's reads
+        took."""
+        assert self.batches is not None
+        read, (bytes_before, seconds_before) = self.batches.sampler.read, self.read_mark
+        self.read_mark = (read.bytes, read.seconds)
+        mine = torch.tensor(
+            [float(read.bytes - bytes_before), read.seconds - seconds_before], dtype=torch.float64
+        )
+        gathered = self.comm.everyone.all_gather(mine.to(self.comm.everyone.device)).view(-1, 2).cpu()
+        return int(gathered[:, 0].sum()), float(gathered[:, 1].max())
+
     def comm_bytes(self) -> list[dict[str, dict[str, int]]]:
         """Every rank's collective bytes since the epoch began, by group and kind (gathered from all)."""
         mine = torch.tensor(self.comm.sent.as_list(), dtype=torch.int64, device=self.comm.everyone.device)
@@ -209,14 +266,40 @@ class Trainer:
         with torch.no_grad():
             return self.model()
 
-    @property
-    def metric(self) -> str:
-        """What `evaluate` measures: accuracy, or rocauc (multi-label)."""
-        return self.targets.metric
-
     def evaluate(self) -> dict[str, float]:
-        """The metric on train, valid and test without dropout."""
+        """The metric on train, valid and test without dropout: of the full-graph forward, or summed over
+        sampled batches (--eval)."""
+        if self.config.minibatch.evaluate == "sampled":
+            return self.sampled_scores()
+        assert self.targets is not None
         return self.targets.scores(self.logits())
+
+    def sampled_scores(self) -> dict[str, float]:
+        """Accuracy per split over the steps of the schedule's epoch EVAL_EPOCH (the same batches at every
+        evaluation; every node once over all replicas), without dropout: each batch's hits and labelled
+        counts summed over the batches and replicas. The cuts are prefetched as in training."""
+        assert self.schedule is not None and self.batches is not None
+        if self.metric != "accuracy":
+            raise GtoolError(
+                "--eval sampled sums accuracies; a multi-label store's ROC-AUC needs --eval full"
+            )
+        steps = [key for key in self.replica_steps(EVAL_EPOCH) if key is not None]
+        totals = torch.zeros(2, len(SPLITS), dtype=torch.float64, device=self.device)
+        self.model.eval()
+        with torch.no_grad(), cpu_kernels(self.cpu_kernels):
+            for key, following in zip(steps, [*steps[1:], self.following], strict=True):
+                batch = logits = None  # as in minibatch_epoch
+                batch = self.take(key, following)
+                self.grid.begin(Step(EVAL_EPOCH, batch.sample))
+                logits = self.model()
+                targets = self.grid.targets(self.model.output, self.grid.members(self.logit_rows).positions)
+                assert isinstance(targets, Targets)  # refused at start otherwise
+                totals[0] += split_hits(logits, targets)
+                totals[1] += torch.tensor([targets.counts[name] for name in SPLITS], dtype=torch.float64)
+        if self.comm.data is not None:
+            self.comm.data.all_reduce(totals)
+        hits, counts = totals.tolist()
+        return split_accuracies(hits, counts)
 
     def state(self) -> dict:
         """What a checkpoint keeps of this rank: parameter parts, their places, and optimizer state."""

@@ -132,7 +132,7 @@ def cut_shard_torch(
     row_of_entry = torch.repeat_interleave(torch.arange(rows.count, device=device), counts)
     first_of_row = torch.cumsum(counts, dim=0) - counts
     entries = torch.arange(row_of_entry.shape[0], device=device) + (starts - first_of_row)[row_of_entry]
-    columns = indices[entries]
+    columns = indices[entries].long()  # a mini-batch run's shards have int32 indices
     member_columns = torch.cat([cols.positions, torch.tensor([shard.shape[1]], device=device)])
     slot = torch.searchsorted(member_columns, columns)
     kept = torch.nonzero(member_columns[slot] == columns).squeeze(1)

@@ -69,6 +69,7 @@ def _used_on_current_stream(batch: StepBatch) -> None:
     """Tell the caching allocator that the batch's memory, made on the side stream, is used on this one."""
     stream = torch.cuda.current_stream()
     tensors = [t for m in batch.members.values() for t in (m.positions, m.indices)]
+    tensors += [] if batch.features is None else [batch.features]
     for adjacency in batch.adjacency.values():
         for _, _, block in adjacency.blocks + adjacency.transpose_blocks:
             tensors += [block.crow_indices(), block.col_indices(), block.values()]

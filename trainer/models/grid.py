@@ -55,11 +55,13 @@ class Layout:
 @dataclass(frozen=True)
 class Sample:
     """A mini-batch step's part of the graph on this rank: its number, each adjacency shard's sampled
-    block (BlockedAdjacency) and each band's members (minibatch.cut.BandMembers), by key."""
+    block (BlockedAdjacency) and each band's members (minibatch.cut.BandMembers), by key, and the
+    members' feature rows when they are read from the store with the step (else None)."""
 
     number: int
     adjacency: dict[ShardKey, Any]
     members: dict[BandKey, Any]
+    features: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Grid:
         seed: int,
         data: RankData | None = None,
         options: ModelConfig | None = None,
+        features_from: str = "memory",
     ):
         self.comm = comm
         self.store = store
@@ -97,6 +100,9 @@ class Grid:
         self.options = ModelConfig() if options is None else options
         """The run's model options (--hidden, --dropout, ...), for a user's model to follow."""
         self.agg_blocks = self.options.agg_blocks
+        self.features_from = features_from
+        """'memory': `features()` holds this rank's feature block; 'store': each mini-batch step's rows
+        are read with its sample (`step_features`)."""
         self.num_nodes = store.num_nodes
         self.two_matrices = store.two_matrices
         self.step = Step()
@@ -233,13 +239,35 @@ class Grid:
         batch = self.step.batch
         return None if batch is None else batch.members[key]
 
+    @property
+    def streams_features(self) -> bool:
+        """Whether each step's feature rows come from the store with its sample (--features-from store)."""
+        return self.features_from == "store"
+
+    def feature_cols(self) -> Band:
+        """This rank's band of the stored feature columns (of the layout `input`)."""
+        return self.feature_band(XYZ[2], self.store.num_features)
+
+    def step_features(self) -> torch.Tensor:
+        """The current mini-batch step's feature rows: its members' rows of the block `features()` would
+        hold, read from the store with the sample."""
+        batch = self.step.batch
+        if batch is None or batch.features is None:
+            raise ValueError("features read from the store exist only in a mini-batch step")
+        return batch.features
+
     def features(self) -> torch.Tensor:
         """This rank's block of the stored features, in the layout `input` (read once)."""
         if self._features is None:
-            rows, cols = self.node_band(XYZ[1]), self.feature_band(XYZ[2], self.store.num_features)
+            rows, cols = self.node_band(XYZ[1]), self.feature_cols()
             data = self._data
-            if data is not None and data.feature_rows == rows and data.feature_cols == cols:
-                block = data.features
+            held = data.features if data is not None else None
+            if (
+                data is not None
+                and held is not None
+                and (data.feature_rows, data.feature_cols) == (rows, cols)
+            ):
+                block = held
             else:
                 block = load_feature_block(self.store, rows, cols, self.device)
             self._features = block.to(self.device, self.dtype)

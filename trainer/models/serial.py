@@ -9,6 +9,7 @@ instead, as a plain PyTorch GCN does (the benchmarks' reference).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -95,7 +96,9 @@ class SerialGraph:
         """The graph as the only rank of a 1x1x1 grid loads it (stored order, A0/A1 alternating)."""
         n = data.meta.num_nodes
         shards = [data.shard(layer) for layer in range(data.layers)]
-        matrices = [(shard.matrix.to(dtype), shard.transpose.to(dtype)) for shard in shards]
+        assert data.features is not None and all(shard.transpose is not None for shard in shards)
+        transposes = [cast(torch.Tensor, shard.transpose) for shard in shards]
+        matrices = [(s.matrix.to(dtype), t.to(dtype)) for s, t in zip(shards, transposes, strict=True)]
         features = data.features[:n].to(dtype)
         return cls(matrices, features, data.labels[:n], data.split[:n], data.meta.num_classes)
 

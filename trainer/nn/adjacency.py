@@ -35,13 +35,14 @@ def split_rows(csr: torch.Tensor, blocks: int) -> list[RowBlock]:
 
 
 class BlockedAdjacency:
-    """A sparse CSR matrix and its transpose, cast to the training dtype and cut into row blocks."""
+    """A sparse CSR matrix and its transpose, cast to the training dtype and cut into row blocks (no
+    transpose: forward only, as a mini-batch run's full-graph evaluation)."""
 
-    def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor, blocks: int, dtype: torch.dtype):
+    def __init__(self, matrix: torch.Tensor, transpose: torch.Tensor | None, blocks: int, dtype: torch.dtype):
         self.shape = tuple(matrix.shape)
         self.nnz = int(matrix.values().shape[0])
         self.blocks = split_rows(matrix.to(dtype), blocks)
-        self.transpose_blocks = split_rows(transpose.to(dtype), blocks)
+        self.transpose_blocks = [] if transpose is None else split_rows(transpose.to(dtype), blocks)
 
     @classmethod
     def of(cls, shard: AdjacencyShard, blocks: int, dtype: torch.dtype) -> BlockedAdjacency:

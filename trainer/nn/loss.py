@@ -144,8 +144,9 @@ def sampled_epoch_loss(step_losses: list[list[float | None]], train_counts: list
     return sum(loss * count for loss, count in pairs) / max(1.0, sum(count for _, count in pairs))
 
 
-def accuracies(logits: torch.Tensor, targets: Targets) -> dict[str, float]:
-    """Accuracy per split; the prediction is the lowest class id of the row's maximum logit."""
+def split_hits(logits: torch.Tensor, targets: Targets) -> torch.Tensor:
+    """The correctly predicted labelled nodes of each split (float64[3], over every rank of the row
+    group); the prediction is the lowest class id of the row's maximum logit."""
     with torch.no_grad():
         logits = targets.masked_logits(logits)
         local_max, local_arg = logits.max(dim=1)
@@ -155,8 +156,18 @@ def accuracies(logits: torch.Tensor, targets: Targets) -> dict[str, float]:
         predicted = targets.class_group.all_reduce(candidate, op=dist.ReduceOp.MIN)
         correct = predicted == targets.labels
         hits = torch.stack([(correct & targets.masks[name]).sum() for name in SPLITS]).to(torch.float64)
-        totals = targets.row_group.all_reduce(hits).tolist()
+        return targets.row_group.all_reduce(hits)
+
+
+def split_accuracies(hits: list[float], counts: list[float]) -> dict[str, float]:
+    """Accuracy per split from its hits and labelled counts (NaN for a split without labelled nodes)."""
     return {
-        name: hit / targets.counts[name] if targets.counts[name] else float("nan")
-        for name, hit in zip(SPLITS, totals, strict=True)
+        name: hit / count if count else float("nan")
+        for name, hit, count in zip(SPLITS, hits, counts, strict=True)
     }
+
+
+def accuracies(logits: torch.Tensor, targets: Targets) -> dict[str, float]:
+    """Accuracy per split; the prediction is the lowest class id of the row's maximum logit."""
+    counts = [targets.counts[name] for name in SPLITS]
+    return split_accuracies(split_hits(logits, targets).tolist(), counts)

@@ -35,13 +35,19 @@ ORDERS = (False, True, True)
 
 
 def sampler_of(
-    store: str, shape: tuple[int, int, int], rank: int, schedule: Schedule, orders: tuple[bool, ...]
+    store: str,
+    shape: tuple[int, int, int],
+    rank: int,
+    schedule: Schedule,
+    orders: tuple[bool, ...],
+    features_from: str = "memory",
 ) -> tuple[RankSampler, list[GCNConv]]:
     """Rank `rank`'s sampler for GCN layers of `orders` (built as a model's blocks register what they
-    multiply by), and the layers."""
+    multiply by, the features' band too), and the layers."""
     grid = ProcessGrid(*shape)
     data = load_rank(store, grid, rank, orders)
-    seat = Grid(offline_comm(grid, rank), as_store(store), torch.float32, CPU, 0, data)
+    seat = Grid(offline_comm(grid, rank), as_store(store), torch.float32, CPU, 0, data, None, features_from)
+    seat.needs_rows(seat.input)
     layout, convs = seat.input, []
     for transform_first in orders:
         convs.append(GCNConv(seat, layout, WIDTH, transform_first))
@@ -198,3 +204,45 @@ def test_cutting_a_sample_dispatches_the_same_operators_on_a_16x_larger_graph(st
 def test_an_epochs_loss_weights_its_steps_by_their_training_nodes() -> None:
     # a step without training nodes (loss 0) and a replica without a step (None) count for nothing
     assert sampled_epoch_loss([[1.0, 0.0], [4.0, None]], [[2.0, 0.0], [1.0, 0.0]]) == 2.0
+
+
+def test_windows_sample_each_node_once_per_epoch_in_whole_windows_of_the_pc_order(
+    stores: StoreFactory,
+) -> None:
+    store = as_store(stores(GRAPH, **SHAPE))
+    pc = store.array("perm/c")[:]
+    position = np.argsort(pc)  # node id -> pc position
+    for batch, window in ((BATCH, 1), (77, 3)):  # W = ceil(B / 32): a step mixes at least 32 windows
+        schedule = Schedule.of(store, batch, 1, "windows")
+        assert schedule.window == window
+        for epoch in (1, 2):
+            order = schedule.order(9, epoch)
+            assert torch.equal(order, Schedule.of(store, batch, 1, "windows").order(9, epoch))  # every rank
+            assert sorted(order.tolist()) == list(range(77))
+            positions = position[order.numpy()]
+            starts = positions[positions % window == 0]
+            runs = np.split(positions, np.nonzero(positions % window == 0)[0][1:])
+            assert len(runs) == len(starts) == -(-77 // window)
+            assert all(np.array_equal(run, np.arange(run[0], run[0] + len(run))) for run in runs)
+        assert not torch.equal(schedule.order(9, 1), schedule.order(9, 2))
+
+
+def test_a_streaming_rank_reads_its_members_rows_of_its_feature_block_and_no_more(
+    stores: StoreFactory,
+) -> None:
+    """With features from the store, each cut carries the members' rows of the rank's feature block (as
+    the held block gives them), and the rank reads exactly those rows of its feature band."""
+    store = stores(GRAPH, **SHAPE)
+    schedule = Schedule.of(as_store(store), BATCH, 1, "windows")
+    for rank in range(8):
+        sampler, _ = sampler_of(store, (2, 2, 2), rank, schedule, ORDERS, "store")
+        seat = sampler.grid
+        held = load_rank(store, seat.grid, rank, ORDERS).features
+        assert held is not None
+        read = 0
+        for step in (0, schedule.steps - 1):
+            batch = sampler.cut(3, 1, step)
+            members = batch.members[seat.band_key(seat.input)]
+            assert batch.features is not None and torch.equal(batch.features, held[members.positions])
+            read += members.count * seat.feature_cols().real * 4
+            assert sampler.read.bytes == read
