@@ -23,6 +23,7 @@ import psutil
 from gtool.collector import settle
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
+from gtool.memory import machine_memory
 from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv, free_port
 from gtool.trainer.launch.failures import FAILURE, read_failure
 from gtool.trainer.launch.lineage import Parent
@@ -80,7 +81,7 @@ def quiet_resource_tracker() -> Iterator[None]:
 
 def refuse_beyond_memory(world_size: int) -> None:
     """Refuse to spawn more local ranks than this machine's available memory holds at RANK_BASE_BYTES each."""
-    available = psutil.virtual_memory().available
+    available = machine_memory().available
     if world_size * RANK_BASE_BYTES > available:
         raise GtoolError(
             f"{world_size} local ranks need at least {human_bytes(world_size * RANK_BASE_BYTES)} (about "
