@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 OPTIMIZERS = ("adam", "adamw")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
+FEATURE_SOURCES = ("auto", "memory", "store")
+"""--features-from: auto is resolved by the command line (memory or store) before any rank starts."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,12 @@ class MiniBatchConfig(Options):
     )
     data_parallel: int = option(
         1, "D replicas of the grid, each stepping on its own samples (D x grid ranks; mini-batch).", minimum=1
+    )
+    features_from: str = option(
+        "auto",
+        "Where a mini-batch step's feature rows come from: memory (each rank loads its feature block) or "
+        "store (read per step); auto: memory when the run fits --memory-limit with the blocks loaded.",
+        choices=FEATURE_SOURCES,
     )
 
     def combined_problems(self) -> list[str]:

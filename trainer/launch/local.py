@@ -23,7 +23,7 @@ import psutil
 from gtool.collector import settle
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
-from gtool.memory import machine_memory
+from gtool.memory import RANK_BASE_BYTES, machine_memory
 from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv, free_port
 from gtool.trainer.launch.failures import FAILURE, read_failure
 from gtool.trainer.launch.lineage import Parent
@@ -38,10 +38,6 @@ NOTES_STALE_S = 60.0
 """How long a notes folder must have been left untouched before a launch may remove it."""
 READY_WATCH_S = 0.1
 """How often a local launch counts the ranks that are ready, while they start."""
-
-
-RANK_BASE_BYTES = 300 << 20
-"""Memory of a spawned rank before it loads anything (Python, torch, zarr: about 380 MB RSS measured)."""
 
 
 @contextmanager
