@@ -39,10 +39,14 @@ def budget_request(config: TrainConfig, ranks: int, batch_size: int | None) -> P
 
 def within_budget(config: TrainConfig, store: Store) -> tuple[TrainConfig, str | None]:
     """`config` with --features-from resolved, and what to say of the choice (None: nothing); a run over
-    its --memory-limit is refused (GtoolError)."""
+    its --memory-limit is refused (GtoolError). CUDA ranks hold their data in the GPU's memory, which the
+    budget of the machine's does not cover: their features stay in memory unless told otherwise."""
     from gtool.plan import layout_memory
 
     batch, replicas = config.minibatch.batch_size, config.minibatch.data_parallel
+    if config.runtime.device_type == "cuda":
+        auto = config.minibatch.features_from == "auto"
+        return (config.replace(features_from="memory") if auto else config), None
     request = budget_request(config, config.world_size, batch)
     run = layout_memory(store, request, config.process_grid, replicas)
     if not run.fits:

@@ -162,7 +162,7 @@ def plan_request(
     memory_limit: int | None = None,
 ) -> PlanRequest:
     """The options as a PlanRequest, with clear errors for bad ones; the node's memory `memory_limit`, by
-    default this machine's (gtool.memory)."""
+    default this machine's (gtool.memory) when the ranks run here (no --gpus-per-node)."""
     from gtool.memory import machine_memory
     from gtool.plan import PlanRequest
     from gtool.units import parse_bytes
@@ -181,5 +181,6 @@ def plan_request(
     if batch_size is not None and batch_size < 2:
         raise GtoolError(f"--batch-size must be >= 2, got {batch_size}")
     per_node = topology.ranks_per_node(ranks)
-    budget = topology.memory_limit or machine_memory().total
+    here = gpus_per_node is None
+    budget = topology.memory_limit or (machine_memory().total if here else None)
     return PlanRequest(ranks, config, limit, exact_nnz, per_node, batch_size, memory_limit=budget)

@@ -43,11 +43,11 @@ class Topology(Options):
         None,
         "Memory of the run's ranks on one node together, e.g. 16GB: a full-graph run over it is refused "
         "before any rank starts; a mini-batch run reads its features from the store per step when they "
-        "do not fit.",
+        "do not fit (ranks on the CPU: GPU memory is not counted).",
         positive=True,
         parse=byte_count,
         metavar="SIZE",
-        shown_default="this machine's memory (its cgroup's limit, if any)",
+        shown_default="this machine's memory (its cgroup's limit, if any); gtool plan --gpus-per-node: none",
     )
 
     def ranks_per_node(self, ranks: int, environment: Mapping[str, str] | None = None) -> int:

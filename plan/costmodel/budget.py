@@ -3,8 +3,9 @@ mini-batch run, the bytes a streamed run reads from the store, and the largest -
 
 A mini-batch rank holds its adjacency shards without their transposes (a step multiplies by its cut
 blocks), the sampler's node order and band node ids, and two steps' cut blocks (the current and the
-prefetched one). With its feature block in memory its evaluation runs the full-graph forward; streamed
-it holds two steps' feature rows and evaluates in sampled batches (a step's forward at most).
+prefetched one). With its feature block in memory a step gathers its members' rows from it, and its
+evaluation runs the full-graph forward; streamed it holds two steps' feature rows and evaluates in
+sampled batches (a step's forward at most).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def _band_rows(shapes: list[LayerShape]) -> int:
     bands = {}
     for s in shapes:
         g, order = s.geometry, order_of_layer_output(s.layer)
-        bands[(order, "rows", g.rows.index, g.rows.size)] = g.rows.real
-        bands[("c" if order == "r" else "r", "inputs", g.inputs.index, g.inputs.size)] = g.inputs.real
+        bands[(order, g.rows.index, g.rows.size)] = g.rows.real
+        bands[("c" if order == "r" else "r", g.inputs.index, g.inputs.size)] = g.inputs.real
     return sum(bands.values())
 
 
@@ -100,7 +101,9 @@ def minibatch_memory(
     if streamed:
         features = STEPS_HELD * feature_bytes(step[0].inputs, cols, m)
     else:
-        features, activations = full.features, max(activations, forward_peak(shapes, m, parts))
+        gathered = step[0].inputs * cols * m.itemsize  # a step's member rows, gathered from the block
+        features = full.features
+        activations = max(activations + gathered, forward_peak(shapes, m, parts))
     return replace(
         full,
         adjacency=adjacency_bytes(shards, m, transposes=False),
