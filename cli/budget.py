@@ -21,18 +21,20 @@ WHERE = {"memory": "with its feature blocks in memory", "store": "with its featu
 
 
 def budget_request(config: TrainConfig, ranks: int, batch_size: int | None) -> PlanRequest:
-    """The plan request of `config` on `ranks` ranks under its --memory-limit (default: this machine's)."""
+    """The plan request of `config` on `ranks` ranks under its --memory-limit (default: this machine's;
+    none for CUDA ranks, whose data the GPU's memory holds)."""
     from gtool.memory import machine_memory
     from gtool.plan import PlanRequest
 
     topology, minibatch = config.topology, config.minibatch
+    host = config.runtime.device_type != "cuda"
     return PlanRequest(
         ranks,
         config.model,
         ranks_per_node=topology.ranks_per_node(ranks),
         batch_size=batch_size,
         replicas=minibatch.data_parallel if batch_size is not None else None,
-        memory_limit=topology.memory_limit or machine_memory().total,
+        memory_limit=(topology.memory_limit or machine_memory().total) if host else None,
         features_from=minibatch.features_from,
     )
 

@@ -90,7 +90,8 @@ def memory_table(best: GridEstimate) -> Table:
 
 
 def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) -> list[Table]:
-    """The ranked grids, the pick and its memory, for a terminal `width` columns wide."""
+    """The ranked grids, the pick and its memory (when none fits, the smallest's), for a terminal `width`
+    columns wide."""
     from gtool.plan import TRIAL_SPREAD, trial_grids
 
     r = plan.request
@@ -117,6 +118,8 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) ->
             "and trains on the fastest measured",
         )
     tables = [unbroken_figures(grid_table(title, plan, top), width), summary]
-    if plan.best is not None:
-        tables.append(memory_table(plan.best))
+    smallest = min(plan.grids, key=lambda g: g.peak_memory) if plan.grids else None
+    shown = plan.best or smallest  # when none fits: the one that comes closest
+    if shown is not None:
+        tables.append(memory_table(shown))
     return tables

@@ -28,9 +28,9 @@ from gtool.plan.costmodel.memory import (
     adjacency_bytes,
     epoch_peak,
     estimate_memory,
+    evaluation_peak,
     feature_bytes,
     feature_columns,
-    forward_peak,
 )
 from gtool.plan.costmodel.minibatch import expected_shapes
 
@@ -103,7 +103,7 @@ def minibatch_memory(
     else:
         gathered = step[0].inputs * cols * m.itemsize  # a step's member rows, gathered from the block
         features = full.features
-        activations = max(activations + gathered, forward_peak(shapes, m, parts))
+        activations = max(activations + gathered, evaluation_peak(shapes, m, parts))
     return replace(
         full,
         adjacency=adjacency_bytes(shards, m, transposes=False),
