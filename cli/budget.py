@@ -58,11 +58,21 @@ def within_budget(config: TrainConfig, store: Store) -> tuple[TrainConfig, str |
     chosen = config.replace(features_from=run.mode)
     if batch is None:
         return chosen, None
-    limit = f"--memory-limit {human_bytes(request.memory_limit or 0)}"
+    limit = _limit(config, request)
     if run.mode == "memory":
         return chosen, f"features in memory ({human_bytes(run.node_peak)} a node, within {limit})"
     resident = human_bytes(run.node_peaks["memory"])
     return chosen, f"features read from the store per step (resident {resident} would exceed {limit})"
+
+
+def _limit(config: TrainConfig, request: PlanRequest) -> str:
+    """The budget in words: the flag's, or this machine's when the flag was not given."""
+    size = human_bytes(request.memory_limit or 0)
+    return (
+        f"--memory-limit {size}"
+        if config.topology.memory_limit
+        else f"this machine's {size} (--memory-limit)"
+    )
 
 
 def _refusal(config: TrainConfig, store: Store, request: PlanRequest, run: RunMemory) -> str:
@@ -75,7 +85,7 @@ def _refusal(config: TrainConfig, store: Store, request: PlanRequest, run: RunMe
     where = f" {WHERE[run.mode]}" if batch is not None else ""
     text = (
         f"{what} on grid {'x'.join(map(str, config.grid))} needs about {human_bytes(run.node_peak, up=True)} "
-        f"on a node (its {ranks}){where}, more than --memory-limit {human_bytes(request.memory_limit or 0)}"
+        f"on a node (its {ranks}){where}, more than {_limit(config, request)}"
     )
     sized = budget_request(config, config.world_size, batch or store.num_nodes)
     largest = largest_fitting_batch(store, sized, config.process_grid, config.minibatch.data_parallel)
