@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from gtool.cli.budget import budget_request, within_budget
 from gtool.cli.main import app
+from gtool.memory import Memory
 from gtool.plan import layout_memory
 from gtool.store.reader import open_store
 from gtool.trainer import TrainConfig
@@ -98,3 +99,15 @@ def test_plan_prices_both_modes_and_names_the_one_a_run_would_use(store: str) ->
     assert grid["store_reads"]["epoch_bytes"] == 512 * 12 * 4  # the rank's band: every row once
     table = CliRunner().invoke(app, args).stdout
     assert "read from store" in table and "an epoch" in table
+
+
+def test_without_the_flag_the_budget_is_this_machines(
+    store: str, no_processes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need, _ = node_peak(store)
+    capped = Memory(total=need - 1, available=need - 1)  # as under a cgroup limit below the run's need
+    monkeypatch.setattr("gtool.memory.machine_memory", lambda: capped)
+    result = CliRunner().invoke(app, ["train", store])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert f"more than this machine's {human_bytes(need - 1)} (--memory-limit)" in line
