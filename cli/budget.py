@@ -36,6 +36,7 @@ def budget_request(config: TrainConfig, ranks: int, batch_size: int | None) -> P
         replicas=minibatch.data_parallel if batch_size is not None else None,
         memory_limit=(topology.memory_limit or machine_memory().total) if host else None,
         features_from=minibatch.features_from,
+        evaluation=getattr(minibatch, "evaluation", None),  # --eval, of the read path (issue 47)
     )
 
 
@@ -55,7 +56,10 @@ def within_budget(config: TrainConfig, store: Store) -> tuple[TrainConfig, str |
         raise GtoolError(_refusal(config, store, request, run))
     if config.minibatch.features_from != "auto":
         return config, None
-    chosen = config.replace(features_from=run.mode)
+    try:
+        chosen = config.replace(features_from=run.mode)
+    except ValueError as error:
+        raise GtoolError(str(error)) from None
     if batch is None:
         return chosen, None
     limit = _limit(config, request)

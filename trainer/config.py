@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 OPTIMIZERS = ("adam", "adamw")
 BACKENDS = ("gloo", "nccl")
 DEVICES = ("cpu", "cuda")
-FEATURE_SOURCES = ("auto", "memory", "store")
-"""--features-from: auto is resolved by the command line (memory or store) before any rank starts."""
+FEATURE_SOURCES = ("memory", "store")
 
 
 @dataclass(frozen=True)
@@ -103,9 +102,9 @@ class MiniBatchConfig(Options):
     )
     features_from: str = option(
         "auto",
-        "Where a mini-batch step's feature rows come from: memory (each rank loads its feature block) or "
-        "store (read per step); auto: memory when the run fits --memory-limit with the blocks loaded.",
-        choices=FEATURE_SOURCES,
+        "memory: each rank loads its feature block at start; store: each step reads its rows (mini-batch); "
+        "auto: memory when the run fits --memory-limit so, else store (decided before any rank starts).",
+        choices=("auto", *FEATURE_SOURCES),
     )
 
     def combined_problems(self) -> list[str]:

@@ -90,8 +90,11 @@ def minibatch_memory(
     batch_size: int,
     streamed: bool,
     parts: StackParts = GCN_PARTS,
+    full_evaluation: bool | None = None,
 ) -> MemoryEstimate:
-    """Per-rank memory of a mini-batch run of `batch_size`, its features in memory or `streamed`."""
+    """Per-rank memory of a mini-batch run of `batch_size`, its features in memory or `streamed`;
+    `full_evaluation`: whether it evaluates with the full-graph forward (None: when in memory, as
+    --eval's default), else in sampled batches."""
     full = estimate_memory(shapes, shards, m, classes, parts)
     step = expected_shapes(shapes, num_nodes, batch_size)
     cols = feature_columns(shapes, parts)
@@ -101,9 +104,10 @@ def minibatch_memory(
     if streamed:
         features = STEPS_HELD * feature_bytes(step[0].inputs, cols, m)
     else:
-        gathered = step[0].inputs * cols * m.itemsize  # a step's member rows, gathered from the block
         features = full.features
-        activations = max(activations + gathered, evaluation_peak(shapes, m, parts))
+        activations += step[0].inputs * cols * m.itemsize  # a step's member rows, gathered from the block
+    if not streamed if full_evaluation is None else full_evaluation:
+        activations = max(activations, evaluation_peak(shapes, m, parts))
     return replace(
         full,
         adjacency=adjacency_bytes(shards, m, transposes=False),
@@ -160,20 +164,23 @@ class RunMemory:
 @dataclass(frozen=True)
 class Budget:
     """What a layout must fit: bytes per rank, bytes per node (None: no limit), its replicas, the ranks
-    one node runs, and the feature modes allowed ("auto": either, in memory first)."""
+    one node runs, the feature modes allowed ("auto": either, in memory first) and how it evaluates
+    (--eval: "full" needs the feature blocks in memory; "sampled"; None: full in memory, else sampled)."""
 
     per_rank: int | None
     per_node: int | None
     replicas: int
     node_ranks: int
     features_from: str = "auto"
+    evaluation: str | None = None
 
     def fits(self, memory: MemoryEstimate, node_peak: int) -> bool:
         rank_ok = self.per_rank is None or int(memory.peak.max()) <= self.per_rank
         return rank_ok and (self.per_node is None or node_peak <= self.per_node)
 
     def allows(self, mode: str) -> bool:
-        return self.features_from in ("auto", mode)
+        full = mode == "store" and self.evaluation == "full"  # a full-graph forward needs every row
+        return self.features_from in ("auto", mode) and not full
 
 
 def run_memory(
@@ -192,11 +199,13 @@ def run_memory(
     if batch_size is None:
         modes = {"memory": estimate_memory(shapes, shards, m, classes, parts)}
     else:
-        allowed = [mode for mode in ("memory", "store") if budget.allows(mode)]
-        if m.learnable_features:
-            allowed = ["memory"]
+        allowed = [mode for mode in ("memory", "store") if budget.allows(mode) and not m.learnable_features]
+        allowed = allowed or ["memory"]  # learned features are parameters; --eval full reads every row
+        full = None if budget.evaluation is None else budget.evaluation == "full"
         modes = {
-            mode: minibatch_memory(shapes, shards, m, classes, num_nodes, batch_size, mode == "store", parts)
+            mode: minibatch_memory(
+                shapes, shards, m, classes, num_nodes, batch_size, mode == "store", parts, full
+            )
             for mode in allowed
         }
     peaks = {mode: node_peak(e.peak, budget.replicas, budget.node_ranks) for mode, e in modes.items()}

@@ -59,6 +59,8 @@ class PlanRequest:
     """Memory of one node's ranks together (`--memory-limit`, bytes); None: no limit."""
     features_from: str = "auto"
     """Mini-batch runs: where the features come from (`--features-from`; auto: memory when it fits)."""
+    evaluation: str | None = None
+    """Mini-batch runs: `--eval` full or sampled (None: full with the features in memory, else sampled)."""
 
     def __post_init__(self) -> None:
         if self.ranks > MAX_RANKS:
@@ -88,7 +90,14 @@ class PlanRequest:
 
     def budget(self, replicas: int) -> Budget:
         """What a layout of `replicas` replicas must fit."""
-        return Budget(self.memory_per_rank, self.memory_limit, replicas, self.node_ranks, self.features_from)
+        return Budget(
+            self.memory_per_rank,
+            self.memory_limit,
+            replicas,
+            self.node_ranks,
+            self.features_from,
+            self.evaluation,
+        )
 
 
 @dataclass(frozen=True)

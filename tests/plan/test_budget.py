@@ -81,3 +81,16 @@ def test_the_largest_batch_is_found_by_bisection(limit: int, want: int | None) -
 
     assert largest_batch(fits, 1000) == want
     assert len(asked) <= 12
+
+
+def test_eval_decides_whether_the_full_graph_forward_is_priced_and_whether_store_may_be_used() -> None:
+    shapes, parts, shards = one_rank()
+
+    def run(evaluation: str | None):
+        budget = Budget(None, None, 1, 1, "auto", evaluation)
+        return run_memory(shapes, shards, MODEL, C, N, 10_000, budget, parts)
+
+    default, sampled, full = run(None), run("sampled"), run("full")
+    assert set(full.modes) == {"memory"} and set(default.modes) == {"memory", "store"}
+    assert full.node_peaks["memory"] == default.node_peaks["memory"] > sampled.node_peaks["memory"]
+    assert sampled.node_peaks["store"] == default.node_peaks["store"]
