@@ -85,6 +85,7 @@ def memory_table(best: GridEstimate) -> Table:
         reads = run.reads
         table.add_row("store reads", *["-"] * (len(modes) - 1), f"{human_bytes(reads.step_bytes)} a step")
         table.add_row("", *[""] * (len(modes) - 1), f"{human_bytes(reads.epoch_bytes)} an epoch")
+        table.add_row("", *[""] * (len(modes) - 1), "as much to evaluate")
         table.add_row("", *[""] * (len(modes) - 1), f"{human_bytes(reads.start_bytes)} at start")
     return table
 

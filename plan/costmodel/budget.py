@@ -4,8 +4,7 @@ mini-batch run, the bytes a streamed run reads from the store, and the largest -
 A mini-batch rank holds its adjacency shards without their transposes (a step multiplies by its cut
 blocks), the sampler's node order and band node ids, and two steps' cut blocks (the current and the
 prefetched one). With its feature block in memory a step gathers its members' rows from it, and its
-evaluation runs the full-graph forward; streamed it holds two steps' feature rows and evaluates in
-sampled batches (a step's forward at most).
+evaluation runs the full-graph forward; streamed it holds steps' feature rows and evaluates in batches.
 """
 
 from __future__ import annotations
@@ -36,6 +35,13 @@ from gtool.plan.costmodel.minibatch import expected_shapes
 
 STEPS_HELD = 2
 """Steps a rank holds at once: the current one and the next, prepared behind it."""
+ROW_BLOCKS_HELD = 4
+"""A streamed rank's blocks of a step's feature rows: the current step's, the next one's being read, and
+the chunks zarr reads and decodes them from (1M nodes x 128 features, B = 131072: 1.70-1.75 GiB measured,
+1.67 GiB priced)."""
+ALLOCATOR_SLACK_BYTES = 512 << 20
+"""Per rank: freed memory the allocator keeps (glibc's heaps of medium-size tensors and buffers). Measured
+on 1M nodes x 128 features, B = 131072: RSS peaked 470 MiB lower with a fixed 128 KiB mmap threshold."""
 CUT_ENTRY_BYTES = 2 * INDEX_BYTES + 4 + INDEX_BYTES + 4
 """A cut block's entry: as COO (int64 row and column, float32 value) and in its transpose (row, value)."""
 BAND_ID_BYTES = 2 * INDEX_BYTES + 4
@@ -48,7 +54,7 @@ PERM_ID_BYTES = INDEX_BYTES
 
 class StoreReads(NamedTuple):
     """Bytes one rank reads from the store in a streamed run: per step and per epoch (its feature band's
-    rows), and once at the start (the node ids of its bands)."""
+    rows; a sampled evaluation reads them once more), and once at the start (the node ids of its bands)."""
 
     step_bytes: int
     epoch_bytes: int
@@ -57,8 +63,11 @@ class StoreReads(NamedTuple):
 
 def node_peak(rank_peaks: np.ndarray, replicas: int, node_ranks: int) -> int:
     """The most memory one node's ranks hold together: launchers number a node's ranks consecutively,
-    replica after replica, each rank holding RANK_BASE_BYTES before its data."""
-    world = np.tile(np.asarray(rank_peaks, dtype=np.int64), replicas) + RANK_BASE_BYTES
+    replica after replica, each rank holding RANK_BASE_BYTES before its data and ALLOCATOR_SLACK_BYTES
+    beyond its tensors."""
+    world = (
+        np.tile(np.asarray(rank_peaks, dtype=np.int64), replicas) + RANK_BASE_BYTES + ALLOCATOR_SLACK_BYTES
+    )
     nodes = ceil_div(world.size, node_ranks)
     padded = np.zeros(nodes * node_ranks, dtype=np.int64)
     padded[: world.size] = world
@@ -102,7 +111,7 @@ def minibatch_memory(
     cuts = STEPS_HELD * CUT_ENTRY_BYTES * _step_entries(shards, num_nodes, batch_size)
     activations = epoch_peak(step, m, classes, parts)
     if streamed:
-        features = STEPS_HELD * feature_bytes(step[0].inputs, cols, m)
+        features = ROW_BLOCKS_HELD * feature_bytes(step[0].inputs, cols, m)
     else:
         features = full.features
         activations += step[0].inputs * cols * m.itemsize  # a step's member rows, gathered from the block
