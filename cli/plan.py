@@ -80,7 +80,7 @@ PLANNED = (
 
 
 @reports_errors
-@with_options((ModelConfig, PLANNED), (Topology, ("gpus_per_node",)))
+@with_options((ModelConfig, PLANNED), (Topology, ("gpus_per_node", "memory_limit")))
 def plan(
     store: str = typer.Argument(None, help="The store to plan for (not with --calibrate)."),
     ranks: int = typer.Option(None, "--ranks", "-p", help="Number of ranks (GPUs) to plan for."),
@@ -129,8 +129,8 @@ def plan(
 
     if store is None or ranks is None:
         raise GtoolError("gtool plan needs STORE and --ranks P (or --calibrate -o FILE)")
-    gpus_per_node = model.pop("gpus_per_node")
-    request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size)
+    gpus_per_node, memory_limit = model.pop("gpus_per_node"), model.pop("memory_limit", None)
+    request = plan_request(ranks, model, memory_per_rank, exact_nnz, gpus_per_node, batch_size, memory_limit)
     if recalibrate and profile:
         raise GtoolError("--recalibrate measures this machine: it does not go with --profile")
     cost_profile, note = machine_profile(profile, recalibrate, quiet=quiet)
@@ -159,8 +159,11 @@ def plan_request(
     exact_nnz: bool = False,
     gpus_per_node: int | None = None,
     batch_size: int | None = None,
+    memory_limit: int | None = None,
 ) -> PlanRequest:
-    """The options as a PlanRequest, with clear errors for bad ones."""
+    """The options as a PlanRequest, with clear errors for bad ones; the node's memory `memory_limit`, by
+    default this machine's (gtool.memory) when the ranks run here (no --gpus-per-node)."""
+    from gtool.memory import machine_memory
     from gtool.plan import PlanRequest
     from gtool.units import parse_bytes
 
@@ -172,9 +175,12 @@ def plan_request(
         raise GtoolError(f"--memory-per-rank: {exc}") from None
     try:
         config = ModelConfig(**model)
-        topology = Topology(gpus_per_node=gpus_per_node)
+        topology = Topology(gpus_per_node=gpus_per_node, memory_limit=memory_limit)
     except ValueError as exc:
         raise GtoolError(str(exc)) from None
     if batch_size is not None and batch_size < 2:
         raise GtoolError(f"--batch-size must be >= 2, got {batch_size}")
-    return PlanRequest(ranks, config, limit, exact_nnz, topology.ranks_per_node(ranks), batch_size)
+    per_node = topology.ranks_per_node(ranks)
+    here = gpus_per_node is None
+    budget = topology.memory_limit or (machine_memory().total if here else None)
+    return PlanRequest(ranks, config, limit, exact_nnz, per_node, batch_size, memory_limit=budget)

@@ -11,6 +11,9 @@ from gtool.units import counted, human_bytes
 
 from .tables import unbroken_figures
 
+FEATURE_MODES = {"memory": "features in memory", "store": "read from store"}
+"""The columns of a mini-batch plan's memory table, by --features-from mode."""
+
 if TYPE_CHECKING:
     from gtool.plan import GridEstimate, Plan
 
@@ -30,6 +33,9 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
         "nnz max/mean",
     ):
         table.add_column(name, justify="right", overflow="fold")
+    minibatch = plan.request.batch_size is not None
+    if minibatch:
+        table.add_column("features")
     table.add_column("fits")
     shown = plan.grids[:top] if top > 0 else plan.grids
     for place, g in enumerate(shown, start=1):
@@ -47,6 +53,7 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
             wire,
             human_bytes(g.peak_memory),
             f"{g.nnz_imbalance:.3f}",
+            *([g.run_memory.mode if g.run_memory else "-"] if minibatch else []),
             "yes" if g.fits else "no",
             style=style,
         )
@@ -54,8 +61,11 @@ def grid_table(title: str, plan: Plan, top: int) -> Table:
 
 
 def memory_table(best: GridEstimate) -> Table:
-    """Where the best grid's largest rank spends its memory."""
+    """Where the best grid's largest rank spends its memory (in each feature mode of a mini-batch run),
+    what one node's ranks hold together, and what a streamed run reads from the store."""
     worst = int(best.memory.peak.argmax())
+    run = best.run_memory
+    modes = run.modes if run else {"memory": best.memory}
     table = Table(
         title=f"peak memory of {best.layout}, rank {worst}",
         title_justify="left",
@@ -63,14 +73,26 @@ def memory_table(best: GridEstimate) -> Table:
         pad_edge=False,
     )
     table.add_column("part", style="bold")
-    table.add_column("bytes", justify="right")
-    for part, nbytes in best.memory.parts(worst).items():
-        table.add_row(part, human_bytes(nbytes))
+    for mode in modes:
+        chosen = " (used)" if run and len(modes) > 1 and mode == run.mode else ""
+        table.add_column(FEATURE_MODES[mode] + chosen if len(modes) > 1 else "bytes", justify="right")
+    parts = [e.parts(worst) for e in modes.values()]
+    for part in parts[0]:
+        table.add_row(part, *(human_bytes(p[part]) for p in parts))
+    if run:
+        table.add_row("node (its ranks)", *(human_bytes(run.node_peaks[mode]) for mode in modes))
+    if run and run.reads:
+        reads = run.reads
+        table.add_row("store reads", *["-"] * (len(modes) - 1), f"{human_bytes(reads.step_bytes)} a step")
+        table.add_row("", *[""] * (len(modes) - 1), f"{human_bytes(reads.epoch_bytes)} an epoch")
+        table.add_row("", *[""] * (len(modes) - 1), "as much to evaluate")
+        table.add_row("", *[""] * (len(modes) - 1), f"{human_bytes(reads.start_bytes)} at start")
     return table
 
 
 def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) -> list[Table]:
-    """The ranked grids, the pick and its memory, for a terminal `width` columns wide."""
+    """The ranked grids, the pick and its memory (when none fits, the smallest's), for a terminal `width`
+    columns wide."""
     from gtool.plan import TRIAL_SPREAD, trial_grids
 
     r = plan.request
@@ -97,6 +119,8 @@ def plan_tables(store: str, num_nodes: int, plan: Plan, top: int, width: int) ->
             "and trains on the fastest measured",
         )
     tables = [unbroken_figures(grid_table(title, plan, top), width), summary]
-    if plan.best is not None:
-        tables.append(memory_table(plan.best))
+    smallest = min(plan.grids, key=lambda g: g.peak_memory) if plan.grids else None
+    shown = plan.best or smallest  # when none fits: the one that comes closest
+    if shown is not None:
+        tables.append(memory_table(shown))
     return tables

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -16,6 +17,7 @@ from gtool.topology import Topology
 from gtool.trainer import MiniBatchConfig, OptimizerConfig, RuntimeConfig, TrainConfig
 
 from .autogrid import GRID, PLAN_PROFILE, RANKS, auto_grid, refuse_ranks, timed_trial
+from .budget import budget_request, within_budget
 from .common import console, print_error, reports_errors
 from .options import given_on_command_line, with_options
 
@@ -45,24 +47,24 @@ def train(
             config = config.replace(grid=parse_dims(grid, 3, "--grid"))
     except ValueError as error:
         raise GtoolError(str(error)) from None
+    from gtool.store.reader import open_store
+
+    opened = open_store(store)
+    batch = config.minibatch.batch_size
+    if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
+        raise GtoolError(f"{problem} of {store}")  # before any rank starts and --grid auto plans
+    if grid != "auto":  # its memory priced before its ranks' supervisor starts
+        config = budgeted(config, opened, launched)
     started = started_ranks(config) if grid != "auto" else None  # --grid auto: its size is not known yet
     with started or nullcontext():
-        from gtool.store.reader import open_store  # zarr: imported as the ranks' supervisor imports torch
         from gtool.trainer import train as run_training
 
-        opened = open_store(store)
         if launched is None or launched.rank == 0:  # one listing per run; every rank checks what it reads
             opened.check_every_chunk()
         try:
-            batch = config.minibatch.batch_size
-            if batch is not None and (problem := batch_problem(batch, opened.num_nodes)):
-                raise ValueError(f"{problem} of {store}")  # before any rank starts and --grid auto plans
-        except ValueError as error:
-            raise GtoolError(str(error)) from None
-        try:
             with Interrupts():  # SIGTERM too unwinds: the ranks (--grid auto's trial's too) are stopped
                 if grid == "auto":
-                    config = planned(context, config, opened, ranks, plan_profile)
+                    config = budgeted(planned(context, config, opened, ranks, plan_profile), opened, launched)
                 run_training(config, started)
         except RankFailed as error:
             if error.details:
@@ -78,15 +80,21 @@ def train(
             raise typer.Exit(128 + signum) from None
 
 
+def budgeted(config: TrainConfig, opened: Any, launched: Any) -> TrainConfig:
+    """`config` within its --memory-limit (else refused), its --features-from auto resolved and said (by
+    the first rank)."""
+    config, note = within_budget(config, opened)
+    if note and not config.runtime.quiet and (launched is None or launched.rank == 0):
+        console.print(f"gtool train: {note}", highlight=False, soft_wrap=True)
+    return config
+
+
 def planned(
     context: typer.Context, config: TrainConfig, opened: Any, ranks: int, profile: str
 ) -> TrainConfig:
     """`config` on the grid, replicas and placement that `gtool plan` picks for `ranks` ranks."""
-    from gtool.plan import PlanRequest  # the cost model, only for a grid it picks
-
     if config.topology.placement is not None:
         raise GtoolError("--placement goes with an explicit --grid (--grid auto uses the plan's)")
-    topology = config.topology
     given = given_on_command_line(context, "data_parallel")
     chosen = config.minibatch.data_parallel if given else None
     batch = config.minibatch.batch_size
@@ -94,9 +102,7 @@ def planned(
         opened,
         ranks,
         profile,
-        lambda p: PlanRequest(
-            p, config.model, ranks_per_node=topology.ranks_per_node(p), batch_size=batch, replicas=chosen
-        ),
+        lambda p: replace(budget_request(config, p, batch), replicas=chosen),
         timed_trial(config) if batch is None else None,
     )
     try:

@@ -1,4 +1,5 @@
-"""Where the ranks of a run sit: how many share a node, and the order that lays the grid's axes over them.
+"""Where the ranks of a run sit: how many share a node, the memory they share there, and the order that
+lays the grid's axes over them.
 
 Declared once for `gtool plan` and `gtool train`. Launchers number a node's ranks consecutively, so with n
 ranks per node the placement's innermost axes are the ones whose groups stay inside a node
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from gtool.geometry.grid import PLACEMENTS
 from gtool.options import Options, option
+from gtool.units import byte_count
 
 LOCAL_SIZE_VARIABLES = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE")
 """Where torchrun and srun say how many ranks they start on each node."""
@@ -21,7 +23,8 @@ LOCAL_SIZE_VARIABLES = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE")
 
 @dataclass(frozen=True)
 class Topology(Options):
-    """How many ranks share a node and, for an explicit grid, how its axes are laid over the ranks."""
+    """How many ranks share a node, the memory they may use there, and, for an explicit grid, how its axes
+    are laid over the ranks."""
 
     gpus_per_node: int | None = option(
         None,
@@ -35,6 +38,16 @@ class Topology(Options):
         "The grid's axes from innermost (inside a node) out, e.g. yxz; default zyx for --grid GXxGYxGZ, "
         "the plan's for --grid auto.",
         choices=PLACEMENTS,
+    )
+    memory_limit: int | None = option(
+        None,
+        "Memory of the run's ranks on one node together, e.g. 16GB: a full-graph run over it is refused "
+        "before any rank starts; a mini-batch run reads its features from the store per step when they "
+        "do not fit (ranks on the CPU: GPU memory is not counted).",
+        positive=True,
+        parse=byte_count,
+        metavar="SIZE",
+        shown_default="this machine's memory (its cgroup's limit, if any); gtool plan --gpus-per-node: none",
     )
 
     def ranks_per_node(self, ranks: int, environment: Mapping[str, str] | None = None) -> int:

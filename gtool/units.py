@@ -32,6 +32,14 @@ def parse_bytes(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
+def byte_count(text: str, flag: str) -> int:
+    """A flag's size ('2GB' -> 2147483648); ValueError naming the flag when it is not one."""
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+
+
 def human_bytes(n: float, up: bool = False) -> str:
     """1536 -> '1.5 KiB': the unit that fits the size, so that no size reads as 0 (rounded `up` for an
     amount to ask for, so that it is never less than what is needed)."""

@@ -16,7 +16,15 @@ if TYPE_CHECKING:
     from gtool.plan.calibration.microbench import calibrate
     from gtool.plan.calibration.trials import time_grids
     from gtool.plan.costmodel.auto import TRIAL_SPREAD, Timing, choose_layout, trial_grids
-    from gtool.plan.costmodel.planner import GridEstimate, Plan, PlanRequest, make_plan
+    from gtool.plan.costmodel.budget import RunMemory
+    from gtool.plan.costmodel.planner import (
+        GridEstimate,
+        Plan,
+        PlanRequest,
+        largest_fitting_batch,
+        layout_memory,
+        make_plan,
+    )
     from gtool.plan.costmodel.profile import DeviceProfile, load_profile, save_profile
 
 __getattr__, __dir__ = face(__name__)

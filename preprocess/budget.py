@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psutil
-
 from gtool.errors import GtoolError, InputError
+from gtool.memory import machine_memory
 from gtool.units import human_bytes
 
 MB = 1 << 20
@@ -35,9 +34,10 @@ TASKS_PER_WORKER = 8
 
 
 def default_memory_limit() -> int:
-    """A safe share of this machine: half the total memory, at most 80% of what is available now."""
-    vm = psutil.virtual_memory()
-    return int(min(vm.total * 0.5, vm.available * 0.8))
+    """A safe share of this machine (its cgroup's limit, if any): half the total memory, at most 80% of
+    what is available now."""
+    memory = machine_memory()
+    return int(min(memory.total * 0.5, memory.available * 0.8))
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Budget:
                 f"takes about {human_bytes(tile_bytes)}, more than half of --memory-limit "
                 f"{human_bytes(self.limit)}: give fewer tiles"
             )
-        total = psutil.virtual_memory().total
+        total = machine_memory().total
         if self.this_process > total:
             raise GtoolError(
                 f"{self.num_nodes:,} nodes need about {human_bytes(self.this_process)} in this process (its "

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from gtool.geometry.grid import parse_dims
 from gtool.options import Options, option
 from gtool.store.choices import NORMALIZATIONS, PERMUTATION_SCHEMES
-from gtool.units import parse_bytes
+from gtool.units import byte_count
 
 
 def square_tiles(text: str, flag: str) -> int:
@@ -17,14 +17,6 @@ def square_tiles(text: str, flag: str) -> int:
     if rows != cols:
         raise ValueError(f"{flag} must be square (T x T, store layout v1), got {text}")
     return rows
-
-
-def byte_count(text: str, flag: str) -> int:
-    """'2GB' -> 2147483648."""
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise ValueError(f"{flag}: {exc}") from None
 
 
 @dataclass(frozen=True)

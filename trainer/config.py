@@ -110,10 +110,10 @@ class MiniBatchConfig(Options):
         choices=SAMPLINGS,
     )
     features_from: str = option(
-        "memory",
-        "memory: each rank loads its feature block at start; store: each step reads its rows, one step "
-        "ahead (mini-batch).",
-        choices=FEATURE_SOURCES,
+        "auto",
+        "memory: each rank loads its feature block at start; store: each step reads its rows (mini-batch); "
+        "auto: memory when the run fits --memory-limit so, else store (decided before any rank starts).",
+        choices=("auto", *FEATURE_SOURCES),
     )
     evaluation: str | None = option(
         None,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 
 import numpy as np
-import psutil
 import zarr
 
 from gtool.errors import DamagedChunkError
+from gtool.memory import machine_memory
 from gtool.store import layout
 from gtool.store.chunks import (
     Selection,
@@ -87,8 +87,8 @@ def total_chunks(arrays: dict[str, zarr.Array]) -> int:
 
 
 def default_memory_budget() -> int:
-    """Bytes the O(N) checks may hold: half of the memory available now."""
-    return psutil.virtual_memory().available // 2
+    """Bytes the O(N) checks may hold: half of the memory available now (under any cgroup limit)."""
+    return machine_memory().available // 2
 
 
 def verify_store(

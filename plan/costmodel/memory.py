@@ -10,7 +10,7 @@ gtool.geometry.shapes, so the figure is exact up to allocator rounding and small
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +25,8 @@ INDEX_BYTES = 8
 STORED_VALUE_BYTES = 4
 """float32 adjacency values and features, as the store keeps them."""
 ADAM_STATES = 2
+LABEL_BYTES = 8 + 1 + 3 + 8
+"""Per row of the output block: its label, split code and the loss's masks, as the trainer keeps them."""
 
 
 class Allocation(NamedTuple):
@@ -246,11 +248,8 @@ def _backward_layer(t: Timeline, s: LayerShape, m: ModelConfig, parts: StackPart
         t.free("padded dF 0", "grad Q -1", "dF 0")
 
 
-def epoch_timeline(
-    shapes: list[LayerShape], m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS
-) -> Timeline:
-    """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
-    t = Timeline()
+def _forward(t: Timeline, shapes: list[LayerShape], m: ModelConfig, parts: StackParts) -> None:
+    """The forward pass up to the logits."""
     layers, first, last = len(shapes), shapes[0], shapes[-1]
     if parts.projection is not None:
         _projection_forward(t, first, m, parts)
@@ -258,6 +257,16 @@ def epoch_timeline(
         _forward_layer(t, s, m, s is last and parts.head is None, parts, layers)
     if parts.head is not None:
         _head_forward(t, last, m, parts)
+
+
+def epoch_timeline(
+    shapes: list[LayerShape], m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS
+) -> Timeline:
+    """The tensors an epoch creates beyond the static ones, replayed in the trainer's order."""
+    t = Timeline()
+    layers, first, last = len(shapes), shapes[0], shapes[-1]
+    _forward(t, shapes, m, parts)
+    if parts.head is not None:
         cols, size = parts.head.out_cols(classes).size, parts.head.sizes[0]
         _loss(t, last.rows, cols, cols * size > classes, layers, m)
         _head_backward(t, last, m, parts)
@@ -269,6 +278,15 @@ def epoch_timeline(
     if parts.projection is not None:
         _projection_backward(t, first, m, parts)
     return t
+
+
+def evaluation_peak(shapes: list[LayerShape], m: ModelConfig, parts: StackParts = GCN_PARTS) -> int:
+    """An evaluation's high-water mark: every tensor its forward (no dropout) creates, none freed before
+    the scores (measured on an 8M-node store, 2 layers: 4.0 GiB over the run's static memory, against
+    4.05 GiB summed here and 2.1 GiB replayed with the training forward's frees)."""
+    t = Timeline()
+    _forward(t, shapes, replace(m, dropout=0.0), parts)
+    return sum(a.nbytes for a in t.allocated)
 
 
 def epoch_peak(shapes: list[LayerShape], m: ModelConfig, classes: int, parts: StackParts = GCN_PARTS) -> int:
@@ -321,15 +339,18 @@ def reshard_index_bytes(shapes: list[LayerShape], parts: StackParts) -> int:
     return total
 
 
-def adjacency_bytes(shards: GridShards, m: ModelConfig) -> np.ndarray:
-    """Bytes of each rank's distinct CSR shards and their transposes, as the trainer holds them (a second
-    copy of the values when the training dtype is not the stored float32; row-block pointers with
-    --agg-blocks)."""
-    pointers = shards.rows + shards.cols + 2
+def adjacency_bytes(shards: GridShards, m: ModelConfig, transposes: bool = True) -> np.ndarray:
+    """Bytes of each rank's distinct CSR shards and (with `transposes`) their transposes, as the trainer
+    holds them (a second copy of the values when the training dtype is not the stored float32; row-block
+    pointers with --agg-blocks)."""
+    copies = 2 if transposes else 1
+    pointers = shards.rows + 1 + (shards.cols + 1 if transposes else 0)
     if m.agg_blocks > 1:
-        pointers = pointers + shards.rows + shards.cols + 2 * m.agg_blocks
+        pointers = (
+            pointers + (shards.rows + shards.cols if transposes else shards.rows) + copies * m.agg_blocks
+        )
     values = STORED_VALUE_BYTES + (m.itemsize if m.itemsize != STORED_VALUE_BYTES else 0)
-    per_shard = pointers * INDEX_BYTES + 2 * shards.nnz * (INDEX_BYTES + values)
+    per_shard = pointers * INDEX_BYTES + copies * shards.nnz * (INDEX_BYTES + values)
     return (per_shard * shards.first).sum(axis=1, dtype=np.int64)
 
 
@@ -345,6 +366,8 @@ class MemoryEstimate:
     gradients: int
     activations: int
     reshard_indices: int = 0
+    sampling: int = 0
+    """Mini-batch runs: the epoch's node order, the bands' sorted node ids, the steps' cut blocks."""
 
     @property
     def static(self) -> np.ndarray:
@@ -355,6 +378,7 @@ class MemoryEstimate:
             + self.parameters
             + self.optimizer
             + self.reshard_indices
+            + self.sampling
         )
 
     @property
@@ -372,8 +396,22 @@ class MemoryEstimate:
             "gradients": self.gradients,
             "activations": self.activations,
             "reshard_indices": self.reshard_indices,
+            "sampling": self.sampling,
             "peak": int(self.peak[rank]),
         }
+
+
+def feature_columns(shapes: list[LayerShape], parts: StackParts) -> int:
+    """Columns of the rank's input feature block (the projection's input columns when there is one)."""
+    return (
+        shapes[0].in_cols if parts.projection is None else parts.projection.in_cols(parts.num_features).size
+    )
+
+
+def feature_bytes(rows: int, cols: int, m: ModelConfig) -> int:
+    """Bytes of `rows` x `cols` features as the trainer holds them: stored float32, and a copy in the
+    training dtype when it differs."""
+    return rows * cols * (STORED_VALUE_BYTES + (m.itemsize if m.itemsize != STORED_VALUE_BYTES else 0))
 
 
 def estimate_memory(
@@ -382,11 +420,8 @@ def estimate_memory(
     """Per-rank memory of a grid whose ranks hold `shards`, of a model with `parts` around its layers."""
     adjacency = adjacency_bytes(shards, m)
     first, last = shapes[0], shapes[-1]
-    cols = first.in_cols if parts.projection is None else parts.projection.in_cols(parts.num_features).size
-    features = first.inputs * cols * STORED_VALUE_BYTES
-    if m.itemsize != STORED_VALUE_BYTES:
-        features += first.inputs * cols * m.itemsize
-    labels = last.rows * (8 + 1 + 3 + 8)
+    features = feature_bytes(first.inputs, feature_columns(shapes, parts), m)
+    labels = last.rows * LABEL_BYTES
     params = parameter_elements(shapes, m, parts) * m.itemsize
     return MemoryEstimate(
         adjacency=adjacency,

@@ -9,7 +9,7 @@ time, those over the memory limit last; the best is the fastest one that fits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,13 +20,9 @@ from gtool.geometry.bandnnz import ShardNnzTable, grid_band_counts
 from gtool.geometry.collectives import Collective, bytes_by_group, epoch_collectives, wire_bytes_by_group
 from gtool.geometry.grid import ProcessGrid
 from gtool.geometry.shapes import LayerShape, factorizations
+from gtool.plan.costmodel.budget import Budget, RunMemory, largest_batch, run_memory
 from gtool.plan.costmodel.cost import EpochTime, epoch_time
-from gtool.plan.costmodel.memory import (
-    MemoryEstimate,
-    epoch_timeline,
-    estimate_memory,
-    parameter_elements,
-)
+from gtool.plan.costmodel.memory import MemoryEstimate, epoch_timeline, parameter_elements
 from gtool.plan.costmodel.minibatch import MiniBatchRun
 from gtool.plan.costmodel.placement import Placement, price_placements
 from gtool.plan.costmodel.profile import DeviceProfile
@@ -59,6 +55,12 @@ class PlanRequest:
     """Mini-batch samples of this many nodes (None: full-graph epochs); then D x grid layouts are planned."""
     replicas: int | None = None
     """Only layouts of this many replicas (`--data-parallel D` given with `--grid auto`); None: any D."""
+    memory_limit: int | None = None
+    """Memory of one node's ranks together (`--memory-limit`, bytes); None: no limit."""
+    features_from: str = "auto"
+    """Mini-batch runs: where the features come from (`--features-from`; auto: memory when it fits)."""
+    evaluation: str | None = None
+    """Mini-batch runs: `--eval` full or sampled (None: full with the features in memory, else sampled)."""
 
     def __post_init__(self) -> None:
         if self.ranks > MAX_RANKS:
@@ -86,6 +88,17 @@ class PlanRequest:
     def node_ranks(self) -> int:
         return min(self.ranks, self.ranks_per_node or self.ranks)
 
+    def budget(self, replicas: int) -> Budget:
+        """What a layout of `replicas` replicas must fit."""
+        return Budget(
+            self.memory_per_rank,
+            self.memory_limit,
+            replicas,
+            self.node_ranks,
+            self.features_from,
+            self.evaluation,
+        )
+
 
 @dataclass(frozen=True)
 class GridEstimate:
@@ -102,6 +115,8 @@ class GridEstimate:
     placements: list[Placement]
     replicas: int = 1
     """Replicas of the grid (mini-batch runs: --data-parallel)."""
+    run_memory: RunMemory | None = None
+    """Its memory in each feature mode, the mode it would run in, and one node's total."""
 
     @property
     def node_axes(self) -> list[str]:
@@ -155,6 +170,7 @@ class GridEstimate:
             "peak_memory_bytes": self.peak_memory,
             "rank_peak_memory_bytes": self.memory.peak.astype(int).tolist(),
             "memory_of_largest_rank": self.memory.parts(worst),
+            **(self.run_memory.summary() if self.run_memory else {}),
         }
 
 
@@ -186,6 +202,7 @@ class Plan:
             "dropout": r.model.dropout,
             "learnable_features": r.model.learnable_features,
             "memory_per_rank": r.memory_per_rank,
+            "memory_limit": r.memory_limit,
             "nnz_from": "tile statistics, crossed tiles split by area"
             if self.nnz_estimated
             else "exact counts",
@@ -207,8 +224,8 @@ def estimate_grid(
     features: int | None = None,
 ) -> GridEstimate:
     """The predictions for one grid (`replicas` of it in a mini-batch run) of a store of `features`
-    feature columns (None: widths[0], as without an input projection). A mini-batch run's memory is the
-    full-graph one: evaluation runs the full-graph forward."""
+    feature columns (None: widths[0], as without an input projection); its memory in the feature mode it
+    would run in (gtool.plan.costmodel.budget)."""
     m = request.model
     features = widths[0] if features is None else features
     orders = m.orders(features, classes)
@@ -216,7 +233,9 @@ def estimate_grid(
     shards = table.rank_shards(grid, orders, m.start)
     nnz = shards.nnz
     collectives = epoch_collectives(shapes, m.learnable_features, m.wire_itemsize, parts)
-    memory = estimate_memory(shapes, shards, m, classes, parts)
+    memory = run_memory(
+        shapes, shards, m, classes, table.num_nodes, request.batch_size, request.budget(replicas), parts
+    )
     placements = price_placements(grid, collectives, profile, m.itemsize, request.node_ranks)
     spanning = placements[0].spanning
     if request.batch_size is None:
@@ -231,11 +250,19 @@ def estimate_grid(
         collectives, time = run.epoch(
             shapes, nnz, m, profile, request.node_ranks, classes, (*spanning, replicas_span), parts
         )
-    limit = request.memory_per_rank
-    fits = limit is None or int(memory.peak.max()) <= limit
     placed = grid.with_placement(placements[0].order)
     return GridEstimate(
-        placed, shapes, nnz, collectives, time, memory, m.itemsize, fits, placements, replicas
+        placed,
+        shapes,
+        nnz,
+        collectives,
+        time,
+        memory.memory,
+        m.itemsize,
+        memory.fits,
+        placements,
+        replicas,
+        memory,
     )
 
 
@@ -249,14 +276,25 @@ def _placement_note(estimate: GridEstimate, ranks_per_node: int) -> str:
     return text
 
 
+def _limits(request: PlanRequest) -> str:
+    """The limits a grid must fit, in words ('' when none)."""
+    rank, node = request.memory_per_rank, request.memory_limit
+    limits = [f"{human_bytes(rank)} per rank"] if rank else []
+    limits += [f"--memory-limit {human_bytes(node)} per node"] if node else []
+    return " and ".join(limits)
+
+
 def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
     fitting = [g for g in ranked if g.fits]
     over = len(ranked) - len(fitting)
-    if not fitting and request.memory_per_rank is not None:  # every grid fits without a limit
+    limits = _limits(request)
+    if not fitting:  # every grid fits without a limit
         smallest = min(ranked, key=lambda g: g.peak_memory)
+        node = f", {human_bytes(smallest.run_memory.node_peak)} per node" if smallest.run_memory else ""
+        fewer = "a smaller --batch-size" if request.batch_size else "mini-batches (--batch-size)"
         return (
-            f"no grid fits {human_bytes(request.memory_per_rank)} per rank: the smallest peak is "
-            f"{human_bytes(smallest.peak_memory)} ({smallest.layout}); use more ranks or a narrower model"
+            f"no grid fits {limits}: the smallest peak is {human_bytes(smallest.peak_memory)} per rank{node} "
+            f"({smallest.layout}); use more ranks, {fewer} or a narrower model"
         )
     best = fitting[0]
     t = best.time
@@ -265,7 +303,7 @@ def _reason(ranked: list[GridEstimate], request: PlanRequest) -> str:
         f"comm {t.comm:.3g} s, overhead {t.overhead:.3g} s"
     )
     text = f"fastest predicted epoch, {t.total:.3g} s ({split}), of {len(fitting)} grid(s)"
-    text += f" that fit {human_bytes(request.memory_per_rank)} per rank" if request.memory_per_rank else ""
+    text += f" that fit {limits}" if limits else ""
     text += f" ({over} over the limit)" if over else ""
     if len(fitting) > 1:
         runner = fitting[1]
@@ -288,6 +326,37 @@ def layouts(request: PlanRequest) -> list[tuple[int, ProcessGrid]]:
     else:
         replicas = [1] if request.batch_size is None else list(range(1, request.ranks + 1))
     return [(d, g) for d in replicas if request.ranks % d == 0 for g in factorizations(request.ranks // d)]
+
+
+def layout_memory(store: Store, request: PlanRequest, grid: ProcessGrid, replicas: int = 1) -> RunMemory:
+    """The memory of `replicas` x `grid` on `store` under `request`'s limits, in the mode it would run in."""
+    table = shard_table(store, grid_band_counts([grid]), request.exact_nnz)
+    return _layout_memory(store, table, request, grid, replicas)
+
+
+def largest_fitting_batch(
+    store: Store, request: PlanRequest, grid: ProcessGrid, replicas: int = 1
+) -> int | None:
+    """The largest --batch-size whose run of `replicas` x `grid` fits `request`'s limits (either feature
+    mode), by bisection on the mini-batch model; None when not even 2 nodes a step fit."""
+    table = shard_table(store, grid_band_counts([grid]), request.exact_nnz)
+    model = request.model
+
+    def fits(batch: int) -> bool:
+        sized = replace(request, batch_size=batch, replicas=replicas, model=model)
+        return _layout_memory(store, table, sized, grid, replicas).fits
+
+    return largest_batch(fits, store.num_nodes)
+
+
+def _layout_memory(
+    store: Store, table: ShardNnzTable, request: PlanRequest, grid: ProcessGrid, replicas: int
+) -> RunMemory:
+    m, features, classes = request.model, store.num_features, store.num_classes
+    shapes, parts = m.shapes(grid, store.num_nodes, features, classes)
+    shards = table.rank_shards(grid, m.orders(features, classes), m.start)
+    budget = request.budget(replicas)
+    return run_memory(shapes, shards, m, classes, store.num_nodes, request.batch_size, budget, parts)
 
 
 def make_plan(

@@ -55,7 +55,7 @@ def test_plan_ranks_every_grid_and_explains_the_best(store: str) -> None:
 def test_plan_marks_grids_over_the_memory_limit(store: str) -> None:
     result = json.loads(plan(store, "--ranks", "2", "--memory-per-rank", "1KB", "--json").stdout)
     assert result["best"] is None and not any(g["fits"] for g in result["grids"])
-    assert result["reason"].startswith("no grid fits 1.0 KiB per rank: the smallest peak is ")  # was 0.00 GiB
+    assert result["reason"].startswith("no grid fits 1.0 KiB per rank and --memory-limit ")  # was 0.00 GiB
 
 
 def test_plan_reports_bad_input_clearly(store: str, tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def model_grid(config: TrainConfig, comm: GridComm, device: torch.device | str =
             layers=orders,
             device=device,
             start=model.start,
-            features=minibatch.features_from == "memory",
+            features=minibatch.features_from != "store",
             transposes=minibatch.batch_size is None,
         )
     dtype, seed = config.torch_dtype, config.runtime.seed

@@ -23,6 +23,7 @@ import psutil
 from gtool.collector import settle
 from gtool.cores import available_cores
 from gtool.errors import GtoolError
+from gtool.memory import RANK_BASE_BYTES, machine_memory
 from gtool.trainer.launch.environment import LOOPBACK, READY_PREFIX, RankEnv, free_port
 from gtool.trainer.launch.failures import FAILURE, read_failure
 from gtool.trainer.launch.lineage import Parent
@@ -37,10 +38,6 @@ NOTES_STALE_S = 60.0
 """How long a notes folder must have been left untouched before a launch may remove it."""
 READY_WATCH_S = 0.1
 """How often a local launch counts the ranks that are ready, while they start."""
-
-
-RANK_BASE_BYTES = 300 << 20
-"""Memory of a spawned rank before it loads anything (Python, torch, zarr: about 380 MB RSS measured)."""
 
 
 @contextmanager
@@ -80,7 +77,7 @@ def quiet_resource_tracker() -> Iterator[None]:
 
 def refuse_beyond_memory(world_size: int) -> None:
     """Refuse to spawn more local ranks than this machine's available memory holds at RANK_BASE_BYTES each."""
-    available = psutil.virtual_memory().available
+    available = machine_memory().available
     if world_size * RANK_BASE_BYTES > available:
         raise GtoolError(
             f"{world_size} local ranks need at least {human_bytes(world_size * RANK_BASE_BYTES)} (about "
