@@ -62,6 +62,7 @@ def test_sigterm_or_sighup_during_training_says_so_and_exits_with_its_status(
     """SIGTERM (a scheduler's, docker stop) ended `gtool train` without a word; its ranks noticed later."""
     store = SimpleNamespace(num_nodes=10, check_every_chunk=lambda: None)
     monkeypatch.setattr("gtool.store.reader.open_store", lambda path: store)  # imported when run
+    monkeypatch.setattr("gtool.cli.train.budgeted", lambda config, opened, launched: config)
 
     def terminated(config, started) -> None:
         raise Terminated(f"terminated by {signal.Signals(sent).name}", sent)
