@@ -168,8 +168,8 @@ def test_predicted_minibatch_bytes_equal_logged_bytes_on_every_d_x_3d_layout(run
         replicas = config.minibatch.data_parallel
         batch, seed = config.minibatch.batch_size, config.runtime.seed
         process_grid = ProcessGrid(*grid)
-        schedule = Schedule.of(store, batch, replicas, config.minibatch.sampling)
-        samples = schedule.order(seed, 1).numpy()
+        sampling = config.minibatch.sampling
+        samples = Schedule.of(store, batch, replicas, sampling).order(seed, 1).numpy()
         predicted = replay_comm_bytes(store, config.model, process_grid, replicas, batch, samples)
         for rank, measured in enumerate(_measured(out, name, grid, replicas)):
             assert measured["comm_bytes"] == predicted[rank], f"{name} rank {rank}"

@@ -136,7 +136,7 @@ class Trainer:
         self.optimizer.zero_grad()
         stepped = None
         if batch is not None:
-            self.grid.begin(Step(epoch, batch.sample))
+            self.begin(epoch, batch)
             self.model.train()
             logits = self.model()
             rows = self.grid.members(self.logit_rows).positions
@@ -167,6 +167,12 @@ class Trainer:
         assert self.batches is not None
         self.grid.begin(Step(self.grid.epoch))
         return self.batches.take(key, following)
+
+    def begin(self, epoch: int, batch: StepBatch) -> None:
+        """Run the blocks in `batch`'s step next, its streamed feature rows handed to the grid (the
+        batch lets them go: the input block holds them only as long as it needs them)."""
+        rows, batch.features = batch.features, None
+        self.grid.begin(Step(epoch, batch.sample), rows)
 
     def replica_steps(self, epoch: int) -> list[StepKey | None]:
         """This replica's (epoch, step) in each round of `epoch` (None: no step in that round)."""
@@ -290,7 +296,7 @@ class Trainer:
             for key, following in zip(steps, [*steps[1:], self.following], strict=True):
                 batch = logits = None  # as in minibatch_epoch
                 batch = self.take(key, following)
-                self.grid.begin(Step(EVAL_EPOCH, batch.sample))
+                self.begin(EVAL_EPOCH, batch)
                 logits = self.model()
                 targets = self.grid.targets(self.model.output, self.grid.members(self.logit_rows).positions)
                 assert isinstance(targets, Targets)  # refused at start otherwise

@@ -26,7 +26,7 @@ class StepBatch:
     """One rank's part of one step's sample: `size` sampled nodes; `blocks[key]` the sample's block of
     adjacency shard `key` (as COO), `adjacency[key]` the same as the products multiply by it; `members`
     the sample's members of every band the model needs; `features` their feature rows (streamed, else
-    None)."""
+    None), till the step hands them to the grid (`Grid.begin`)."""
 
     epoch: int
     step: int
@@ -39,7 +39,7 @@ class StepBatch:
     @property
     def sample(self) -> Sample:
         """What the blocks take of it."""
-        return Sample(self.step, self.adjacency, self.members, self.features)
+        return Sample(self.step, self.adjacency, self.members)
 
 
 class RankSampler:

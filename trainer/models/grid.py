@@ -55,13 +55,11 @@ class Layout:
 @dataclass(frozen=True)
 class Sample:
     """A mini-batch step's part of the graph on this rank: its number, each adjacency shard's sampled
-    block (BlockedAdjacency) and each band's members (minibatch.cut.BandMembers), by key, and the
-    members' feature rows when they are read from the store with the step (else None)."""
+    block (BlockedAdjacency) and each band's members (minibatch.cut.BandMembers), by key."""
 
     number: int
     adjacency: dict[ShardKey, Any]
     members: dict[BandKey, Any]
-    features: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +112,7 @@ class Grid:
         self._data = data
         self._blocked: dict[ShardKey, BlockedAdjacency] = {}
         self._features: torch.Tensor | None = None
+        self._step_rows: torch.Tensor | None = None
         self._labels: dict[BandKey, tuple[torch.Tensor, torch.Tensor]] = {}
         self._keys = 0
 
@@ -194,9 +193,10 @@ class Grid:
         """The epoch whose dropout masks the blocks draw next (full graph)."""
         self.step = Step(epoch)
 
-    def begin(self, step: Step) -> None:
-        """The step the blocks run in next."""
+    def begin(self, step: Step, rows: torch.Tensor | None = None) -> None:
+        """The step the blocks run in next, and its feature rows read from the store (`step_features`)."""
         self.step = step
+        self._step_rows = rows
 
     @property
     def input(self) -> Layout:
@@ -250,11 +250,12 @@ class Grid:
 
     def step_features(self) -> torch.Tensor:
         """The current mini-batch step's feature rows: its members' rows of the block `features()` would
-        hold, read from the store with the sample."""
-        batch = self.step.batch
-        if batch is None or batch.features is None:
-            raise ValueError("features read from the store exist only in a mini-batch step")
-        return batch.features
+        hold, read from the store with the sample. Handed over once: the grid lets them go, so that the
+        block's output (a dropout's copy) need not live beside them."""
+        rows, self._step_rows = self._step_rows, None
+        if rows is None:
+            raise ValueError("a step's feature rows from the store are taken once, in a mini-batch step")
+        return rows
 
     def features(self) -> torch.Tensor:
         """This rank's block of the stored features, in the layout `input` (read once)."""
