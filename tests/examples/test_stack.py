@@ -40,8 +40,8 @@ RELATIVE = 1e-5
 
 
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return StoreFactory(tmp_path_factory.mktemp("stores"))("sbm:2000:4", tiles=4)
+def graph(stores: StoreFactory) -> str:
+    return stores("sbm:2000:4", tiles=4)
 
 
 def train(store: str, folder: Path, grid: str, *extra: str) -> list[float]:
