@@ -76,7 +76,7 @@ def store(stores: StoreFactory) -> str:
 
 
 def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Path) -> None:
-    epochs = 150
+    epochs = 60
     common = [store, "--grid", "2x1x1", *MODEL, "--epochs", str(epochs), "--checkpoint-every", "3"]
     whole = gtool_train(*common, "--checkpoint", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
