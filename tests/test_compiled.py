@@ -24,11 +24,16 @@ CALL_A_KERNEL = (
 
 def kernel_process(cache: Path) -> subprocess.Popen:
     """A Python process calling a kernel, its cache in `cache`, its stderr piped (not quieted, though an
-    in-process `-q` of an earlier test set GTOOL_QUIET here)."""
+    in-process `-q` of an earlier test set GTOOL_QUIET here), in a process group of its own: a notice said
+    in pytest's group (an earlier test compiling in this process) stands for its whole group."""
     environment = {key: value for key, value in os.environ.items() if key != QUIET_ENV}
     environment[usercache.CACHE_ENV] = str(cache)
     return subprocess.Popen(
-        [sys.executable, "-c", CALL_A_KERNEL], env=environment, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", CALL_A_KERNEL],
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 

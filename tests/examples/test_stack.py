@@ -6,6 +6,7 @@ forward pass's logits; a wrong model is one error line before any rank trains.""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -40,8 +41,8 @@ RELATIVE = 1e-5
 
 
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return StoreFactory(tmp_path_factory.mktemp("stores"))("sbm:2000:4", tiles=4)
+def graph(stores: StoreFactory) -> str:
+    return stores("sbm:2000:4", tiles=4)
 
 
 def train(store: str, folder: Path, grid: str, *extra: str) -> list[float]:
@@ -73,6 +74,7 @@ class SerialExample(torch.nn.Module):
         return self.head(torch.relu(self.bias2(self.conv2(h1, context))))
 
 
+@functools.cache
 def serial_losses(store: str) -> list[float]:
     """The twin's per-epoch losses: the initial weights are the example's on a 1x1x1 grid (they do not
     depend on the grid), the graph the unpermuted one."""
@@ -124,10 +126,11 @@ def test_mini_batches_of_the_example_are_the_same_on_every_grid(graph: str, tmp_
 
 
 def test_a_checkpoint_resumes_and_predicts_as_the_run_goes_on(graph: str, tmp_path: Path) -> None:
-    whole = train(graph, tmp_path, "2x1x1", "--checkpoint", str(tmp_path / "whole"))
-    first = train(graph, tmp_path, "2x1x1", "--checkpoint", str(tmp_path / "part"), "--epochs", "2")
-    rest = train(graph, tmp_path, "2x1x1", "--checkpoint", str(tmp_path / "part"), "--resume")
-    assert_equal(first + rest, whole)
+    """2 epochs, then --resume to the last: the uninterrupted run's losses, which are the serial twin's on
+    every grid (the test above); the resumed run's checkpoint predicts alike on two grids."""
+    first = train(graph, tmp_path, "2x1x1", "--checkpoint", str(tmp_path / "whole"), "--epochs", "2")
+    rest = train(graph, tmp_path, "2x1x1", "--checkpoint", str(tmp_path / "whole"), "--resume")
+    assert_equal(first + rest, serial_losses(graph))
     outputs = {}
     for grid in ("1x2x1", "1x1x1"):
         out = tmp_path / f"predicted-{grid}"

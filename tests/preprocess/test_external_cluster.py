@@ -143,57 +143,54 @@ def test_a_folder_a_worker_does_not_see_is_refused_before_work(tmp_path, cluster
     assert not [p for p in spill.iterdir()] if spill.exists() else True
 
 
-def test_a_stopped_worker_is_named_within_the_bound_and_its_work_done_elsewhere(tmp_path):
-    """SIGSTOP of a worker while it holds a task: with --worker-timeout 5 (times the machine's load) the
-    run names it, its nanny restarts it, and the run ends with the undisturbed store well within two
-    minutes (times the load)."""
-    from distributed import Client
-
-    reference = tmp_path / "ref.zarr"
-    make_store("rmat:14:8", reference, tiles=3, seed=2)
-    workers = ExternalCluster(tmp_path / "cluster").start(2)
-    timeout = scaled(5)
-    try:
-        started = time.monotonic()
-        command = [sys.executable, "-m", "gtool.cli", "shard", "rmat:14:8", "-o", "out.zarr", *SHARD]
-        run = subprocess.Popen(
-            [*command, "--scheduler", workers.address, "--worker-timeout", str(timeout)],
-            cwd=tmp_path,
-            env=environment(),
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-        )
-        pids = {address: pid for address, (pid, _) in workers.workers().items()}
-        with Client(workers.address) as client:
-            while not (busy := [a for a, keys in client.processing().items() if keys]):
-                assert run.poll() is None, run.stderr.read()
-                time.sleep(0.02)
-        os.kill(pids[busy[0]], signal.SIGSTOP)
-        _, stderr = run.communicate(timeout=scaled(150))
-        elapsed = time.monotonic() - started
-    finally:
-        workers.stop()
-    assert run.returncode == 0, stderr
-    assert f"{busy[0]} sent no heartbeat for {timeout} s" in stderr, stderr
-    assert elapsed < scaled(120)
-    assert differences(reference, tmp_path / "out.zarr") == []
-
-
-def test_a_worker_stopped_before_the_work_is_named_and_nothing_is_published(tmp_path):
+def test_a_worker_stopped_before_the_work_is_named_and_nothing_is_published(tmp_path, cluster):
     """Only the stopped worker is named: the bound (5 s times the machine's load) leaves the other one time
-    to answer however busy the machine is."""
-    workers = ExternalCluster(tmp_path / "cluster").start(2)
+    to answer however busy the machine is. The worker runs on afterwards (SIGCONT), for the next test."""
+    workers, _ = cluster
     timeout = scaled(5)
+    (stopped, (pid, _)), *_ = workers.workers().items()
+    os.kill(pid, signal.SIGSTOP)
     try:
-        (stopped, (pid, _)), *_ = workers.workers().items()
-        os.kill(pid, signal.SIGSTOP)
         started = time.monotonic()
         arguments = ["rmat:10:4", "-o", "out.zarr", "--scheduler", workers.address]
         line = one_error_line(shard(tmp_path / "run", *arguments, "--worker-timeout", str(timeout)))
         elapsed = time.monotonic() - started
     finally:
-        workers.stop()
+        os.kill(pid, signal.SIGCONT)
     assert line.startswith(f"error: Dask worker {stopped} did not answer within {timeout} s"), line
     assert elapsed < scaled(60)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == []
+
+
+def test_a_stopped_worker_is_named_within_the_bound_and_its_work_done_elsewhere(tmp_path, cluster):
+    """SIGSTOP of a worker while it holds a task: with --worker-timeout 5 (times the machine's load) the
+    run names it, its nanny restarts it, and the run ends with the undisturbed store well within two
+    minutes (times the load). The module's last test: it leaves the cluster with a worker restarted."""
+    from distributed import Client
+
+    workers, _ = cluster
+    reference = tmp_path / "ref.zarr"
+    make_store("rmat:14:8", reference, tiles=3, seed=2)
+    timeout = scaled(5)
+    started = time.monotonic()
+    command = [sys.executable, "-m", "gtool.cli", "shard", "rmat:14:8", "-o", "out.zarr", *SHARD]
+    run = subprocess.Popen(
+        [*command, "--scheduler", workers.address, "--worker-timeout", str(timeout)],
+        cwd=tmp_path,
+        env=environment(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    pids = {address: pid for address, (pid, _) in workers.workers().items()}
+    with Client(workers.address) as client:
+        while not (busy := [a for a, keys in client.processing().items() if keys]):
+            assert run.poll() is None, run.stderr.read()
+            time.sleep(0.02)
+    os.kill(pids[busy[0]], signal.SIGSTOP)
+    _, stderr = run.communicate(timeout=scaled(150))
+    elapsed = time.monotonic() - started
+    assert run.returncode == 0, stderr
+    assert f"{busy[0]} sent no heartbeat for {timeout} s" in stderr, stderr
+    assert elapsed < scaled(120)
+    assert differences(reference, tmp_path / "out.zarr") == []

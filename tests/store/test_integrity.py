@@ -334,11 +334,15 @@ def test_under_torchrun_only_rank_0_lists_the_store_before_training(
     launched = {"RANK": rank, "WORLD_SIZE": "2", "LOCAL_RANK": rank, "MASTER_ADDR": "127.0.0.1"}
     for name, value in launched.items():
         monkeypatch.setenv(name, value)
-    started = []
+    started, told = [], []
     monkeypatch.setattr("gtool.trainer.fit.train.train", lambda config, ranks: started.append(config))
+    # the refusal is told to the waiting ranks (as tests/trainer/test_two_nodes.py runs it): without
+    # rank 1 to read it, rank 0 would wait TOLD_SECONDS (30 s) for a reader
+    monkeypatch.setattr("gtool.cli.common.tell_waiting_ranks", told.append)
     run = CliRunner().invoke(app, ["train", str(copy), "--grid", "2x1x1", "--epochs", "1"])
     assert (run.exit_code == 2 and "chunk 0: missing" in run.output) if lists else (run.exit_code == 0)
     assert len(started) == (0 if lists else 1)
+    assert [("chunk 0: missing" in message) for message in told] == ([True] if lists else [])
 
 
 def test_a_store_written_before_every_chunk_was_stored_opens_with_a_notice(

@@ -18,7 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
+from typer.testing import CliRunner
 
+from gtool.cli.main import app
 from gtool.trainer.config import TrainConfig
 from gtool.trainer.launch.environment import free_port
 from gtool.trainer.launch.local import NOTES_STALE_S
@@ -36,6 +38,14 @@ MODEL = ["--layers", "2", "--hidden", "16", "--dropout", "0.5"]
 
 def gtool_train(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([*TRAIN, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def gtool_train_here(*args: str) -> subprocess.CompletedProcess:
+    """`gtool train ARGS` in this process (typer's runner): for what is refused before any rank starts."""
+    result = CliRunner().invoke(app, ["train", *args], env={"COLUMNS": "400"})
+    return subprocess.CompletedProcess(
+        ["gtool", "train", *args], result.exit_code, result.stdout, result.stderr
+    )
 
 
 def start_gtool_train(*args: str) -> subprocess.Popen:
@@ -68,7 +78,7 @@ def store(stores: StoreFactory) -> str:
 
 
 def test_killed_run_resumes_to_the_uninterrupted_result(store: str, tmp_path: Path) -> None:
-    epochs = 150
+    epochs = 60
     common = [store, "--grid", "2x1x1", *MODEL, "--epochs", str(epochs), "--checkpoint-every", "3"]
     whole = gtool_train(*common, "--checkpoint", str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr
@@ -226,7 +236,7 @@ def test_a_rank_torchrun_stops_names_the_rank_that_died(store: str, tmp_path: Pa
     ],
 )
 def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> None:
-    run = gtool_train(store, *flags)
+    run = gtool_train_here(store, *flags)
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
 
@@ -247,7 +257,7 @@ def test_resuming_a_finished_run_trains_nothing(store: str, tmp_path: Path) -> N
 
 
 def test_a_missing_store_is_reported_before_any_rank_starts(tmp_path: Path) -> None:
-    run = gtool_train(str(tmp_path / "nope.zarr"), "--grid", "2x2x2")
+    run = gtool_train_here(str(tmp_path / "nope.zarr"), "--grid", "2x2x2")
     assert run.returncode == 2
     assert "nope.zarr: not a gtool store" in run.stderr and "rank" not in run.stderr
 
@@ -275,7 +285,7 @@ def test_ranks_on_one_gpu_through_gloo_train_like_one_rank(store: str, tmp_path:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without CUDA")
 def test_device_cuda_without_a_gpu_is_reported(store: str) -> None:
-    run = gtool_train(store, "--device", "cuda", "--epochs", "1")
+    run = gtool_train_here(store, "--device", "cuda", "--epochs", "1")
     assert run.returncode == 2
     assert "--device cuda (--backend gloo) needs CUDA GPUs" in run.stderr and "Traceback" not in run.stderr
 
