@@ -46,8 +46,10 @@ Linux."""
 
 def quiet_dask_logs() -> None:
     """A failed task is re-raised here with its message, a task whose workers died or a lost scheduler as
-    one error line (see gtool.preprocess.engine.lost_work); Dask's own log of them would only repeat it."""
-    for name in ("distributed.worker", "distributed.scheduler", "distributed.client"):
+    one error line (see gtool.preprocess.engine.lost_work); Dask's own log of them would only repeat it.
+    Tornado's log of a failed event-loop callback is Dask's too (a signal that cancels a pending client
+    call made distributed's `sync` raise NameError there: a traceback after the run's one line)."""
+    for name in ("distributed.worker", "distributed.scheduler", "distributed.client", "tornado.application"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.getLogger("distributed").setLevel(logging.ERROR)
 
