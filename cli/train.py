@@ -84,6 +84,8 @@ def budgeted(config: TrainConfig, opened: Any, launched: Any) -> TrainConfig:
     """`config` within its --memory-limit (else refused), its --features-from auto resolved and said (by
     the first rank)."""
     config, note = within_budget(config, opened)
+    if problem := config.minibatch.evaluation_problem(opened.meta.labels.multi_label):
+        raise GtoolError(problem)
     if note and not config.runtime.quiet and (launched is None or launched.rank == 0):
         console.print(f"gtool train: {note}", highlight=False, soft_wrap=True)
     return config

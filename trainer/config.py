@@ -140,6 +140,15 @@ class MiniBatchConfig(Options):
         """How evaluation runs: --eval, else sampled with --features-from store and full otherwise."""
         return self.evaluation or ("sampled" if self.features_from == "store" else "full")
 
+    def evaluation_problem(self, multi_label: bool) -> str | None:
+        """Why this run cannot evaluate a store of multi-label (`multi_label`) or class-index labels."""
+        if self.batch_size is None or self.evaluate != "sampled" or not multi_label:
+            return None
+        return (
+            "--eval sampled sums accuracies over batches; a multi-label store's ROC-AUC needs the full "
+            "graph: --eval full with --features-from memory"
+        )
+
 
 @dataclass(frozen=True)
 class TrainConfig(Options):

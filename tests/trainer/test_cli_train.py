@@ -241,6 +241,17 @@ def test_bad_flags_are_reported(store: str, flags: list[str], message: str) -> N
     assert message in run.stderr and "Traceback" not in run.stderr
 
 
+def test_sampled_evaluation_of_a_multi_label_store_is_refused_before_any_rank_starts(
+    stores: StoreFactory,
+) -> None:
+    """It was refused by every rank as it started ('rank 0 failed: GtoolError: ...')."""
+    store = stores("sbm-multi:301:3:5", tiles=2)
+    run = gtool_train_here(store, "--batch-size", "64", "--features-from", "store")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("error: --eval sampled sums accuracies"), run.stderr
+    assert "rank" not in run.stderr
+
+
 def test_resuming_a_finished_run_trains_nothing(store: str, tmp_path: Path) -> None:
     """It said 'mean epoch time nans (spmm nan, ...)' and named no checkpoint."""
     checkpoints = str(tmp_path / "checkpoints")

@@ -91,11 +91,8 @@ class Trainer:
         sampled = config.minibatch.batch_size is not None and config.minibatch.evaluate == "sampled"
         self.targets = None if sampled else targets
         """The full graph's targets (None where no full-graph pass runs: their N-sized masks let go)."""
-        if sampled and self.metric != "accuracy":
-            raise GtoolError(
-                "--eval sampled sums accuracies over batches; a multi-label store's ROC-AUC needs the "
-                "full graph: --eval full with --features-from memory"
-            )
+        if problem := config.minibatch.evaluation_problem(self.metric != "accuracy"):
+            raise GtoolError(problem)
         self.optimizer = build_optimizer(decay_groups(self.model), config)
         self.schedule: Schedule | None = None
         self.read_mark = (0, 0.0)
@@ -285,10 +282,6 @@ class Trainer:
         evaluation; every node once over all replicas), without dropout: each batch's hits and labelled
         counts summed over the batches and replicas. The cuts are prefetched as in training."""
         assert self.schedule is not None and self.batches is not None
-        if self.metric != "accuracy":
-            raise GtoolError(
-                "--eval sampled sums accuracies; a multi-label store's ROC-AUC needs --eval full"
-            )
         steps = [key for key in self.replica_steps(EVAL_EPOCH) if key is not None]
         totals = torch.zeros(2, len(SPLITS), dtype=torch.float64, device=self.device)
         self.model.eval()
